@@ -1,0 +1,22 @@
+#include "device/capture_state.h"
+
+#include "core/error.h"
+#include "device/stream.h"
+
+namespace grt {
+namespace {
+thread_local Stream* t_capture_stream = nullptr;
+}
+
+Stream* this_thread_capture_stream() { return t_capture_stream; }
+void set_this_thread_capture_stream(Stream* s) { t_capture_stream = s; }
+
+void refuse_during_capture(const char* operation, const Stream* stream) {
+  if (t_capture_stream)
+    GRT_FAIL("{} is not allowed during stream capture (this thread is capturing on stream {})", operation,
+             t_capture_stream->id());
+  if (stream && stream->is_capturing())
+    GRT_FAIL("{} is not allowed during stream capture (stream {} is capturing)", operation, stream->id());
+}
+
+}  // namespace grt
