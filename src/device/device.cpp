@@ -1,5 +1,7 @@
 #include "device/device.h"
 
+#include "core/error.h"
+
 #include "device/backend.h"
 #include "device/capture_state.h"
 

@@ -1,0 +1,75 @@
+#include "bench/bench_common.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "core/error.h"
+#include "device/device.h"
+#include "device/event.h"
+#include "device/stream.h"
+#include "memory/tensor_alloc.h"
+
+namespace grt::bench {
+
+double median_ms(Device d, int warmup, int iters, const std::function<void()>& fn) {
+  Stream& s = current_stream(d);
+  for (int i = 0; i < warmup; ++i) fn();
+  s.synchronize();
+  std::vector<double> t;
+  for (int i = 0; i < iters; ++i) {
+    auto a = std::chrono::steady_clock::now();
+    fn();
+    s.synchronize();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+double event_ms_per_call(Device d, int warmup, int iters, const std::function<void()>& fn) {
+  Stream& s = current_stream(d);
+  for (int i = 0; i < warmup; ++i) fn();
+  auto start = new_event(d, true), end = new_event(d, true);
+  start->record(s);
+  for (int i = 0; i < iters; ++i) fn();
+  end->record(s);
+  end->synchronize();
+  return static_cast<double>(start->elapsed_ms(*end)) / iters;
+}
+
+double copy_bandwidth_gbps(Device d) {
+  const int64_t bytes = d.is_cuda() ? (int64_t{1} << 30) : (int64_t{64} << 20);
+  Tensor a = zeros(Shape{bytes}, DType::U8, d), b = zeros(Shape{bytes}, DType::U8, d);
+  Stream& s = current_stream(d);
+  double ms = event_ms_per_call(d, 2, 10, [&] { s.copy_async(b.data(), a.data(), static_cast<size_t>(bytes)); });
+  return 2.0 * static_cast<double>(bytes) / (ms * 1e6);
+}
+
+nlohmann::json load_anchor(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return nullptr;
+  return nlohmann::json::parse(f, nullptr, false);
+}
+
+std::vector<int> parse_int_list(const std::string& text) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(pos, comma - pos);
+    try {
+      size_t used = 0;
+      int v = std::stoi(item, &used);
+      GRT_CHECK(used == item.size() && v > 0, "'{}'", item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      GRT_FAIL("'{}' in '{}' is not a positive integer", item, text);
+    }
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace grt::bench

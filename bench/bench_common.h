@@ -1,0 +1,26 @@
+// Shared pieces of the benchmarks: timing on a device, the measured copy bandwidth (the
+// roofline's denominator) and the PyTorch anchors to compare against.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/device_id.h"
+
+namespace grt::bench {
+
+// Median milliseconds of `iters` runs of fn (after `warmup` runs), each synchronised on the
+// device so host overhead counts, as it does for a real step.
+double median_ms(Device device, int warmup, int iters, const std::function<void()>& fn);
+// Average milliseconds of one call of fn, timed with device events around `iters` back-to-back
+// calls (kernel time; launch gaps included only where the GPU waits for them).
+double event_ms_per_call(Device device, int warmup, int iters, const std::function<void()>& fn);
+// Device-to-device copy bandwidth in GB/s, counting bytes read plus written.
+double copy_bandwidth_gbps(Device device);
+// The anchor JSON (bench/anchors/torch_baseline_*.json), or null when the file is missing.
+nlohmann::json load_anchor(const std::string& path);
+std::vector<int> parse_int_list(const std::string& text);
+
+}  // namespace grt::bench

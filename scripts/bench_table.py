@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Prints a short table from `graphrt bench eager --json` outputs (one or more files)."""
+import json
+import sys
+
+
+def main(paths):
+    for p in paths:
+        try:
+            j = json.load(open(p))
+        except Exception as e:  # a failed bench leaves an empty file
+            print(f"{p}: unreadable ({e})")
+            continue
+        print(f"{j['model']} {j['dtype']} on {j['device']}: copy {j['copy_GBps']:.0f} GB/s, "
+              f"weights {j['weight_bytes']/1e9:.2f} GB, weight roofline {j['weights_roofline_ms']:.3f} ms")
+        print("  decode  bs   eager_ms  roofline_ms  torch_eager_ms  vs_torch")
+        for r in j.get("decode", []):
+            print(f"        {r['bs']:4d} {r['eager_ms']:10.3f} {r['roofline_ms']:12.3f} "
+                  f"{r.get('torch_eager_ms', float('nan')):15.3f} {r.get('speedup_vs_torch_eager', float('nan')):9.2f}")
+        print("  prefill tokens  eager_ms  torch_eager_ms  vs_torch")
+        for r in j.get("prefill", []):
+            print(f"        {r['tokens']:6d} {r['eager_ms']:9.3f} {r.get('torch_eager_ms', float('nan')):15.3f} "
+                  f"{r.get('speedup_vs_torch_eager', float('nan')):9.2f}")
+        ks = j.get("kernels", [])
+        if ks:
+            print("  kernel            bs      us    GB/s  of_copy")
+            for k in ks:
+                print(f"  {k['name']:16s} {k['bs']:3d} {k['us']:8.1f} {k['GBps']:7.0f} {k['fraction_of_copy']:7.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

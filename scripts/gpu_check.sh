@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# On a GPU machine: configure a Release build with CUDA, build, run every test (CPU and the
+# `cuda` label), run the benchmark smoke, and print a one-screen summary last.
+#   scripts/gpu_check.sh [--golden] [--bench-args "..."]
+# --golden also regenerates tests/data with Hugging Face transformers (torch needed).
+# Logs and JSON go to $OUT when set (the device tool brings that folder back), else out/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+GOLDEN=0
+BENCH_ARGS=${BENCH_ARGS:-"--model builtin:qwen3-0.6b --batch-sizes 1,8,64 --context 1024 --prefill-tokens 4,64,256,1024,4096"}
+BENCH_ARGS_BIG=${BENCH_ARGS_BIG:-"--model builtin:llama-3.1-8b --batch-sizes 1,8,64 --context 1024 --prefill-tokens 4,256,4096"}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --golden) GOLDEN=1 ;;
+    --no-big) BENCH_ARGS_BIG="" ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+t0=$(date +%s)
+if [ "$GOLDEN" = 1 ]; then
+  python3 scripts/make_golden.py --out tests/data >"$OUT/golden.log" 2>&1 || { cat "$OUT/golden.log"; exit 1; }
+  tar czf "$OUT/golden.tar.gz" -C tests data
+fi
+
+BUILD=build-gpu
+cmake -S . -B $BUILD -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_DEPS_DIR="$PWD/.deps/include" >"$OUT/build.log" 2>&1 &&
+  cmake --build $BUILD -j"$(nproc)" >>"$OUT/build.log" 2>&1
+build_rc=$?
+if [ $build_rc != 0 ]; then tail -60 "$OUT/build.log"; echo "BUILD FAILED"; exit 1; fi
+t_build=$(( $(date +%s) - t0 ))
+
+ctest --test-dir $BUILD -L cuda --output-on-failure -j4 >"$OUT/ctest_cuda.log" 2>&1; cuda_rc=$?
+ctest --test-dir $BUILD -LE cuda -j"$(nproc)" >"$OUT/ctest_cpu.log" 2>&1; cpu_rc=$?
+
+bench_rc=0
+$BUILD/graphrt bench eager $BENCH_ARGS --json >"$OUT/bench_small.json" 2>"$OUT/bench_small.log" || bench_rc=$?
+if [ -n "$BENCH_ARGS_BIG" ]; then
+  $BUILD/graphrt bench eager $BENCH_ARGS_BIG --json >"$OUT/bench_big.json" 2>"$OUT/bench_big.log" || bench_rc=$?
+fi
+
+echo "================ graphrt GPU check ================"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+echo "build: ${t_build}s"
+grep -E "tests passed|tests failed" "$OUT/ctest_cuda.log" | sed 's/^/cuda tests: /'
+grep -E "tests passed|tests failed" "$OUT/ctest_cpu.log" | sed 's/^/cpu tests:  /'
+grep -E "\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Exception" "$OUT/ctest_cuda.log" "$OUT/ctest_cpu.log" | head -20
+if [ $bench_rc = 0 ]; then
+  python3 scripts/bench_table.py "$OUT"/bench_*.json 2>/dev/null || cat "$OUT"/bench_*.json
+else
+  echo "bench failed (rc $bench_rc):"; tail -5 "$OUT"/bench_*.log
+fi
+echo "total: $(( $(date +%s) - t0 ))s"
+[ $cuda_rc = 0 ] && [ $cpu_rc = 0 ] && [ $bench_rc = 0 ]

@@ -1,0 +1,58 @@
+// graphrt generate: greedy or sampled continuation of one or more prompts, run as one batch.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/server_args.h"
+
+namespace grt {
+
+void register_generate(CLI::App& app) {
+  struct Opts {
+    ServerArgs args;
+    std::vector<std::string> token_ids;
+    int max_new_tokens = 16;
+    SamplingParams sampling;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("generate", "continue prompts given as token ids");
+  opts->args.add_to(*cmd);
+  cmd->add_option("--token-ids", opts->token_ids, "a prompt as comma-separated token ids (repeat for a batch)")
+      ->required();
+  cmd->add_option("--max-new-tokens", opts->max_new_tokens, "tokens to generate per prompt")->capture_default_str();
+  cmd->add_option("--temperature", opts->sampling.temperature, "0: greedy")->capture_default_str();
+  cmd->add_option("--top-k", opts->sampling.top_k, "0: no limit")->capture_default_str();
+  cmd->add_option("--top-p", opts->sampling.top_p, "1: no limit")->capture_default_str();
+  cmd->add_option("--sampling-seed", opts->sampling.seed, "seed of the sampler (per request: seed + index)")
+      ->capture_default_str();
+  cmd->add_flag("--json", opts->json, "print {\"output_ids\": [...]} (a list per prompt when several)");
+  cmd->callback([opts] {
+    auto runner = make_runner(opts->args);
+    Engine engine(*runner, opts->args.engine_options());
+    std::vector<GenerateRequest> reqs;
+    for (size_t i = 0; i < opts->token_ids.size(); ++i) {
+      GenerateRequest r;
+      r.prompt = parse_token_ids(opts->token_ids[i]);
+      r.max_new_tokens = opts->max_new_tokens;
+      r.sampling = opts->sampling;
+      r.sampling.seed = opts->sampling.seed + i;
+      reqs.push_back(std::move(r));
+    }
+    auto outputs = engine.generate(reqs);
+    if (opts->json) {
+      nlohmann::json j;
+      j["output_ids"] = outputs.size() == 1 ? nlohmann::json(outputs[0]) : nlohmann::json(outputs);
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        std::printf("request %zu:", i);
+        for (int32_t t : outputs[i]) std::printf(" %d", t);
+        std::printf("\n");
+      }
+    }
+  });
+}
+
+}  // namespace grt

@@ -1,0 +1,13 @@
+// Each subcommand of the graphrt command registers itself on the app; its callback runs it.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace grt {
+
+void register_generate(CLI::App& app);
+void register_score(CLI::App& app);
+void register_make_model(CLI::App& app);
+void register_selftest(CLI::App& app);
+void register_bench(CLI::App& app);
+
+}  // namespace grt

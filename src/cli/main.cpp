@@ -1,0 +1,29 @@
+// graphrt: run LLMs from Hugging Face folders in CUDA-graph mode.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"graphrt: LLM inference in CUDA-graph mode"};
+  app.require_subcommand(1);
+  grt::register_generate(app);
+  grt::register_score(app);
+  grt::register_make_model(app);
+  grt::register_selftest(app);
+  grt::register_bench(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const grt::Error& e) {
+    std::fprintf(stderr, "graphrt: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "graphrt: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,80 @@
+#include "cli/server_args.h"
+
+#include <charconv>
+
+#include "device/device.h"
+#include "model/model_loader.h"
+
+namespace grt {
+
+void ServerArgs::add_to(CLI::App& app) {
+  app.add_option("--model", model, "Hugging Face model folder, or builtin:<preset> (tiny, qwen3-0.6b, llama-3.1-8b)")
+      ->capture_default_str();
+  app.add_option("--device", device, "cpu, cuda or cuda:N (default: cuda:0 when a GPU is usable)");
+  app.add_option("--dtype", dtype, "run dtype: f32, bf16, f16 (default: bf16 on CUDA, f32 on CPU)");
+  app.add_option("--seed", seed, "seed of builtin random weights")->capture_default_str();
+  app.add_option("--mem-fraction-static", mem_fraction_static,
+                 "share of device memory for weights, KV cache and graphs")
+      ->capture_default_str();
+  app.add_option("--max-running-requests", max_running_requests, "request slots")->capture_default_str();
+  app.add_option("--context-length", context_length, "tokens per request (default min(model, 8192))");
+  app.add_option("--max-total-tokens", max_total_tokens, "KV cache token slots (default: from the memory budget)");
+  app.add_option("--chunked-prefill-size", chunked_prefill_size, "most prompt tokens prefilled per step")
+      ->capture_default_str();
+}
+
+Device ServerArgs::resolved_device() const {
+  Device d = device.empty() ? default_device() : Device::parse(device);
+  check_device(d);
+  return d;
+}
+
+DType ServerArgs::resolved_dtype(Device d) const {
+  if (dtype.empty()) return d.is_cuda() ? DType::BF16 : DType::F32;
+  DType dt = parse_dtype(dtype);
+  GRT_CHECK(is_floating(dt), "--dtype {} is not a floating type", dtype);
+  GRT_CHECK(d.is_cuda() || dt == DType::F32, "--dtype {}: the CPU backend runs float32 only", dtype);
+  return dt;
+}
+
+ModelRunnerOptions ServerArgs::runner_options() const {
+  ModelRunnerOptions o;
+  o.mem_fraction_static = mem_fraction_static;
+  o.max_running_requests = max_running_requests;
+  o.max_context = context_length;
+  o.max_total_tokens = max_total_tokens;
+  return o;
+}
+
+EngineOptions ServerArgs::engine_options() const {
+  EngineOptions o;
+  o.chunked_prefill_size = chunked_prefill_size;
+  return o;
+}
+
+std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args) {
+  Device d = args.resolved_device();
+  DType dt = args.resolved_dtype(d);
+  ModelRunnerOptions ro = args.runner_options();
+  auto model = load_model(args.model, d, dt, args.seed, ro.max_context);
+  return std::make_unique<ModelRunner>(std::move(model), ro);
+}
+
+std::vector<int32_t> parse_token_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string_view item(text.data() + pos, comma - pos);
+    int32_t v = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    GRT_CHECK(!item.empty() && ec == std::errc() && p == item.data() + item.size(),
+              "'{}' in --token-ids '{}' is not a token id", item, text);
+    ids.push_back(v);
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+}  // namespace grt

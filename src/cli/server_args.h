@@ -1,0 +1,38 @@
+// The flags every model-running command shares, with SGLang's names where the concept is the
+// same, and how they turn into a device, a dtype and runner options.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "runtime/engine.h"
+#include "runtime/model_runner.h"
+
+namespace grt {
+
+struct ServerArgs {
+  std::string model = "builtin:tiny";
+  std::string device;  // empty: cuda:0 when a GPU is usable, else cpu
+  std::string dtype;   // empty: bf16 on CUDA, f32 on the CPU
+  uint64_t seed = 0;   // weights of builtin models
+  double mem_fraction_static = 0.88;
+  int max_running_requests = 256;
+  int context_length = 0;
+  int64_t max_total_tokens = 0;
+  int chunked_prefill_size = 8192;
+
+  void add_to(CLI::App& app);
+  Device resolved_device() const;
+  DType resolved_dtype(Device device) const;
+  ModelRunnerOptions runner_options() const;
+  EngineOptions engine_options() const;
+};
+
+// Loads the model named by args.model onto the resolved device and builds its runner.
+std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args);
+
+// Parses "1,2,3" into token ids; Error naming the text on anything else.
+std::vector<int32_t> parse_token_ids(const std::string& text);
+
+}  // namespace grt

@@ -1,0 +1,90 @@
+#include "model/decoder_model.h"
+
+#include <cmath>
+
+#include "ops/activation.h"
+#include "ops/embedding.h"
+#include "ops/kv_store.h"
+#include "ops/linear.h"
+#include "ops/rms_norm.h"
+#include "ops/rope.h"
+
+namespace grt {
+
+DecoderModel::DecoderModel(ModelConfig config, ModelWeights weights, Device device, DType dtype,
+                           int64_t max_positions)
+    : config_(std::move(config)), weights_(std::move(weights)), device_(device), dtype_(dtype) {
+  ops::RopeParams rp;
+  rp.head_dim = config_.head_dim;
+  rp.theta = static_cast<float>(config_.rope_theta);
+  if (config_.rope_llama3) {
+    rp.llama3 = true;
+    rp.factor = static_cast<float>(config_.rope_factor);
+    rp.low_freq_factor = static_cast<float>(config_.rope_low_freq_factor);
+    rp.high_freq_factor = static_cast<float>(config_.rope_high_freq_factor);
+    rp.original_max_position = static_cast<int>(config_.rope_original_max_position);
+  }
+  rope_cache_ = ops::rope_cos_sin_cache(rp, max_positions, device_);
+  attn_scale_ = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+}
+
+namespace {
+// [T, heads*hd] (rows possibly strided) seen as [T, heads, hd] for per-head norms.
+Tensor split_heads(const Tensor& t, int64_t head_dim) {
+  int64_t rows = t.size(0), heads = t.size(1) / head_dim;
+  return Tensor(t.storage(), Shape{rows, heads, head_dim}, {t.stride(0), head_dim, 1}, t.dtype(), t.offset());
+}
+}  // namespace
+
+Tensor DecoderModel::attention_block(int layer, const Tensor& x, const ForwardInputs& in) const {
+  const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+  const int64_t nq = config_.num_attention_heads, nkv = config_.num_key_value_heads, hd = config_.head_dim;
+  Tensor qkv = ops::linear(x, w.qkv, w.qkv_bias, dtype_);
+  Tensor q = qkv.slice(1, 0, nq * hd);
+  Tensor k = qkv.slice(1, nq * hd, (nq + nkv) * hd);
+  Tensor v = qkv.slice(1, (nq + nkv) * hd, (nq + 2 * nkv) * hd);
+  if (config_.qk_norm) {
+    ops::rms_norm_(split_heads(q, hd), w.q_norm, static_cast<float>(config_.rms_norm_eps));
+    ops::rms_norm_(split_heads(k, hd), w.k_norm, static_cast<float>(config_.rms_norm_eps));
+  }
+  ops::apply_rope_(q, k, in.positions, rope_cache_, static_cast<int>(hd));
+  const LayerKvCache& cache = (*in.kv_cache)[static_cast<size_t>(layer)];
+  ops::store_kv(k, v, in.out_cache_loc, cache.k, cache.v);
+  Tensor attn = in.is_decode
+                    ? ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq),
+                                            static_cast<int>(nkv), static_cast<int>(hd), attn_scale_)
+                    : ops::attention_extend(q, cache.k, cache.v, in.extend, static_cast<int>(nq),
+                                            static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
+  return ops::linear(attn, w.o_proj, Tensor(), dtype_);
+}
+
+Tensor DecoderModel::forward(const ForwardInputs& in) const {
+  GRT_CHECK(in.kv_cache && in.kv_cache->size() == weights_.layers.size(),
+            "forward needs a KV cache of {} layers", weights_.layers.size());
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  Tensor hidden = ops::embedding(in.input_ids, weights_.embed);
+  Tensor residual;
+  for (int l = 0; l < static_cast<int>(weights_.layers.size()); ++l) {
+    const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
+    Tensor x;
+    if (l == 0) {
+      residual = hidden;
+      x = ops::rms_norm(hidden, w.input_norm, eps);
+    } else {
+      ops::fused_add_rms_norm_(hidden, residual, w.input_norm, eps);  // residual += hidden; hidden = norm
+      x = hidden;
+    }
+    hidden = attention_block(l, x, in);
+    ops::fused_add_rms_norm_(hidden, residual, w.post_norm, eps);
+    Tensor gate_up = ops::linear(hidden, w.gate_up, Tensor(), dtype_);
+    hidden = ops::linear(ops::silu_and_mul(gate_up), w.down, Tensor(), dtype_);
+  }
+  ops::fused_add_rms_norm_(hidden, residual, weights_.final_norm, eps);
+  return hidden;
+}
+
+Tensor DecoderModel::logits(const Tensor& hidden_rows) const {
+  return ops::linear(hidden_rows, weights_.lm_head, Tensor(), DType::F32);
+}
+
+}  // namespace grt

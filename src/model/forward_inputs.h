@@ -1,0 +1,28 @@
+// What one forward pass of a model needs besides its weights: device tensors describing the
+// tokens, where their K/V go, and how attention reads the paged cache. Built by the runtime
+// (ForwardBatch) or by a graph runner from its persistent buffers.
+#pragma once
+#include <vector>
+
+#include "core/tensor.h"
+#include "ops/attention.h"
+
+namespace grt {
+
+// One layer's paged K and V caches: [num_slots, num_kv_heads * head_dim] each.
+struct LayerKvCache {
+  Tensor k;
+  Tensor v;
+};
+
+struct ForwardInputs {
+  bool is_decode = false;
+  Tensor input_ids;      // i32 [T]
+  Tensor positions;      // i32 [T]
+  Tensor out_cache_loc;  // i32 [T]: KV slot each token's K/V is written to
+  ops::ExtendAttentionMeta extend;  // used when !is_decode
+  ops::DecodeAttentionMeta decode;  // used when is_decode
+  const std::vector<LayerKvCache>* kv_cache = nullptr;
+};
+
+}  // namespace grt

@@ -1,0 +1,41 @@
+// A decoder model's weights on a device, in the run dtype, laid out for the kernels: q/k/v
+// fused into one [q+2kv, hidden] matrix and gate/up into one [2*intermediate, hidden] matrix.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/model_config.h"
+
+namespace grt {
+
+struct LayerWeights {
+  Tensor input_norm;     // [H]
+  Tensor qkv;            // [(nq + 2 nkv) * hd, H]
+  Tensor qkv_bias;       // [(nq + 2 nkv) * hd] (Qwen2) or undefined
+  Tensor q_norm, k_norm; // [hd] (Qwen3) or undefined
+  Tensor o_proj;         // [H, nq * hd]
+  Tensor post_norm;      // [H]
+  Tensor gate_up;        // [2 I, H]
+  Tensor down;           // [H, I]
+};
+
+struct ModelWeights {
+  Tensor embed;       // [V, H]
+  Tensor final_norm;  // [H]
+  Tensor lm_head;     // [V, H] (the embedding itself when tied)
+  std::vector<LayerWeights> layers;
+
+  // Bytes of all distinct weight tensors (a tied lm_head counted once).
+  size_t bytes() const;
+};
+
+// Loads a Hugging Face folder (config already parsed): every tensor checked, converted to
+// `dtype`, fused and uploaded to `device`. Errors name the file and tensor.
+ModelWeights load_weights(const ModelConfig& config, const std::string& folder, Device device, DType dtype);
+
+// Deterministic random weights made directly on the device (no host copy): the same values as
+// make-model writes for the same config and seed, so builtin:<preset> and its folder agree.
+ModelWeights random_weights(const ModelConfig& config, Device device, DType dtype, uint64_t seed);
+
+}  // namespace grt

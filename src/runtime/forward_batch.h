@@ -1,0 +1,53 @@
+// One step's batch as the runtime builds it on the host, and its upload to the device.
+// Mirrors SGLang's ForwardBatch: input ids, positions, request slots, seq lens, extend/prefix
+// lens, start locations, KV write locations, sampling info, which logits to return.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/forward_inputs.h"
+
+namespace grt {
+
+enum class ForwardMode { EXTEND, DECODE, MIXED, IDLE };
+const char* forward_mode_name(ForwardMode mode);
+
+struct SamplingParams {
+  float temperature = 0.0f;  // <= 0: greedy
+  int top_k = 0;             // <= 0: no limit
+  float top_p = 1.0f;        // >= 1: no limit
+  uint64_t seed = 0;
+};
+
+struct ForwardBatch {
+  ForwardMode mode = ForwardMode::IDLE;
+  // Per token.
+  std::vector<int32_t> input_ids, positions, out_cache_loc;
+  // Per request.
+  std::vector<int32_t> req_pool_indices;
+  std::vector<int32_t> seq_lens;          // tokens in the cache after this step
+  std::vector<int32_t> prefix_lens;       // EXTEND: tokens cached before this step
+  std::vector<int32_t> extend_lens;       // EXTEND: new tokens of this step
+  std::vector<int32_t> extend_start_loc;  // EXTEND: row of the request's first new token
+  std::vector<SamplingParams> sampling;
+  std::vector<int32_t> sample_steps;      // index of the token each request samples next
+  // Requests whose logits this step returns (the rest are mid-prompt chunks).
+  std::vector<int32_t> logit_requests;
+  // Return logits of every token instead of each request's last (scoring / logprobs of the prompt).
+  bool return_all_logits = false;
+
+  int batch_size() const { return static_cast<int>(req_pool_indices.size()); }
+  int num_tokens() const { return static_cast<int>(input_ids.size()); }
+  // Checks the host fields agree with each other and with the mode; Error naming the field.
+  void validate() const;
+  // Rows of the forward output whose logits this step returns.
+  std::vector<int32_t> logit_rows() const;
+};
+
+// Uploads the batch into fresh device tensors (the eager path; graph runners copy into their
+// persistent buffers instead).
+ForwardInputs upload_inputs(const ForwardBatch& batch, const Tensor& req_to_token,
+                            const std::vector<LayerKvCache>& kv_cache, Device device);
+
+}  // namespace grt

@@ -1,0 +1,74 @@
+#include "runtime/kv_cache.h"
+
+#include <algorithm>
+
+#include "device/stream.h"
+#include "memory/tensor_alloc.h"
+
+namespace grt {
+
+ReqToTokenPool::ReqToTokenPool(int max_requests, int max_context, Device device) {
+  GRT_CHECK(max_requests > 0 && max_context > 0, "request pool of {} requests x {} tokens", max_requests,
+            max_context);
+  table_ = zeros(Shape{max_requests, max_context}, DType::I32, device);
+  for (int i = max_requests - 1; i >= 0; --i) free_.push_back(i);
+}
+
+int ReqToTokenPool::alloc() {
+  GRT_CHECK(!free_.empty(), "all {} request slots are in use (raise --max-running-requests)", max_requests());
+  int s = free_.back();
+  free_.pop_back();
+  return s;
+}
+
+void ReqToTokenPool::free(int slot) {
+  GRT_CHECK(slot >= 0 && slot < max_requests(), "freeing request slot {} of {}", slot, max_requests());
+  free_.push_back(slot);
+}
+
+void ReqToTokenPool::write(int slot, int start, const std::vector<int32_t>& kv_slots) {
+  if (kv_slots.empty()) return;
+  GRT_CHECK(start >= 0 && start + static_cast<int64_t>(kv_slots.size()) <= max_context(),
+            "request positions [{}, {}) exceed the context length {}", start, start + kv_slots.size(),
+            max_context());
+  Tensor src = from_vector(kv_slots, Shape{static_cast<int64_t>(kv_slots.size())}, DType::I32, table_.device());
+  Tensor dst = table_.select(0, slot).slice(0, start, start + static_cast<int64_t>(kv_slots.size()));
+  current_stream(table_.device()).copy_async(dst.data(), src.data(), src.nbytes());
+}
+
+TokenToKVPool::TokenToKVPool(int num_layers, int64_t num_slots, int64_t kv_width, DType dtype, Device device)
+    : num_slots_(num_slots) {
+  GRT_CHECK(num_slots >= 2, "KV cache needs at least 2 slots (slot 0 is the padding sink), got {}", num_slots);
+  for (int l = 0; l < num_layers; ++l)
+    layers_.push_back({zeros(Shape{num_slots, kv_width}, dtype, device), zeros(Shape{num_slots, kv_width}, dtype, device)});
+  free_.reserve(static_cast<size_t>(num_slots - 1));
+  for (int64_t s = num_slots - 1; s >= 1; --s) free_.push_back(static_cast<int32_t>(s));
+}
+
+std::vector<int32_t> TokenToKVPool::alloc(int64_t n) {
+  GRT_CHECK(n >= 0 && n <= available(), "KV cache out of space: {} token slots asked, {} free of {}", n, available(),
+            capacity());
+  std::vector<int32_t> out(free_.end() - n, free_.end());
+  std::reverse(out.begin(), out.end());
+  free_.resize(free_.size() - static_cast<size_t>(n));
+  return out;
+}
+
+void TokenToKVPool::free(const std::vector<int32_t>& slots) {
+  for (int32_t s : slots) {
+    GRT_CHECK(s >= 1 && s < num_slots_, "freeing KV slot {} of {}", s, num_slots_);
+    free_.push_back(s);
+  }
+}
+
+size_t TokenToKVPool::bytes() const {
+  size_t b = 0;
+  for (const auto& l : layers_) b += l.k.nbytes() + l.v.nbytes();
+  return b;
+}
+
+size_t TokenToKVPool::bytes_per_token(int num_layers, int64_t kv_width, DType dtype) {
+  return static_cast<size_t>(num_layers) * 2 * static_cast<size_t>(kv_width) * dtype_size(dtype);
+}
+
+}  // namespace grt

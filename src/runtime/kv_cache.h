@@ -1,0 +1,55 @@
+// The paged KV cache as SGLang has it. ReqToTokenPool maps (request slot, position) → KV slot in
+// a device table that attention reads; TokenToKVPool owns per-layer K and V, one token per
+// slot. Slot 0 of the KV pool is never handed out: padding rows of graphs write into it.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/forward_inputs.h"
+
+namespace grt {
+
+class ReqToTokenPool {
+ public:
+  ReqToTokenPool(int max_requests, int max_context, Device device);
+
+  // A free request slot; Error when all are in use.
+  int alloc();
+  void free(int slot);
+  int available() const { return static_cast<int>(free_.size()); }
+  int max_requests() const { return static_cast<int>(table_.size(0)); }
+  int max_context() const { return static_cast<int>(table_.size(1)); }
+  // i32 [max_requests, max_context], on the device.
+  const Tensor& table() const { return table_; }
+  // table[slot, start : start + kv_slots.size()] = kv_slots (stream-ordered on the current stream).
+  void write(int slot, int start, const std::vector<int32_t>& kv_slots);
+
+ private:
+  Tensor table_;
+  std::vector<int> free_;
+};
+
+class TokenToKVPool {
+ public:
+  // `num_slots` includes the reserved slot 0.
+  TokenToKVPool(int num_layers, int64_t num_slots, int64_t kv_width, DType dtype, Device device);
+
+  // n free slots (never slot 0); Error saying how many were asked and are free when short.
+  std::vector<int32_t> alloc(int64_t n);
+  void free(const std::vector<int32_t>& slots);
+  int64_t available() const { return static_cast<int64_t>(free_.size()); }
+  // Slots a request can ever use (all but slot 0).
+  int64_t capacity() const { return num_slots_ - 1; }
+  const std::vector<LayerKvCache>& layers() const { return layers_; }
+  size_t bytes() const;
+  // Bytes one token takes over all layers.
+  static size_t bytes_per_token(int num_layers, int64_t kv_width, DType dtype);
+
+ private:
+  int64_t num_slots_;
+  std::vector<LayerKvCache> layers_;
+  std::vector<int32_t> free_;
+};
+
+}  // namespace grt

@@ -1,0 +1,103 @@
+#include "runtime/model_runner.h"
+
+#include <algorithm>
+
+#include "core/logging.h"
+#include "device/device.h"
+#include "memory/caching_allocator.h"
+#include "memory/tensor_alloc.h"
+#include "ops/gather.h"
+#include "ops/sampling.h"
+
+namespace grt {
+
+namespace {
+// Room kept for activations and graph memory when the KV cache is sized from the budget.
+constexpr double kActivationShare = 0.10;
+}  // namespace
+
+ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelRunnerOptions& opt)
+    : model_(std::move(model)) {
+  const ModelConfig& c = model_->config();
+  const Device d = model_->device();
+  GRT_CHECK(opt.mem_fraction_static > 0 && opt.mem_fraction_static <= 1, "--mem-fraction-static {} is not in (0, 1]",
+            opt.mem_fraction_static);
+  GRT_CHECK(opt.max_running_requests > 0, "--max-running-requests {} must be positive", opt.max_running_requests);
+  int max_context = opt.max_context > 0 ? opt.max_context
+                                        : static_cast<int>(std::min<int64_t>(c.max_position_embeddings, 8192));
+  GRT_CHECK(max_context <= c.max_position_embeddings, "context length {} exceeds the model's {} positions", max_context,
+            c.max_position_embeddings);
+
+  const size_t total = device_total_memory(d);
+  const size_t budget = static_cast<size_t>(opt.mem_fraction_static * static_cast<double>(total));
+  CachingAllocator& alloc = CachingAllocator::get(d);
+  const size_t held = alloc.stats().reserved;
+  GRT_CHECK(held < budget, "weights take {:.2f} GiB but the budget (--mem-fraction-static {} of {:.2f} GiB) is {:.2f} GiB",
+            held / 1073741824.0, opt.mem_fraction_static, total / 1073741824.0, budget / 1073741824.0);
+  alloc.set_budget(budget);
+
+  const int64_t kv_width = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim;
+  const size_t per_token = TokenToKVPool::bytes_per_token(c.num_hidden_layers, kv_width, model_->dtype());
+  int64_t slots;
+  if (opt.max_total_tokens > 0) {
+    slots = opt.max_total_tokens + 1;
+  } else {
+    double room = static_cast<double>(budget - held) * (1.0 - kActivationShare);
+    slots = static_cast<int64_t>(room / static_cast<double>(per_token));
+    slots = std::min<int64_t>(slots, static_cast<int64_t>(opt.max_running_requests) * max_context + 1);
+  }
+  GRT_CHECK(slots >= 2, "the memory budget leaves no room for the KV cache ({} bytes per token)", per_token);
+  req_pool_ = std::make_unique<ReqToTokenPool>(opt.max_running_requests, max_context, d);
+  kv_pool_ = std::make_unique<TokenToKVPool>(c.num_hidden_layers, slots, kv_width, model_->dtype(), d);
+  GRT_DEBUG("KV cache: {} token slots, {:.1f} MiB; {} requests x {} context", slots - 1,
+            kv_pool_->bytes() / 1048576.0, opt.max_running_requests, max_context);
+}
+
+Tensor ModelRunner::forward(const ForwardBatch& batch) {
+  batch.validate();
+  return forward_eager(batch);
+}
+
+Tensor ModelRunner::forward_eager(const ForwardBatch& batch) {
+  ForwardInputs in = upload_inputs(batch, req_pool_->table(), kv_pool_->layers(), device());
+  Tensor hidden = model_->forward(in);
+  std::vector<int32_t> rows = batch.logit_rows();
+  if (rows.empty()) return Tensor();
+  Tensor idx = from_vector(rows, Shape{static_cast<int64_t>(rows.size())}, DType::I32, device());
+  return model_->logits(ops::gather_rows(hidden, idx));
+}
+
+std::vector<int32_t> ModelRunner::sample(const ForwardBatch& batch, const Tensor& logits) {
+  const size_t n = batch.logit_requests.size();
+  if (n == 0) return {};
+  GRT_CHECK(logits.defined() && logits.size(0) == static_cast<int64_t>(n), "sampling {} requests from logits {}", n,
+            logits.str());
+  bool greedy = true;
+  std::vector<float> temp(n), top_p(n);
+  std::vector<int32_t> top_k(n), step(n);
+  std::vector<int64_t> seed(n);
+  for (size_t i = 0; i < n; ++i) {
+    size_t r = static_cast<size_t>(batch.logit_requests[i]);
+    const SamplingParams& p = batch.sampling[r];
+    temp[i] = p.temperature;
+    top_k[i] = p.top_k;
+    top_p[i] = p.top_p;
+    seed[i] = static_cast<int64_t>(p.seed);
+    step[i] = batch.sample_steps[r];
+    greedy = greedy && p.temperature <= 0;
+  }
+  Tensor ids;
+  if (greedy) {
+    ids = ops::argmax(logits);
+  } else {
+    Device d = device();
+    Shape s{static_cast<int64_t>(n)};
+    ops::SamplingTensors st{from_vector(temp, s, DType::F32, d), from_vector(top_k, s, DType::I32, d),
+                            from_vector(top_p, s, DType::F32, d), from_vector(seed, s, DType::I64, d),
+                            from_vector(step, s, DType::I32, d)};
+    ids = ops::sample(logits, st);
+  }
+  return to_host_vector<int32_t>(ids);
+}
+
+}  // namespace grt
