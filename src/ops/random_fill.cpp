@@ -8,17 +8,18 @@ namespace grt::ops {
 
 #ifdef GRAPHRT_WITH_CUDA
 namespace cuda {
-void fill_hash_uniform(Device device, void* data, DType dtype, int64_t n, uint64_t seed, float center, float half_width);
+void fill_hash_uniform(Device device, void* data, DType dtype, int64_t n, uint64_t seed, float center, float half_width,
+                       bool bf16_values);
 }
 #endif
 
-void fill_hash_uniform_(const Tensor& t, uint64_t seed, float center, float half_width) {
+void fill_hash_uniform_(const Tensor& t, uint64_t seed, float center, float half_width, bool bf16_values) {
   GRT_CHECK(t.is_contiguous(), "fill_hash_uniform_ needs a contiguous tensor, got {}", t.str());
   GRT_CHECK(is_floating(t.dtype()), "fill_hash_uniform_ needs a floating tensor, got {}", t.str());
   if (t.numel() == 0) return;
   if (t.device().is_cuda()) {
 #ifdef GRAPHRT_WITH_CUDA
-    cuda::fill_hash_uniform(t.device(), t.data(), t.dtype(), t.numel(), seed, center, half_width);
+    cuda::fill_hash_uniform(t.device(), t.data(), t.dtype(), t.numel(), seed, center, half_width, bf16_values);
     return;
 #else
     GRT_FAIL("fill_hash_uniform_ on {}: built without CUDA", t.str());
@@ -30,6 +31,7 @@ void fill_hash_uniform_(const Tensor& t, uint64_t seed, float center, float half
   cpu::launch(current_stream(t.device()), [=] {
     for (int64_t i = 0; i < n; ++i) {
       float v = hash_uniform_in(seed, static_cast<uint64_t>(i), center, half_width);
+      if (bf16_values) v = bf16_to_float(float_to_bf16(v));
       if (dt == DType::F32) static_cast<float*>(data)[i] = v;
       else if (dt == DType::BF16) static_cast<uint16_t*>(data)[i] = float_to_bf16(v);
       else static_cast<uint16_t*>(data)[i] = float_to_f16(v);

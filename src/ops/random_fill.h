@@ -8,7 +8,8 @@
 
 namespace grt::ops {
 
-// `t` must be contiguous, floating (f32/f16/bf16).
-void fill_hash_uniform_(const Tensor& t, uint64_t seed, float center, float half_width);
+// `t` must be contiguous, floating (f32/f16/bf16). With `bf16_values` every value is rounded to
+// bfloat16 first, so a float32 tensor holds exactly what a bf16 checkpoint would.
+void fill_hash_uniform_(const Tensor& t, uint64_t seed, float center, float half_width, bool bf16_values = false);
 
 }  // namespace grt::ops

@@ -25,6 +25,11 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   GRT_CHECK(opt.max_running_requests > 0, "--max-running-requests {} must be positive", opt.max_running_requests);
   int max_context = opt.max_context > 0 ? opt.max_context
                                         : static_cast<int>(std::min<int64_t>(c.max_position_embeddings, 8192));
+  if (c.sliding_window > 0 && max_context > c.sliding_window) {
+    // graphrt attends over the whole context: keep requests inside the model's window.
+    GRT_INFO("context length capped at the model's sliding window {}", c.sliding_window);
+    max_context = static_cast<int>(c.sliding_window);
+  }
   GRT_CHECK(max_context <= c.max_position_embeddings, "context length {} exceeds the model's {} positions", max_context,
             c.max_position_embeddings);
 

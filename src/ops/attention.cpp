@@ -1,0 +1,127 @@
+#include "ops/attention.h"
+
+#include "device/stream.h"
+#include "memory/tensor_alloc.h"
+#include "ops/attention_args.h"
+#include "ops/cpu/attention_cpu.h"
+#ifdef GRAPHRT_WITH_CUDA
+#include "ops/cuda/attention_cuda.h"
+#endif
+
+namespace grt::ops {
+namespace {
+
+void check_index_vector(const char* op, const char* name, const Tensor& t, int64_t n, Device d) {
+  GRT_CHECK(t.defined(), "{}: {} is undefined", op, name);
+  GRT_CHECK(t.dtype() == DType::I32 && t.rank() == 1 && t.is_contiguous() && t.size(0) >= n && t.device() == d,
+            "{}: {} {} must be contiguous i32 [>= {}] on {}", op, name, t.str(), n, d.str());
+}
+
+// Checks q, caches, head counts and req_to_token; fills the common kernel arguments.
+PagedAttentionArgs common_args(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                               const Tensor& req_to_token, const Tensor& req_pool_indices, int64_t reqs, int nq,
+                               int nkv, int hd, float scale) {
+  GRT_CHECK(q.defined() && k_cache.defined() && v_cache.defined(), "{}: undefined q or cache", op);
+  GRT_CHECK(nq > 0 && nkv > 0 && hd > 0 && nq % nkv == 0,
+            "{}: {} query heads must be a positive multiple of {} kv heads (head_dim {})", op, nq, nkv, hd);
+  GRT_CHECK(hd % 2 == 0, "{}: head_dim {} must be even", op, hd);
+  GRT_CHECK(q.rank() == 2 && q.size(1) == int64_t{nq} * hd && q.stride(1) == 1,
+            "{}: q {} must be [rows, {} heads * {}] with a contiguous last dim", op, q.str(), nq, hd);
+  GRT_CHECK(k_cache.rank() == 2 && k_cache.is_contiguous() && v_cache.is_contiguous() &&
+                k_cache.shape() == v_cache.shape() && k_cache.size(1) == int64_t{nkv} * hd,
+            "{}: caches k {} / v {} must be contiguous [num_slots, {} kv heads * {}]", op, k_cache.str(),
+            v_cache.str(), nkv, hd);
+  GRT_CHECK(q.dtype() == k_cache.dtype() && v_cache.dtype() == k_cache.dtype() && is_floating(q.dtype()),
+            "{}: q {} and caches {} / {} must share one floating dtype", op, q.str(), k_cache.str(), v_cache.str());
+  Device d = q.device();
+  GRT_CHECK(k_cache.device() == d && v_cache.device() == d, "{}: q {} and caches {} on different devices", op,
+            q.str(), k_cache.str());
+  GRT_CHECK(req_to_token.defined() && req_to_token.dtype() == DType::I32 && req_to_token.rank() == 2 &&
+                req_to_token.is_contiguous() && req_to_token.device() == d,
+            "{}: req_to_token {} must be contiguous i32 [max_reqs, max_context] on {}", op, req_to_token.str(),
+            d.str());
+  check_index_vector(op, "req_pool_indices", req_pool_indices, reqs, d);
+  PagedAttentionArgs a{};
+  a.q = q.data();
+  a.q_row_stride = q.stride(0);
+  a.k_cache = k_cache.data();
+  a.v_cache = v_cache.data();
+  a.num_slots = k_cache.size(0);
+  a.req_to_token = req_to_token.data_as<int32_t>();
+  a.max_reqs = req_to_token.size(0);
+  a.max_context = req_to_token.size(1);
+  a.req_pool_indices = req_pool_indices.data_as<int32_t>();
+  a.num_q_heads = nq;
+  a.num_kv_heads = nkv;
+  a.head_dim = hd;
+  a.scale = scale;
+  a.dtype = q.dtype();
+  return a;
+}
+
+}  // namespace
+
+Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const ExtendAttentionMeta& meta,
+                        int num_q_heads, int num_kv_heads, int head_dim, float scale) {
+  const char* op = "attention_extend";
+  GRT_CHECK(meta.num_reqs >= 0 && meta.max_extend_len >= 0, "{}: num_reqs {} / max_extend_len {} negative", op,
+            meta.num_reqs, meta.max_extend_len);
+  ExtendArgs e{};
+  e.a = common_args(op, q, k_cache, v_cache, meta.req_to_token, meta.req_pool_indices, meta.num_reqs, num_q_heads,
+                    num_kv_heads, head_dim, scale);
+  Device d = q.device();
+  check_index_vector(op, "prefix_lens", meta.prefix_lens, meta.num_reqs, d);
+  check_index_vector(op, "extend_lens", meta.extend_lens, meta.num_reqs, d);
+  check_index_vector(op, "extend_start_loc", meta.extend_start_loc, meta.num_reqs, d);
+  // Zero-filled so rows covered by no request (padding) read as zeros.
+  Tensor out = zeros(Shape{q.size(0), q.size(1)}, q.dtype(), d);
+  if (q.size(0) == 0 || meta.num_reqs == 0 || meta.max_extend_len == 0) return out;
+  e.a.out = out.data();
+  e.prefix_lens = meta.prefix_lens.data_as<int32_t>();
+  e.extend_lens = meta.extend_lens.data_as<int32_t>();
+  e.extend_start_loc = meta.extend_start_loc.data_as<int32_t>();
+  e.num_rows = q.size(0);
+  e.num_reqs = meta.num_reqs;
+  e.max_extend_len = meta.max_extend_len;
+  Stream& s = current_stream(d);
+  if (d.is_cuda()) {
+#ifdef GRAPHRT_WITH_CUDA
+    cuda::attention_extend(s, e);
+    return out;
+#else
+    GRT_FAIL("{} on {}: built without CUDA", op, q.str());
+#endif
+  }
+  cpu::attention_extend(s, e);
+  return out;
+}
+
+Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const DecodeAttentionMeta& meta,
+                        int num_q_heads, int num_kv_heads, int head_dim, float scale) {
+  const char* op = "attention_decode";
+  GRT_CHECK(q.defined(), "{}: q is undefined", op);
+  const int64_t b = q.rank() == 2 ? q.size(0) : 0;
+  DecodeArgs dargs{};
+  dargs.a = common_args(op, q, k_cache, v_cache, meta.req_to_token, meta.req_pool_indices, b, num_q_heads,
+                        num_kv_heads, head_dim, scale);
+  Device d = q.device();
+  check_index_vector(op, "seq_lens", meta.seq_lens, b, d);
+  Tensor out = empty(Shape{q.size(0), q.size(1)}, q.dtype(), d);
+  if (b == 0) return out;
+  dargs.a.out = out.data();
+  dargs.seq_lens = meta.seq_lens.data_as<int32_t>();
+  dargs.batch = static_cast<int>(b);
+  Stream& s = current_stream(d);
+  if (d.is_cuda()) {
+#ifdef GRAPHRT_WITH_CUDA
+    cuda::attention_decode(s, d, dargs);
+    return out;
+#else
+    GRT_FAIL("{} on {}: built without CUDA", op, q.str());
+#endif
+  }
+  cpu::attention_decode(s, dargs);
+  return out;
+}
+
+}  // namespace grt::ops

@@ -1,0 +1,49 @@
+// Attention over the paged KV cache: extend (prefill with a cached prefix, many requests in one
+// batch, causal) and decode (one query per request). K/V of the tokens being processed must be
+// in the cache already (store_kv runs first); every position is read through req_to_token.
+//
+// Layout: q is [rows, num_q_heads * head_dim] (last dim contiguous, any row stride); caches are
+// contiguous [num_slots, num_kv_heads * head_dim]; outputs are contiguous
+// [rows, num_q_heads * head_dim] in q's dtype. GQA: query head h reads kv head
+// h / (num_q_heads / num_kv_heads). Scores are scaled by `scale`, softmax and accumulation are
+// float32 (CPU: float32 reference for any float dtype; CUDA: f32, f16, bf16 inputs, head_dim
+// even and <= 256 for extend, a multiple of 8 and <= 256 for decode, 16-byte aligned rows).
+#pragma once
+#include "core/tensor.h"
+
+namespace grt::ops {
+
+struct ExtendAttentionMeta {
+  Tensor req_to_token;      // i32 [max_reqs, max_context]: (request slot, position) → KV slot
+  Tensor req_pool_indices;  // i32 [B]
+  Tensor prefix_lens;       // i32 [B]: cached tokens before this extend
+  Tensor extend_lens;       // i32 [B]
+  Tensor extend_start_loc;  // i32 [B]: row in q of the request's first new token
+  int num_reqs = 0;         // host values sizing the grid: extend attention always runs eagerly
+  int max_extend_len = 0;
+};
+
+// New token j of request b sits at position prefix_lens[b] + j and attends causally to positions
+// 0 .. prefix_lens[b] + j. Rows of q covered by no request are written as zeros. The per-request
+// values are read on the device; extend_lens[b] must not exceed max_extend_len (longer requests
+// are cut to max_extend_len rows on CUDA).
+Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                        const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
+                        float scale);
+
+struct DecodeAttentionMeta {
+  Tensor req_to_token;      // i32 [max_reqs, max_context]
+  Tensor req_pool_indices;  // i32 [B]
+  Tensor seq_lens;          // i32 [B]: tokens in the cache including the current one
+};
+
+// Row b attends to positions 0 .. seq_lens[b] - 1 of request slot req_pool_indices[b].
+// CUDA-graph capturable: seq lens and indices are read only on the device, and the launch
+// depends only on B, the head counts, head_dim and req_to_token's width, so a captured call
+// replays correctly with changed seq_lens / req_to_token contents. seq_lens[b] <= 0 gives a zero
+// row (never NaN); seq lens beyond max_context are clamped to it.
+Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                        const DecodeAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
+                        float scale);
+
+}  // namespace grt::ops

@@ -1,0 +1,34 @@
+// The float32 CPU references of the dense ops (copy/cast, row gather, rms_norm, rope, linear,
+// silu_and_mul). Each enqueues one closure on current_stream(device) through cpu::launch; the
+// closure holds only raw pointers and sizes. Callers (src/ops/*.cpp) have validated everything.
+#pragma once
+#include <cstdint>
+
+#include "core/device_id.h"
+#include "core/dtype.h"
+#include "ops/kernel_params.h"
+
+namespace grt::cpu {
+
+// dst[i] = src[i] converted (same dtype: any; else among f32/bf16/f16).
+void copy_strided(Device d, void* dst, DType dst_dtype, const void* src, DType src_dtype, const ops::Strided4& s);
+// out[i, :] = x[index[i], :], zeros when index[i] is outside [0, x_rows). Any dtype.
+void gather_rows(Device d, DType dt, void* out, const void* x, int64_t x_rows, int64_t x_row_stride,
+                 const int32_t* index, int64_t n, int64_t hidden);
+// out = w * (x * rsqrt(mean(x^2) + eps)) row by row; out may be x (same layout).
+void rms_norm(Device d, DType dt, const void* x, const ops::RowLayout& xl, void* out, const ops::RowLayout& ol,
+              const void* w, int64_t hidden, float eps);
+// residual = x + residual; x = rms_norm(residual) * w. Both [rows, hidden] with row strides.
+void fused_add_rms_norm(Device d, DType dt, void* x, int64_t x_stride, void* residual, int64_t residual_stride,
+                        const void* w, int64_t rows, int64_t hidden, float eps);
+// Neox rotary embedding in place on q [tokens, q_heads*head_dim] and k [tokens, k_heads*head_dim].
+void apply_rope(Device d, DType dt, void* q, int64_t q_stride, int64_t q_heads, void* k, int64_t k_stride,
+                int64_t k_heads, const int32_t* positions, int64_t tokens, const float* cos_sin,
+                int64_t max_positions, int64_t head_dim);
+// out[r, i] = silu(x[r, i]) * x[r, inter + i]; out contiguous [rows, inter].
+void silu_and_mul(Device d, DType dt, const void* x, int64_t x_stride, void* out, int64_t rows, int64_t inter);
+// out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null).
+void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
+            DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K);
+
+}  // namespace grt::cpu

@@ -1,0 +1,80 @@
+// Element loads shared by the attention kernels: 8 consecutive elements (16 bytes of bf16/f16,
+// 32 of f32) or 2 elements, converted to float; and the store of one float as T.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace grt::cuda::attn {
+
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float f[8]) {
+  uint4 u = *reinterpret_cast<const uint4*>(p);
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 t = __bfloat1622float2(h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+__device__ __forceinline__ void load8(const __half* p, float f[8]) {
+  uint4 u = *reinterpret_cast<const uint4*>(p);
+  const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 t = __half22float2(h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+__device__ __forceinline__ void load8(const float* p, float f[8]) {
+  float4 a = *reinterpret_cast<const float4*>(p);
+  float4 b = *reinterpret_cast<const float4*>(p + 4);
+  f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+}
+
+// 8 elements kept as raw bits (4 registers for 16-bit types), converted with load8(raw.elems()).
+template <typename T>
+struct Raw8 {
+  uint4 v[sizeof(T) / 2];
+  __device__ __forceinline__ void load(const T* p) {
+#pragma unroll
+    for (int w = 0; w < static_cast<int>(sizeof(T)) / 2; ++w) v[w] = reinterpret_cast<const uint4*>(p)[w];
+  }
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int w = 0; w < static_cast<int>(sizeof(T)) / 2; ++w) v[w] = make_uint4(0, 0, 0, 0);
+  }
+  __device__ __forceinline__ const T* elems() const { return reinterpret_cast<const T*>(v); }
+};
+
+__device__ __forceinline__ float2 load2(const __nv_bfloat16* p) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+}
+__device__ __forceinline__ float2 load2(const __half* p) { return __half22float2(*reinterpret_cast<const __half2*>(p)); }
+__device__ __forceinline__ float2 load2(const float* p) { return make_float2(p[0], p[1]); }
+
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float2 v) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __float22bfloat162_rn(v);
+}
+__device__ __forceinline__ void store2(__half* p, float2 v) { *reinterpret_cast<__half2*>(p) = __float22half2_rn(v); }
+__device__ __forceinline__ void store2(float* p, float2 v) { p[0] = v.x, p[1] = v.y; }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+
+// KV slot of (request slot, position) with the CPU reference's rule: out-of-range → sink slot 0.
+__device__ __forceinline__ int64_t kv_slot(const int32_t* row, int64_t pos, int64_t num_slots) {
+  if (row == nullptr) return 0;
+  int64_t s = row[pos];
+  return (s < 0 || s >= num_slots) ? 0 : s;
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+}  // namespace grt::cuda::attn

@@ -1,0 +1,302 @@
+// Paged decode attention (flash-decoding). One block per (request, kv head, group chunk, split):
+// it reads each K/V row of its split once and applies it to all (up to GMAX) query heads of the
+// GQA group. Lanes form groups of `lpt` lanes; a group handles one token at a time with 16-byte
+// loads (8 elements per lane), keeps an online softmax per head in registers, and the groups of
+// a block merge through shared memory. With several splits, each writes its normalised partial
+// output and log2-sum-exp to scratch and a combine kernel merges them. The grid depends only on
+// B, head counts, head_dim, the SM count and the table width; lengths are read on the device.
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/cuda_stream.h"
+#include "device/stream.h"
+#include "memory/tensor_alloc.h"
+#include "ops/cuda/attention_common.cuh"
+#include "ops/cuda/attention_cuda.h"
+
+namespace grt::cuda {
+namespace {
+
+using namespace attn;
+constexpr int kThreads = 128;
+
+struct DecodeParams {
+  const void* q;
+  int64_t q_stride;
+  const void* k_cache;
+  const void* v_cache;
+  int64_t num_slots, max_reqs, max_context;
+  const int32_t* req_to_token;
+  const int32_t* req_pool_indices;
+  const int32_t* seq_lens;
+  void* out;
+  float* part_o;    // [B, nq, splits, hd]
+  float* part_lse;  // [B, nq, splits]
+  int nq, nkv, hd, group, head_chunks, splits, lpt_log2;
+  float scale_log2;  // scale * log2(e)
+};
+
+template <typename T, int GMAX>
+__global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
+  __shared__ float sh_acc[kThreads * 8];
+  __shared__ float sh_m[kThreads];
+  __shared__ float sh_l[kThreads];
+  const int split = blockIdx.x;
+  const int kvh = blockIdx.y / p.head_chunks, chunk = blockIdx.y % p.head_chunks;
+  const int b = blockIdx.z;
+  const int lpt = 1 << p.lpt_log2;
+  const int gl = threadIdx.x & (lpt - 1), grp = threadIdx.x >> p.lpt_log2, ngroups = kThreads >> p.lpt_log2;
+  const int d0 = gl * 8;
+  const bool active = d0 < p.hd;
+  const int first_head = kvh * p.group + chunk * GMAX;
+  const int heads = min(GMAX, p.group - chunk * GMAX);
+
+  const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride;
+  float qr[GMAX][8];
+#pragma unroll
+  for (int g = 0; g < GMAX; ++g) {
+    if (active && g < heads) {
+      load8(q + static_cast<int64_t>(first_head + g) * p.hd + d0, qr[g]);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) qr[g][i] *= p.scale_log2;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) qr[g][i] = 0.0f;
+    }
+  }
+
+  const int64_t len = min(max(static_cast<int64_t>(p.seq_lens[b]), int64_t{0}), p.max_context);
+  const int32_t req = p.req_pool_indices[b];
+  const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
+  const int64_t per_split = (len + p.splits - 1) / p.splits;
+  const int64_t start = split * per_split, end = min(len, start + per_split);
+
+  const int64_t width = static_cast<int64_t>(p.nkv) * p.hd;
+  const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * p.hd + d0;
+  const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * p.hd + d0;
+  float m[GMAX], l[GMAX], acc[GMAX][8];
+#pragma unroll
+  for (int g = 0; g < GMAX; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[g][i] = 0.0f;
+  }
+  // U tokens per group per iteration: their slots, then all their K/V loads, are issued before
+  // any math so each thread keeps 2U 16-byte loads in flight. The loop bound is uniform over the
+  // block so every lane reaches the shuffles.
+  constexpr int U = GMAX >= 8 ? 2 : 4;
+  for (int64_t base = start; base < end; base += static_cast<int64_t>(ngroups) * U) {
+    int64_t slot[U];
+    bool valid[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t pos = base + u * ngroups + grp;
+      valid[u] = pos < end;
+      slot[u] = valid[u] ? kv_slot(table, pos, p.num_slots) : 0;
+    }
+    Raw8<T> kr[U], vr[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (active && valid[u]) {
+        kr[u].load(kc + slot[u] * width);
+        vr[u].load(vc + slot[u] * width);
+      } else {
+        kr[u].zero();
+        vr[u].zero();
+      }
+    }
+    float s[U][GMAX];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float kf[8];
+      load8(kr[u].elems(), kf);
+#pragma unroll
+      for (int g = 0; g < GMAX; ++g) {
+        float t = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) t = fmaf(qr[g][i], kf[i], t);
+        s[u][g] = t;
+      }
+    }
+    for (int o = lpt >> 1; o > 0; o >>= 1) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int g = 0; g < GMAX; ++g) s[u][g] += __shfl_xor_sync(0xffffffffu, s[u][g], o);
+    }
+#pragma unroll
+    for (int g = 0; g < GMAX; ++g) {
+      float mt = -INFINITY;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (valid[u]) mt = fmaxf(mt, s[u][g]);
+      if (mt == -INFINITY) continue;  // no valid token for this group in this iteration
+      const float mn = fmaxf(m[g], mt);
+      const float alpha = exp2f(m[g] - mn);
+      l[g] *= alpha;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[g][i] *= alpha;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (!valid[u]) continue;
+        const float pr = exp2f(s[u][g] - mn);
+        l[g] += pr;
+        float vf[8];
+        load8(vr[u].elems(), vf);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(pr, vf[i], acc[g][i]);
+      }
+      m[g] = mn;
+    }
+  }
+
+  // Merge the groups of the block, one head at a time.
+  T* out = static_cast<T*>(p.out);
+#pragma unroll
+  for (int g = 0; g < GMAX; ++g) {
+    if (g >= heads) break;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sh_acc[threadIdx.x * 8 + i] = acc[g][i];
+    if (gl == 0) {
+      sh_m[grp] = m[g];
+      sh_l[grp] = l[g];
+    }
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int r = 0; r < ngroups; ++r) mx = fmaxf(mx, sh_m[r]);
+    float lsum = 0.0f;
+    if (mx != -INFINITY)
+      for (int r = 0; r < ngroups; ++r) lsum += sh_l[r] * exp2f(sh_m[r] - mx);
+    const int h = first_head + g;
+    const int64_t bh = static_cast<int64_t>(b) * p.nq + h;
+    for (int d = threadIdx.x; d < p.hd; d += kThreads) {
+      float o = 0.0f;
+      if (lsum > 0.0f) {
+        // Group r's lane d/8 holds dim d: thread index r * lpt + d / 8, element d % 8.
+        for (int r = 0; r < ngroups; ++r) o += sh_acc[(r * lpt + d / 8) * 8 + d % 8] * exp2f(sh_m[r] - mx);
+        o /= lsum;
+      }
+      if (p.splits == 1) out[bh * p.hd + d] = from_float<T>(o);
+      else p.part_o[(bh * p.splits + split) * p.hd + d] = o;
+    }
+    if (p.splits > 1 && threadIdx.x == 0) p.part_lse[bh * p.splits + split] = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
+    __syncthreads();
+  }
+}
+
+// One block per (request, q head): merges the splits' partial outputs by their log-sum-exp.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) combine_kernel(const float* __restrict__ part_o,
+                                                           const float* __restrict__ part_lse, int splits, int hd,
+                                                           T* __restrict__ out) {
+  const int64_t bh = blockIdx.x;
+  const float* lse = part_lse + bh * splits;
+  float mx = -INFINITY;
+  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, lse[s]);
+  for (int d = threadIdx.x; d < hd; d += kThreads) {
+    float o = 0.0f, wsum = 0.0f;
+    if (mx != -INFINITY) {
+      for (int s = 0; s < splits; ++s) {
+        const float w = exp2f(lse[s] - mx);
+        wsum += w;
+        o += w * part_o[(bh * splits + s) * hd + d];
+      }
+      o /= wsum;
+    }
+    out[bh * hd + d] = from_float<T>(o);
+  }
+}
+
+int sm_count(Device device) {
+  static std::mutex mu;
+  static std::vector<int> counts;
+  std::lock_guard<std::mutex> lock(mu);
+  if (counts.size() <= static_cast<size_t>(device.index)) counts.resize(static_cast<size_t>(device.index) + 1, 0);
+  int& c = counts[static_cast<size_t>(device.index)];
+  if (c == 0)
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device.index),
+                   "reading the SM count of {}", device.str());
+  return c;
+}
+
+template <typename T>
+void launch_decode(cudaStream_t st, const DecodeParams& p, dim3 grid, int gmax) {
+  switch (gmax) {
+    case 1: decode_kernel<T, 1><<<grid, kThreads, 0, st>>>(p); break;
+    case 2: decode_kernel<T, 2><<<grid, kThreads, 0, st>>>(p); break;
+    case 4: decode_kernel<T, 4><<<grid, kThreads, 0, st>>>(p); break;
+    default: decode_kernel<T, 8><<<grid, kThreads, 0, st>>>(p); break;
+  }
+  if (p.splits > 1)
+    combine_kernel<T><<<static_cast<unsigned>(grid.z) * p.nq, kThreads, 0, st>>>(p.part_o, p.part_lse, p.splits,
+                                                                                 p.hd, static_cast<T*>(p.out));
+}
+
+// Splits per (request, kv head, group chunk): enough blocks to cover the GPU a few times over,
+// at most one split per 32 positions of the table and at most 64.
+int decode_num_splits(int base_blocks, int sms, int64_t max_context) {
+  constexpr int kBlocksPerSm = 8;
+  int want = (sms * kBlocksPerSm + base_blocks - 1) / base_blocks;
+  int64_t by_ctx = std::max<int64_t>(1, (max_context + 31) / 32);
+  return static_cast<int>(std::clamp<int64_t>(want, 1, std::min<int64_t>(by_ctx, 64)));
+}
+
+}  // namespace
+
+void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
+  const ops::PagedAttentionArgs& a = d.a;
+  const int64_t es = static_cast<int64_t>(dtype_size(a.dtype));
+  GRT_CHECK(a.dtype == DType::BF16 || a.dtype == DType::F16 || a.dtype == DType::F32,
+            "attention_decode on CUDA: dtype {} not supported", dtype_name(a.dtype));
+  GRT_CHECK(a.head_dim % 8 == 0 && a.head_dim <= 256, "attention_decode on CUDA: head_dim {} must be a multiple of 8, <= 256",
+            a.head_dim);
+  GRT_CHECK((a.q_row_stride * es) % 16 == 0 && reinterpret_cast<uintptr_t>(a.q) % 16 == 0 &&
+                reinterpret_cast<uintptr_t>(a.k_cache) % 16 == 0 && reinterpret_cast<uintptr_t>(a.v_cache) % 16 == 0,
+            "attention_decode on CUDA: q (row stride {}) and caches must be 16-byte aligned", a.q_row_stride);
+  DecodeParams p{};
+  p.q = a.q;
+  p.q_stride = a.q_row_stride;
+  p.k_cache = a.k_cache;
+  p.v_cache = a.v_cache;
+  p.num_slots = a.num_slots;
+  p.max_reqs = a.max_reqs;
+  p.max_context = a.max_context;
+  p.req_to_token = a.req_to_token;
+  p.req_pool_indices = a.req_pool_indices;
+  p.seq_lens = d.seq_lens;
+  p.out = a.out;
+  p.nq = a.num_q_heads;
+  p.nkv = a.num_kv_heads;
+  p.hd = a.head_dim;
+  p.group = a.num_q_heads / a.num_kv_heads;
+  const int gmax = p.group <= 1 ? 1 : p.group <= 2 ? 2 : p.group <= 4 ? 4 : 8;
+  p.head_chunks = (p.group + gmax - 1) / gmax;
+  int lanes = a.head_dim / 8, lpt_log2 = 0;
+  while ((1 << lpt_log2) < lanes) ++lpt_log2;
+  p.lpt_log2 = lpt_log2;
+  p.scale_log2 = a.scale * kLog2e;
+  const int base = d.batch * p.nkv * p.head_chunks;
+  p.splits = decode_num_splits(base, sm_count(device), a.max_context);
+  GRT_CHECK(d.batch <= 65535, "attention_decode on CUDA: batch {} exceeds the grid limit", d.batch);
+  Tensor part_o, part_lse;
+  if (p.splits > 1) {
+    part_o = empty(Shape{d.batch, p.nq, p.splits, p.hd}, DType::F32, device);
+    part_lse = empty(Shape{d.batch, p.nq, p.splits}, DType::F32, device);
+    p.part_o = part_o.data_as<float>();
+    p.part_lse = part_lse.data_as<float>();
+  }
+  dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(p.nkv * p.head_chunks),
+            static_cast<unsigned>(d.batch));
+  cudaStream_t st = native_stream(stream);
+  if (a.dtype == DType::BF16) launch_decode<__nv_bfloat16>(st, p, grid, gmax);
+  else if (a.dtype == DType::F16) launch_decode<__half>(st, p, grid, gmax);
+  else launch_decode<float>(st, p, grid, gmax);
+  GRT_CUDA_CHECK_LAUNCH("attention_decode B={} heads {}/{} head_dim {} splits {}", d.batch, p.nq, p.nkv, p.hd,
+                        p.splits);
+}
+
+}  // namespace grt::cuda

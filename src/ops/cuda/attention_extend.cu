@@ -1,0 +1,228 @@
+// Paged extend (prefill) attention, causal, with a cached prefix. One block per (q tile of 64
+// new tokens, q head, request); 8 warps own 8 query rows each. Key tiles of 32 positions are
+// gathered through req_to_token into shared memory; a lane scores one key against its warp's 8
+// rows, then the warp runs an online softmax (per-lane partial sums, one max reduction per row
+// and tile) and accumulates P·V with each lane owning NP column pairs of the head.
+#include <algorithm>
+#include <cstdint>
+
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/cuda_stream.h"
+#include "device/stream.h"
+#include "ops/cuda/attention_common.cuh"
+#include "ops/cuda/attention_cuda.h"
+#include "ops/cuda/attention_extend_params.h"
+
+namespace grt::cuda {
+namespace {
+
+using namespace attn;
+constexpr int kThreads = 256;
+constexpr int kRowsPerWarp = 8;
+constexpr int kBQ = 64;  // 8 warps x 8 rows
+constexpr int kBK = 32;  // one key per lane
+
+// Shared row pitch: odd number of 4-byte words for 2-byte types (conflict-free pair reads),
+// odd number of floats for f32.
+template <typename T>
+int pitch(int hd) {
+  return sizeof(T) == 4 ? hd + 1 : hd + 2;
+}
+
+template <typename T, int NP>
+__global__ void __launch_bounds__(kThreads) extend_kernel(ExtendParams p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* qs = reinterpret_cast<T*>(smem_raw);
+  T* ks = qs + kBQ * p.ld;
+  T* vs = ks + kBK * p.ld;
+  __shared__ int64_t slots[kBK];
+
+  const int b = blockIdx.z, h = blockIdx.y, kvh = h / p.group;
+  const int ext = min(max(p.extend_lens[b], 0), p.max_extend_len);
+  const int q0 = blockIdx.x * kBQ;
+  if (q0 >= ext) return;
+  const int64_t prefix = max(p.prefix_lens[b], 0);
+  const int64_t start = p.extend_start_loc[b];
+  const int32_t req = p.req_pool_indices[b];
+  const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
+  const int rows = min(kBQ, ext - q0);
+  const int half = p.hd / 2;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  // Q tile (rows past the request or the output read as zeros).
+  const T* q = static_cast<const T*>(p.q);
+  for (int i = threadIdx.x; i < kBQ * half; i += kThreads) {
+    const int r = i / half, c = (i % half) * 2;
+    const int64_t row = start + q0 + r;
+    float2 v = make_float2(0.0f, 0.0f);
+    if (r < rows && row >= 0 && row < p.num_rows) v = load2(q + row * p.q_stride + static_cast<int64_t>(h) * p.hd + c);
+    store2(qs + r * p.ld + c, v);
+  }
+
+  // Keys this block needs: up to the causal limit of its last row.
+  const int64_t kv_end = min(prefix + q0 + rows, p.max_context);
+  const int64_t width = static_cast<int64_t>(p.nkv) * p.hd;
+  const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * p.hd;
+  const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * p.hd;
+
+  float m[kRowsPerWarp], l[kRowsPerWarp];
+  float2 acc[kRowsPerWarp][NP];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NP; ++j) acc[r][j] = make_float2(0.0f, 0.0f);
+  }
+  const int row0 = warp * kRowsPerWarp;
+  for (int64_t k0 = 0; k0 < kv_end; k0 += kBK) {
+    __syncthreads();  // previous tile consumed (and the Q tile stored, first time)
+    if (threadIdx.x < kBK) {
+      const int64_t pos = k0 + threadIdx.x;
+      slots[threadIdx.x] = pos < kv_end ? kv_slot(table, pos, p.num_slots) : -1;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < kBK * half; i += kThreads) {
+      const int r = i / half, c = (i % half) * 2;
+      const int64_t s = slots[r];
+      float2 kv = make_float2(0.0f, 0.0f), vv = kv;
+      if (s >= 0) {
+        kv = load2(kc + s * width + c);
+        vv = load2(vc + s * width + c);
+      }
+      store2(ks + r * p.ld + c, kv);
+      store2(vs + r * p.ld + c, vv);
+    }
+    __syncthreads();
+
+    // Scores: lane = key k0 + lane, against rows row0 .. row0 + 7.
+    float s[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) s[r] = 0.0f;
+    const T* krow = ks + lane * p.ld;
+    for (int c = 0; c < p.hd; c += 2) {
+      const float2 kk = load2(krow + c);
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float2 qq = load2(qs + (row0 + r) * p.ld + c);
+        s[r] = fmaf(qq.x, kk.x, fmaf(qq.y, kk.y, s[r]));
+      }
+    }
+    const int64_t key = k0 + lane;
+    float pr[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int64_t qpos = prefix + q0 + row0 + r;  // causal limit of this row
+      const float sc = (key <= qpos && key < kv_end) ? s[r] * p.scale_log2 : -INFINITY;
+      float mt = sc;
+      for (int o = 16; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+      const float mn = fmaxf(m[r], mt);
+      const float mu = mn == -INFINITY ? 0.0f : mn;  // rows with nothing visible yet stay at zero
+      const float alpha = exp2f(m[r] - mu);
+      pr[r] = exp2f(sc - mu);
+      l[r] = l[r] * alpha + pr[r];
+#pragma unroll
+      for (int j = 0; j < NP; ++j) acc[r][j] = make_float2(acc[r][j].x * alpha, acc[r][j].y * alpha);
+      m[r] = mn;
+    }
+    // P·V: key j's probabilities come from lane j.
+    for (int j = 0; j < kBK; ++j) {
+      float2 vv[NP];
+#pragma unroll
+      for (int n = 0; n < NP; ++n) {
+        const int c = 2 * (lane + 32 * n);
+        vv[n] = c < p.hd ? load2(vs + j * p.ld + c) : make_float2(0.0f, 0.0f);
+      }
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float pj = __shfl_sync(0xffffffffu, pr[r], j);
+#pragma unroll
+        for (int n = 0; n < NP; ++n) acc[r][n] = make_float2(fmaf(pj, vv[n].x, acc[r][n].x), fmaf(pj, vv[n].y, acc[r][n].y));
+      }
+    }
+  }
+
+  T* out = static_cast<T*>(p.out);
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    float lt = l[r];
+    for (int o = 16; o > 0; o >>= 1) lt += __shfl_xor_sync(0xffffffffu, lt, o);
+    const int qr = row0 + r;
+    const int64_t row = start + q0 + qr;
+    if (qr >= rows || row < 0 || row >= p.num_rows) continue;
+    const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+#pragma unroll
+    for (int n = 0; n < NP; ++n) {
+      const int c = 2 * (lane + 32 * n);
+      if (c < p.hd)
+        store2(out + row * p.nq * p.hd + static_cast<int64_t>(h) * p.hd + c,
+               make_float2(acc[r][n].x * inv, acc[r][n].y * inv));
+    }
+  }
+}
+
+template <typename T, int NP>
+void launch_np(cudaStream_t st, const ExtendParams& p, dim3 grid, size_t smem) {
+  auto kernel = extend_kernel<T, NP>;
+  if (smem > 48 * 1024)
+    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                   "allowing {} bytes of shared memory for attention_extend (head_dim {})", smem, p.hd);
+  kernel<<<grid, kThreads, smem, st>>>(p);
+}
+
+template <typename T>
+void launch_extend(cudaStream_t st, ExtendParams p, dim3 grid) {
+  p.ld = pitch<T>(p.hd);
+  const size_t smem = static_cast<size_t>(kBQ + 2 * kBK) * p.ld * sizeof(T);
+  if (p.hd <= 64) launch_np<T, 1>(st, p, grid, smem);
+  else if (p.hd <= 128) launch_np<T, 2>(st, p, grid, smem);
+  else launch_np<T, 4>(st, p, grid, smem);
+}
+
+}  // namespace
+
+void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
+  const ops::PagedAttentionArgs& a = e.a;
+  GRT_CHECK(a.dtype == DType::BF16 || a.dtype == DType::F16 || a.dtype == DType::F32,
+            "attention_extend on CUDA: dtype {} not supported", dtype_name(a.dtype));
+  GRT_CHECK(a.head_dim % 2 == 0 && a.head_dim <= 256, "attention_extend on CUDA: head_dim {} must be even, <= 256",
+            a.head_dim);
+  GRT_CHECK(e.num_reqs <= 65535, "attention_extend on CUDA: {} requests exceed the grid limit", e.num_reqs);
+  ExtendParams p{};
+  p.q = a.q;
+  p.q_stride = a.q_row_stride;
+  p.k_cache = a.k_cache;
+  p.v_cache = a.v_cache;
+  p.num_slots = a.num_slots;
+  p.max_reqs = a.max_reqs;
+  p.max_context = a.max_context;
+  p.num_rows = e.num_rows;
+  p.req_to_token = a.req_to_token;
+  p.req_pool_indices = a.req_pool_indices;
+  p.prefix_lens = e.prefix_lens;
+  p.extend_lens = e.extend_lens;
+  p.extend_start_loc = e.extend_start_loc;
+  p.out = a.out;
+  p.nq = a.num_q_heads;
+  p.nkv = a.num_kv_heads;
+  p.hd = a.head_dim;
+  p.group = a.num_q_heads / a.num_kv_heads;
+  p.num_reqs = e.num_reqs;
+  p.max_extend_len = e.max_extend_len;
+  p.scale_log2 = a.scale * kLog2e;
+  dim3 grid(static_cast<unsigned>((e.max_extend_len + kBQ - 1) / kBQ), static_cast<unsigned>(p.nq),
+            static_cast<unsigned>(e.num_reqs));
+  cudaStream_t st = native_stream(stream);
+  if (launch_extend_tensor_core(st, p, a.dtype)) {
+    GRT_CUDA_CHECK_LAUNCH("attention_extend (tensor cores) reqs={} max_extend_len={} heads {}/{} head_dim {}",
+                          e.num_reqs, e.max_extend_len, p.nq, p.nkv, p.hd);
+    return;
+  }
+  if (a.dtype == DType::BF16) launch_extend<__nv_bfloat16>(st, p, grid);
+  else if (a.dtype == DType::F16) launch_extend<__half>(st, p, grid);
+  else launch_extend<float>(st, p, grid);
+  GRT_CUDA_CHECK_LAUNCH("attention_extend reqs={} max_extend_len={} heads {}/{} head_dim {}", e.num_reqs,
+                        e.max_extend_len, p.nq, p.nkv, p.hd);
+}
+
+}  // namespace grt::cuda

@@ -1,0 +1,101 @@
+// Device helpers shared by the dense CUDA kernels: float conversion of bf16/f32 elements,
+// 16-byte chunk loads/stores with a scalar fallback, a block-wide sum, and the launch stream.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/device_id.h"
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_stream.h"
+#include "device/stream.h"
+
+namespace grt::cuda::dense {
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// v rounded to T and back: what HF's `.to(dtype)` does to an intermediate.
+template <typename T>
+__device__ __forceinline__ float round_to(float v) { return to_float(from_float<T>(v)); }
+
+// Elements of T per 16-byte chunk.
+template <typename T>
+constexpr int kChunk = 16 / static_cast<int>(sizeof(T));
+
+// Loads the chunk of kChunk<T> elements starting at element c of row p (n elements long) as
+// floats: one 16-byte load when `vec` (row aligned, n a multiple of the chunk), else element by
+// element with zeros past the end.
+template <typename T>
+__device__ __forceinline__ void load_chunk(const T* p, int64_t c, int64_t n, bool vec, float* out) {
+  constexpr int V = kChunk<T>;
+  if (vec) {
+    uint4 raw = *reinterpret_cast<const uint4*>(p + c);
+    const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[j] = to_float(e[j]);
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) out[j] = c + j < n ? to_float(p[c + j]) : 0.0f;
+}
+
+template <typename T>
+__device__ __forceinline__ void store_chunk(T* p, int64_t c, int64_t n, bool vec, const float* in) {
+  constexpr int V = kChunk<T>;
+  if (vec) {
+    uint4 raw;
+    T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+    for (int j = 0; j < V; ++j) e[j] = from_float<T>(in[j]);
+    *reinterpret_cast<uint4*>(p + c) = raw;
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+    if (c + j < n) p[c + j] = from_float<T>(in[j]);
+}
+
+// Sum of `v` over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+// Uses one static shared array without a trailing barrier: call it once per kernel.
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float partial[32];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  v = lane < warps ? partial[lane] : 0.0f;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// True when `p` + every multiple of `stride_elems` elements is 16-byte aligned.
+inline bool aligned16(const void* p, int64_t stride_elems, size_t elem_size) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && (static_cast<size_t>(stride_elems) * elem_size) % 16 == 0;
+}
+
+// The stream the op launches on: the device's current stream, with the device made current.
+inline cudaStream_t launch_stream(Device d) {
+  use_device(d.index);
+  return native_stream(current_stream(d));
+}
+
+// Threads for one block per row of `chunks` chunks: a multiple of 32 in [32, 1024].
+inline int row_threads(int64_t chunks) {
+  int64_t t = (chunks + 31) / 32 * 32;
+  return static_cast<int>(t < 32 ? 32 : (t > 1024 ? 1024 : t));
+}
+
+}  // namespace grt::cuda::dense

@@ -1,0 +1,110 @@
+// RMSNorm kernels: one block per row, two passes over the row (sum of squares, then scale), the
+// second re-reading x from cache rather than holding a row of any length in registers.
+#include "ops/cuda/dense_common.cuh"
+#include "ops/cuda/dense_cuda.h"
+
+namespace grt::cuda {
+namespace {
+
+using namespace dense;
+
+template <typename T>
+__global__ void rms_norm_kernel(const T* x, ops::RowLayout xl, T* out, ops::RowLayout ol, const T* w, int64_t n,
+                                float eps, bool vec) {
+  constexpr int V = kChunk<T>;
+  const int64_t r = blockIdx.x;
+  const T* xr = x + xl.row_offset(r);
+  T* orow = out + ol.row_offset(r);
+  float v[V], wv[V];
+  float ss = 0.0f;
+  for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < n; c += static_cast<int64_t>(blockDim.x) * V) {
+    load_chunk(xr, c, n, vec, v);
+#pragma unroll
+    for (int j = 0; j < V; ++j) ss += v[j] * v[j];
+  }
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n) + eps);
+  for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < n; c += static_cast<int64_t>(blockDim.x) * V) {
+    load_chunk(xr, c, n, vec, v);
+    load_chunk(w, c, n, vec, wv);
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = wv[j] * round_to<T>(v[j] * inv);  // HF: w * y.to(dtype)
+    store_chunk(orow, c, n, vec, v);
+  }
+}
+
+template <typename T>
+__global__ void fused_add_rms_norm_kernel(T* x, int64_t xs, T* res, int64_t rs, const T* w, int64_t n, float eps,
+                                          bool vec) {
+  constexpr int V = kChunk<T>;
+  T* xr = x + static_cast<int64_t>(blockIdx.x) * xs;
+  T* rr = res + static_cast<int64_t>(blockIdx.x) * rs;
+  float a[V], b[V];
+  float ss = 0.0f;
+  for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < n; c += static_cast<int64_t>(blockDim.x) * V) {
+    load_chunk(xr, c, n, vec, a);
+    load_chunk(rr, c, n, vec, b);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      b[j] = round_to<T>(a[j] + b[j]);  // the residual stream keeps the dtype's rounding
+      ss += b[j] * b[j];
+    }
+    store_chunk(rr, c, n, vec, b);
+  }
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n) + eps);
+  // Each thread re-reads only the chunks it wrote itself, so no barrier is needed.
+  for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < n; c += static_cast<int64_t>(blockDim.x) * V) {
+    load_chunk(rr, c, n, vec, b);
+    load_chunk(w, c, n, vec, a);
+#pragma unroll
+    for (int j = 0; j < V; ++j) b[j] = a[j] * round_to<T>(b[j] * inv);
+    store_chunk(xr, c, n, vec, b);
+  }
+}
+
+template <typename T>
+void launch_rms_norm(cudaStream_t s, const void* x, const ops::RowLayout& xl, void* out, const ops::RowLayout& ol,
+                     const void* w, int64_t n, float eps) {
+  constexpr int V = kChunk<T>;
+  const bool vec = n % V == 0 && aligned16(x, xl.outer_stride, sizeof(T)) && aligned16(x, xl.inner_stride, sizeof(T)) &&
+                   aligned16(out, ol.outer_stride, sizeof(T)) && aligned16(out, ol.inner_stride, sizeof(T)) &&
+                   aligned16(w, 0, sizeof(T));
+  rms_norm_kernel<T><<<static_cast<unsigned>(xl.rows), row_threads((n + V - 1) / V), 0, s>>>(
+      static_cast<const T*>(x), xl, static_cast<T*>(out), ol, static_cast<const T*>(w), n, eps, vec);
+}
+
+template <typename T>
+void launch_fused(cudaStream_t s, void* x, int64_t xs, void* r, int64_t rs, const void* w, int64_t rows, int64_t n,
+                  float eps) {
+  constexpr int V = kChunk<T>;
+  const bool vec = n % V == 0 && aligned16(x, xs, sizeof(T)) && aligned16(r, rs, sizeof(T)) && aligned16(w, 0, sizeof(T));
+  fused_add_rms_norm_kernel<T><<<static_cast<unsigned>(rows), row_threads((n + V - 1) / V), 0, s>>>(
+      static_cast<T*>(x), xs, static_cast<T*>(r), rs, static_cast<const T*>(w), n, eps, vec);
+}
+
+void check_rows(const char* op, int64_t rows) {
+  GRT_CHECK(rows <= 0x7fffffff, "{}: {} rows exceed one grid", op, rows);
+}
+
+}  // namespace
+
+void rms_norm(Device d, DType dt, const void* x, const ops::RowLayout& xl, void* out, const ops::RowLayout& ol,
+              const void* w, int64_t hidden, float eps) {
+  check_rows("rms_norm", xl.rows);
+  cudaStream_t s = dense::launch_stream(d);
+  if (dt == DType::BF16) launch_rms_norm<__nv_bfloat16>(s, x, xl, out, ol, w, hidden, eps);
+  else if (dt == DType::F32) launch_rms_norm<float>(s, x, xl, out, ol, w, hidden, eps);
+  else GRT_FAIL("rms_norm on CUDA supports bf16 and f32, got {}", dtype_name(dt));
+  GRT_CUDA_CHECK_LAUNCH("rms_norm rows={} hidden={} dtype={}", xl.rows, hidden, dtype_name(dt));
+}
+
+void fused_add_rms_norm(Device d, DType dt, void* x, int64_t x_stride, void* residual, int64_t residual_stride,
+                        const void* w, int64_t rows, int64_t hidden, float eps) {
+  check_rows("fused_add_rms_norm_", rows);
+  cudaStream_t s = dense::launch_stream(d);
+  if (dt == DType::BF16) launch_fused<__nv_bfloat16>(s, x, x_stride, residual, residual_stride, w, rows, hidden, eps);
+  else if (dt == DType::F32) launch_fused<float>(s, x, x_stride, residual, residual_stride, w, rows, hidden, eps);
+  else GRT_FAIL("fused_add_rms_norm_ on CUDA supports bf16 and f32, got {}", dtype_name(dt));
+  GRT_CUDA_CHECK_LAUNCH("fused_add_rms_norm_ rows={} hidden={} dtype={}", rows, hidden, dtype_name(dt));
+}
+
+}  // namespace grt::cuda

@@ -1,0 +1,12 @@
+// Token embedding lookup.
+#pragma once
+#include "core/tensor.h"
+
+namespace grt::ops {
+
+// out[t, :] = table[ids[t], :]. ids: i32 [T] contiguous; table: [V, H] (any dtype; last dim
+// contiguous, any row stride), same device. Returns a contiguous [T, H] of table's dtype. The
+// runtime validates ids on the host; an id outside [0, V) still reads nothing and yields zeros.
+Tensor embedding(const Tensor& ids, const Tensor& table);
+
+}  // namespace grt::ops

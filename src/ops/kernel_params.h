@@ -1,0 +1,35 @@
+// Plain descriptions of memory layouts that the dense ops hand to their CPU and CUDA
+// implementations (raw numbers only, so a kernel or a CPU closure can hold them by value).
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace grt::ops {
+
+// Rows of `hidden` contiguous elements. Row r starts at element
+//   (r / inner) * outer_stride + (r % inner) * inner_stride
+// which covers [T, H] with any row stride (inner = 1) and [T, heads, H] with any strides.
+struct RowLayout {
+  int64_t rows = 0;
+  int64_t inner = 1;
+  int64_t outer_stride = 0;
+  int64_t inner_stride = 0;
+
+  constexpr int64_t row_offset(int64_t r) const { return (r / inner) * outer_stride + (r % inner) * inner_stride; }
+};
+
+// The rows of `t` (rank >= 1, last dimension contiguous): rank 1 is one row, rank 2 any row
+// stride, rank 3 any strides on the first two dimensions, rank > 3 when the leading dimensions
+// collapse into one stride. Error naming `op` and the tensor otherwise.
+RowLayout row_layout(const Tensor& t, const char* op);
+
+// A rank <= 4 element-wise copy: shape padded to 4 with leading 1s, strides in elements.
+struct Strided4 {
+  int64_t shape[4] = {1, 1, 1, 1};
+  int64_t src_stride[4] = {0, 0, 0, 0};
+  int64_t dst_stride[4] = {0, 0, 0, 0};
+  constexpr int64_t numel() const { return shape[0] * shape[1] * shape[2] * shape[3]; }
+};
+
+}  // namespace grt::ops

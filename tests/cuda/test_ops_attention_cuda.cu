@@ -1,0 +1,352 @@
+// CUDA attention, KV store and sampling against the CPU float32 references, on the same
+// (bf16-rounded) inputs; decode captured in a CUDA graph and replayed with changed metadata.
+// Tolerances: outputs are convex combinations of V values in [-1, 1]; bf16 kernels round the
+// output once (2^-9 relative) and accumulate in float32: |cuda - cpu| <= 2e-2 for bf16, 1e-4 for f32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "../attention_test_util.h"
+#include "core/dtype.h"
+#include "device/device.h"
+#include "device/graph.h"
+#include "device/stream.h"
+#include "memory/graph_pool.h"
+#include "memory/tensor_alloc.h"
+#include "ops/attention.h"
+#include "ops/kv_store.h"
+#include "ops/sampling.h"
+
+namespace grt {
+namespace {
+
+using testing::make_case;
+using testing::max_abs_diff;
+using testing::PagedCase;
+using testing::upload;
+
+const Device kGpu = Device::cuda(0);
+const Device kCpu = Device::cpu();
+
+// Rounds every float of the case through bf16 so CPU and CUDA see identical values.
+void round_to_bf16(PagedCase& c) {
+  for (auto* v : {&c.q, &c.k, &c.v})
+    for (float& x : *v) x = bf16_to_float(float_to_bf16(x));
+}
+
+double tolerance(DType dt) { return dt == DType::F32 ? 1e-4 : 2e-2; }
+
+struct Shape3 {
+  int nq, nkv, hd;
+};
+
+// ---- store_kv ---------------------------------------------------------------------------------
+
+TEST(OpsAttentionCuda, StoreKvEqualsCpu) {
+  const int64_t t = 37, width = 8 * 128, slots = 101;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> fused(static_cast<size_t>(t * 3 * width));
+  for (auto& x : fused) x = bf16_to_float(float_to_bf16(u(rng)));
+  std::vector<int32_t> loc(static_cast<size_t>(t));
+  std::vector<int32_t> perm(static_cast<size_t>(slots - 1));
+  std::iota(perm.begin(), perm.end(), 1);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (int64_t i = 0; i < t; ++i) loc[static_cast<size_t>(i)] = perm[static_cast<size_t>(i)];
+  loc[5] = 0;  // a padding row writes the sink
+  std::vector<std::vector<float>> caches;
+  for (Device d : {kCpu, kGpu}) {
+    DType dt = d.is_cuda() ? DType::BF16 : DType::F32;
+    Tensor qkv = from_floats(fused, Shape{t, 3 * width}, dt, d);
+    Tensor kc = zeros(Shape{slots, width}, dt, d), vc = zeros(Shape{slots, width}, dt, d);
+    ops::store_kv(qkv.slice(1, width, 2 * width), qkv.slice(1, 2 * width, 3 * width),
+                  from_vector(loc, Shape{t}, DType::I32, d), kc, vc);
+    caches.push_back(to_host_floats(kc));
+    caches.push_back(to_host_floats(vc));
+  }
+  EXPECT_EQ(caches[0], caches[2]);
+  EXPECT_EQ(caches[1], caches[3]);
+}
+
+// ---- extend -----------------------------------------------------------------------------------
+
+void expect_extend_matches(const PagedCase& c0, DType dt, float scale) {
+  PagedCase c = c0;
+  round_to_bf16(c);
+  auto tc = upload(c, DType::F32, kCpu);
+  auto tg = upload(c, dt, kGpu);
+  std::vector<float> want =
+      to_host_floats(ops::attention_extend(tc.q, tc.k_cache, tc.v_cache, tc.extend, c.nq, c.nkv, c.hd, scale));
+  Tensor out = ops::attention_extend(tg.q, tg.k_cache, tg.v_cache, tg.extend, c.nq, c.nkv, c.hd, scale);
+  ASSERT_EQ(out.shape(), (Shape{c.rows, c.q_width()}));
+  std::vector<float> got = to_host_floats(out);
+  for (float x : got) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_LT(max_abs_diff(got, want), tolerance(dt))
+      << c.nq << "/" << c.nkv << " hd " << c.hd << " reqs " << c.num_reqs() << " " << dtype_name(dt);
+}
+
+TEST(OpsAttentionCuda, ExtendEqualsCpuAcrossShapes) {
+  for (Shape3 s : {Shape3{16, 8, 128}, Shape3{32, 8, 64}, Shape3{4, 4, 16}, Shape3{8, 2, 256}}) {
+    // B = 1: one prompt of 17 tokens; B = 3: prefixes and odd lengths, 2 padding rows.
+    expect_extend_matches(make_case(s.nq, s.nkv, s.hd, {0}, {17}, 0, 1), DType::BF16, 0.088f);
+    expect_extend_matches(make_case(s.nq, s.nkv, s.hd, {0, 13, 100}, {1, 70, 65}, 2, 2), DType::BF16, 0.088f);
+  }
+}
+
+TEST(OpsAttentionCuda, ExtendEqualsCpuLongAndMany) {
+  // A 1000-token prompt, a 4100-token prefix with a short chunk, and 37 small requests.
+  expect_extend_matches(make_case(16, 8, 128, {0, 4100}, {1000, 3}, 0, 3), DType::BF16, 0.088f);
+  std::vector<int32_t> prefix, ext;
+  for (int i = 0; i < 37; ++i) {
+    prefix.push_back((i * 37) % 50);
+    ext.push_back(1 + (i * 11) % 23);
+  }
+  expect_extend_matches(make_case(32, 8, 64, prefix, ext, 5, 4), DType::BF16, 0.125f);
+}
+
+TEST(OpsAttentionCuda, ExtendF32AndF16EqualCpu) {
+  expect_extend_matches(make_case(16, 8, 128, {0, 9}, {33, 17}, 1, 5), DType::F32, 0.088f);
+  expect_extend_matches(make_case(16, 8, 128, {0, 9}, {33, 17}, 1, 5), DType::F16, 0.088f);
+}
+
+// ---- decode -----------------------------------------------------------------------------------
+
+struct DecodeSetup {
+  PagedCase c;
+  std::vector<int32_t> seq_lens;
+};
+
+// B requests, one query each, seq lens cycling through `lens`; the table is wider than needed
+// (max_context = longest + 3) so splits cover positions past the end too.
+DecodeSetup decode_setup(Shape3 s, int batch, const std::vector<int32_t>& lens, uint32_t seed) {
+  std::vector<int32_t> prefix, ext;
+  DecodeSetup d;
+  for (int b = 0; b < batch; ++b) {
+    int32_t len = lens[static_cast<size_t>(b) % lens.size()];
+    prefix.push_back(len - 1);
+    ext.push_back(1);
+    d.seq_lens.push_back(len);
+  }
+  d.c = make_case(s.nq, s.nkv, s.hd, prefix, ext, 0, seed);
+  round_to_bf16(d.c);
+  return d;
+}
+
+ops::DecodeAttentionMeta decode_meta(const PagedCase& c, const std::vector<int32_t>& lens, Device d) {
+  const int64_t n = static_cast<int64_t>(lens.size());
+  return {from_vector(c.table, Shape{c.max_reqs, c.max_context}, DType::I32, d),
+          from_vector(c.req_idx, Shape{n}, DType::I32, d), from_vector(lens, Shape{n}, DType::I32, d)};
+}
+
+void expect_decode_matches(const DecodeSetup& s, DType dt, float scale) {
+  const PagedCase& c = s.c;
+  auto tc = upload(c, DType::F32, kCpu);
+  auto tg = upload(c, dt, kGpu);
+  std::vector<float> want = to_host_floats(
+      ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(c, s.seq_lens, kCpu), c.nq, c.nkv, c.hd, scale));
+  std::vector<float> got = to_host_floats(
+      ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, s.seq_lens, kGpu), c.nq, c.nkv, c.hd, scale));
+  for (float x : got) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_LT(max_abs_diff(got, want), tolerance(dt))
+      << c.nq << "/" << c.nkv << " hd " << c.hd << " B " << s.seq_lens.size() << " " << dtype_name(dt);
+}
+
+TEST(OpsAttentionCuda, DecodeEqualsCpuAcrossShapes) {
+  const std::vector<int32_t> lens = {1, 17, 1000, 4100};
+  for (Shape3 sh : {Shape3{16, 8, 128}, Shape3{32, 8, 128}, Shape3{16, 8, 64}, Shape3{32, 8, 64}})
+    for (int batch : {1, 3, 37}) expect_decode_matches(decode_setup(sh, batch, lens, 7 + batch), DType::BF16, 0.088f);
+}
+
+TEST(OpsAttentionCuda, DecodeOtherHeadShapesAndDtypes) {
+  const std::vector<int32_t> lens = {5, 300, 33};
+  expect_decode_matches(decode_setup({4, 4, 16}, 3, lens, 8), DType::BF16, 0.25f);     // MHA, tiny heads
+  expect_decode_matches(decode_setup({12, 1, 256}, 3, lens, 9), DType::BF16, 0.0625f);  // group 12 > 8
+  expect_decode_matches(decode_setup({14, 2, 64}, 3, lens, 10), DType::BF16, 0.125f);   // group 7
+  expect_decode_matches(decode_setup({16, 8, 128}, 3, lens, 11), DType::F32, 0.088f);
+  expect_decode_matches(decode_setup({16, 8, 128}, 3, lens, 12), DType::F16, 0.088f);
+}
+
+TEST(OpsAttentionCuda, DecodeZeroSeqLenGivesZerosNotNaN) {
+  DecodeSetup s = decode_setup({16, 8, 128}, 3, {9}, 13);
+  s.seq_lens = {0, 9, 0};
+  auto tg = upload(s.c, DType::BF16, kGpu);
+  std::vector<float> got = to_host_floats(
+      ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu), 16, 8, 128, 0.088f));
+  const int64_t w = s.c.q_width();
+  for (int64_t i = 0; i < w; ++i) {
+    EXPECT_EQ(got[static_cast<size_t>(i)], 0.0f);
+    EXPECT_EQ(got[static_cast<size_t>(2 * w + i)], 0.0f);
+  }
+  for (float x : got) EXPECT_TRUE(std::isfinite(x));
+}
+
+// Copies host values into an existing device tensor on the current stream (outside capture).
+template <typename T>
+void overwrite(const Tensor& dst, const std::vector<T>& values) {
+  ASSERT_EQ(dst.nbytes(), values.size() * sizeof(T));
+  Stream& s = current_stream(dst.device());
+  s.copy_async(dst.data(), values.data(), dst.nbytes());
+  s.synchronize();
+}
+
+TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  const int batch = 37;
+  DecodeSetup s = decode_setup({32, 8, 128}, batch, {1, 17, 1000, 4100}, 14);
+  const PagedCase& c = s.c;
+  auto tg = upload(c, DType::BF16, kGpu);
+  ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);  // persistent buffers
+  // Warm up eagerly, then capture.
+  ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, 32, 8, 128, 0.088f);
+  stream->synchronize();
+  auto pool = GraphPool::create(kGpu);
+  std::unique_ptr<Graph> graph;
+  Tensor captured_out;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    captured_out = ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, 32, 8, 128, 0.088f);
+    graph = stream->end_capture();
+  }
+  std::unique_ptr<GraphExec> exec = graph->instantiate();
+
+  std::mt19937 rng(15);
+  for (int round = 0; round < 3; ++round) {
+    // New lengths (growing, some shrinking, one 0), and table rows permuted to other slots.
+    std::vector<int32_t> lens(static_cast<size_t>(batch));
+    for (int b = 0; b < batch; ++b) {
+      int32_t full = c.prefix[static_cast<size_t>(b)] + 1;
+      lens[static_cast<size_t>(b)] = std::uniform_int_distribution<int32_t>(0, full)(rng);
+    }
+    std::vector<int32_t> table = c.table;
+    for (int b = 0; b < batch; ++b) {
+      auto row = table.begin() + static_cast<int64_t>(c.req_idx[static_cast<size_t>(b)]) * c.max_context;
+      std::shuffle(row, row + lens[static_cast<size_t>(b)], rng);
+    }
+    overwrite(meta.seq_lens, lens);
+    overwrite(meta.req_to_token, table);
+    exec->launch(*stream);
+    std::vector<float> replayed = to_host_floats(captured_out);
+    std::vector<float> eager =
+        to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, 32, 8, 128, 0.088f));
+    EXPECT_EQ(replayed, eager) << "round " << round;  // same kernels, same grid: bitwise
+
+    PagedCase changed = c;
+    changed.table = table;
+    auto tc = upload(changed, DType::F32, kCpu);
+    std::vector<float> want = to_host_floats(
+        ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(changed, lens, kCpu), 32, 8, 128, 0.088f));
+    EXPECT_LT(max_abs_diff(replayed, want), tolerance(DType::BF16)) << "round " << round;
+  }
+}
+
+// ---- argmax and sampling ----------------------------------------------------------------------
+
+TEST(OpsSamplingCuda, ArgmaxEqualsCpuIncludingTies) {
+  const int64_t vocab = 151936, rows = 5;
+  std::mt19937 rng(16);
+  std::normal_distribution<float> n(0, 2);
+  std::vector<float> logits(static_cast<size_t>(vocab * rows));
+  for (auto& x : logits) x = n(rng);
+  logits[static_cast<size_t>(2 * vocab + 7)] = 100.0f;  // tie between 7 and 99999 → 7
+  logits[static_cast<size_t>(2 * vocab + 99999)] = 100.0f;
+  for (int64_t i = 0; i < vocab; ++i) logits[static_cast<size_t>(3 * vocab + i)] = 1.0f;  // all equal → 0
+  Tensor lc = from_floats(logits, Shape{rows, vocab}, DType::F32, kCpu);
+  Tensor lg = from_floats(logits, Shape{rows, vocab}, DType::F32, kGpu);
+  std::vector<int32_t> want = to_host_vector<int32_t>(ops::argmax(lc));
+  EXPECT_EQ(to_host_vector<int32_t>(ops::argmax(lg)), want);
+  EXPECT_EQ(want[2], 7);
+  EXPECT_EQ(want[3], 0);
+}
+
+TEST(OpsSamplingCuda, SampleEqualsCpuForSameSeeds) {
+  // Well-separated logits (distinct multiples of 0.05 in shuffled order) so float rounding of exp
+  // cannot reorder tokens or move a cut-off.
+  for (int64_t vocab : {int64_t{1000}, int64_t{151936}}) {
+    const int rows = 48;
+    std::mt19937 rng(17);
+    std::vector<float> logits;
+    std::vector<float> temperature, top_p;
+    std::vector<int32_t> top_k, step;
+    std::vector<int64_t> seed;
+    for (int r = 0; r < rows; ++r) {
+      std::vector<float> row(static_cast<size_t>(vocab));
+      for (int64_t i = 0; i < vocab; ++i) row[static_cast<size_t>(i)] = 0.05f * static_cast<float>(i % 400) - 10.0f;
+      std::shuffle(row.begin(), row.end(), rng);
+      logits.insert(logits.end(), row.begin(), row.end());
+      temperature.push_back(r % 6 == 0 ? 0.0f : 0.5f + 0.1f * static_cast<float>(r % 7));
+      top_k.push_back(r % 4 == 1 ? 0 : (r % 4 == 2 ? 1 : 5 + r));
+      top_p.push_back(r % 3 == 0 ? 1.0f : 0.5f + 0.05f * static_cast<float>(r % 9));
+      seed.push_back(1000 + r);
+      step.push_back(r * 3);
+    }
+    std::vector<std::vector<int32_t>> results;
+    for (Device d : {kCpu, kGpu}) {
+      Shape s{rows};
+      ops::SamplingTensors st{from_vector(temperature, s, DType::F32, d), from_vector(top_k, s, DType::I32, d),
+                              from_vector(top_p, s, DType::F32, d), from_vector(seed, s, DType::I64, d),
+                              from_vector(step, s, DType::I32, d)};
+      results.push_back(to_host_vector<int32_t>(ops::sample(from_floats(logits, Shape{rows, vocab}, DType::F32, d), st)));
+    }
+    // Logits repeat every 400 ids, so equal probabilities exist: tie order (by index) must match too.
+    EXPECT_EQ(results[1], results[0]) << "vocab " << vocab;
+  }
+}
+
+TEST(OpsSamplingCuda, FlatRowsEqualCpu) {
+  // Flat rows put the top-p and draw cut-offs past the 4096 tokens of the fast path, so the
+  // exact whole-vocabulary selects run; equal logits make every tie-break by index matter.
+  const int64_t vocab = 50000;
+  const int rows = 12;
+  std::vector<float> logits, t, p;
+  std::vector<int32_t> k, step;
+  std::vector<int64_t> seed;
+  for (int r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < vocab; ++i)
+      logits.push_back(r % 2 == 0 ? 0.5f : 0.25f * static_cast<float>(i % 3));
+    t.push_back(1.0f);
+    k.push_back(r % 3 == 2 ? 20000 : 0);
+    p.push_back(r % 4 < 2 ? 1.0f : 0.6f);
+    seed.push_back(77 + r);
+    step.push_back(r);
+  }
+  std::vector<std::vector<int32_t>> results;
+  for (Device d : {kCpu, kGpu}) {
+    Shape s{rows};
+    ops::SamplingTensors st{from_vector(t, s, DType::F32, d), from_vector(k, s, DType::I32, d),
+                            from_vector(p, s, DType::F32, d), from_vector(seed, s, DType::I64, d),
+                            from_vector(step, s, DType::I32, d)};
+    results.push_back(to_host_vector<int32_t>(ops::sample(from_floats(logits, Shape{rows, vocab}, DType::F32, d), st)));
+  }
+  EXPECT_EQ(results[1], results[0]);
+}
+
+TEST(OpsSamplingCuda, SampleIsDeterministicAndFollowsTopK) {
+  const int64_t vocab = 32000;
+  const int rows = 64;
+  std::vector<float> logits(static_cast<size_t>(vocab * rows), 0.0f);  // uniform rows
+  std::vector<float> t(rows, 1.0f), p(rows, 1.0f);
+  std::vector<int32_t> k(rows, 10), step(rows);
+  std::vector<int64_t> seed(rows);
+  for (int r = 0; r < rows; ++r) seed[static_cast<size_t>(r)] = r, step[static_cast<size_t>(r)] = r;
+  Shape s{rows};
+  ops::SamplingTensors st{from_vector(t, s, DType::F32, kGpu), from_vector(k, s, DType::I32, kGpu),
+                          from_vector(p, s, DType::F32, kGpu), from_vector(seed, s, DType::I64, kGpu),
+                          from_vector(step, s, DType::I32, kGpu)};
+  Tensor l = from_floats(logits, Shape{rows, vocab}, DType::F32, kGpu);
+  std::vector<int32_t> a = to_host_vector<int32_t>(ops::sample(l, st));
+  std::vector<int32_t> b = to_host_vector<int32_t>(ops::sample(l, st));
+  EXPECT_EQ(a, b);
+  std::set<int32_t> seen(a.begin(), a.end());
+  for (int32_t x : a) EXPECT_LT(x, 10);  // equal probabilities: top-k keeps the lowest indices
+  EXPECT_GT(seen.size(), 5u);
+}
+
+}  // namespace
+}  // namespace grt

@@ -1,0 +1,439 @@
+// The dense CUDA ops against their CPU float32 references, on identical bf16-rounded inputs, at
+// several shapes (odd ones too), with every output poisoned (NaN) before the op runs, so a
+// missed element fails. Tolerances (per element, scale = |ref| + mean|ref|):
+//   copies, casts, embedding, gather: exact (bit for bit).
+//   bf16 outputs of rms_norm, rope, silu_and_mul, linear: 1e-2 (a bf16 rounding is 2^-9; HF's
+//     intermediate roundings, which the CUDA kernels reproduce and the f32 reference cannot, add
+//     one or two more).
+//   linear with f32 output from bf16 inputs: 1e-3 (same exact products, another summation order).
+//   f32 kernels: 1e-5 (1e-4 for linear).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "device/device.h"
+#include "device/graph.h"
+#include "device/stream.h"
+#include "memory/graph_pool.h"
+#include "memory/tensor_alloc.h"
+#include "ops/activation.h"
+#include "ops/copy.h"
+#include "ops/embedding.h"
+#include "ops/gather.h"
+#include "ops/linear.h"
+#include "ops/rms_norm.h"
+#include "ops/rope.h"
+
+namespace grt {
+namespace {
+
+const Device kGpu = Device::cuda(0);
+const Device kCpu = Device::cpu();
+
+std::vector<float> bf16_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = bf16_to_float(float_to_bf16(dist(gen)));
+  return v;
+}
+
+// The same values as an f32 CPU tensor and a `dt` GPU tensor.
+struct Pair {
+  Tensor cpu, gpu;
+};
+Pair cpu_gpu_pair(const std::vector<float>& v, const Shape& shape, DType dt = DType::BF16) {
+  return {from_floats(v, shape, DType::F32, kCpu), from_floats(v, shape, dt, kGpu)};
+}
+Pair random_pair(const Shape& shape, uint32_t seed, DType dt = DType::BF16, float lo = -1.0f, float hi = 1.0f) {
+  return cpu_gpu_pair(bf16_values(static_cast<size_t>(shape.numel()), seed, lo, hi), shape, dt);
+}
+Pair ids_pair(const std::vector<int32_t>& v) {
+  Shape s{static_cast<int64_t>(v.size())};
+  return {from_vector(v, s, DType::I32, kCpu), from_vector(v, s, DType::I32, kGpu)};
+}
+
+// Fills the allocator's cached GPU blocks with NaN bytes: the next outputs most likely reuse them.
+void poison() {
+  for (int64_t bytes : {int64_t{1} << 12, int64_t{1} << 16, int64_t{1} << 20, int64_t{1} << 23, int64_t{1} << 25}) {
+    Tensor t = empty(Shape{bytes}, DType::U8, kGpu);
+    current_stream(kGpu).memset_async(t.data(), 0xFF, static_cast<size_t>(bytes));
+  }
+}
+
+std::vector<float> host(const Tensor& t) { return to_host_floats(ops::contiguous(t)); }
+
+// |got - ref| <= tol * (|ref| + mean|ref|) everywhere, and no NaN.
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  double mean = 0;
+  for (float r : ref) mean += std::fabs(r);
+  mean = ref.empty() ? 0 : mean / static_cast<double>(ref.size());
+  double worst = 0;
+  size_t worst_i = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << what << ": NaN (unwritten output?) at " << i;
+    double err = std::fabs(double(got[i]) - ref[i]) / (std::fabs(ref[i]) + mean + 1e-30);
+    if (err > worst) worst = err, worst_i = i;
+  }
+  EXPECT_LE(worst, tol) << what << ": worst relative error at " << worst_i << " (got " << got[worst_i] << ", want "
+                        << ref[worst_i] << ")";
+}
+
+std::string label(const char* op, int64_t a, int64_t b) { return std::string(op) + " " + std::to_string(a) + "x" + std::to_string(b); }
+
+// ---- copy / cast ------------------------------------------------------------------------------
+
+TEST(OpsCudaCopy, CastsMatchHostRoundingBitForBit) {
+  std::vector<float> v = bf16_values(1001, 1, -100.0f, 100.0f);
+  std::mt19937 gen(2);
+  std::uniform_real_distribution<float> d(-3.0f, 3.0f);
+  for (auto& x : v) x += d(gen) * 1e-3f;  // not bf16-exact: exercises the rounding
+  Tensor f = from_floats(v, Shape{7, 143}, DType::F32, kGpu);
+  for (DType dt : {DType::BF16, DType::F16}) {
+    poison();
+    Tensor c = ops::cast(f, dt);
+    std::vector<uint16_t> got = to_host_vector<uint16_t>(c);
+    for (size_t i = 0; i < v.size(); ++i)
+      ASSERT_EQ(got[i], dt == DType::BF16 ? float_to_bf16(v[i]) : float_to_f16(v[i])) << dtype_name(dt) << " " << i;
+    poison();
+    std::vector<float> back = to_host_floats(ops::cast(c, DType::F32));
+    for (size_t i = 0; i < v.size(); ++i)
+      ASSERT_EQ(back[i], dt == DType::BF16 ? bf16_to_float(got[i]) : f16_to_float(got[i]));
+  }
+  // A strided source (transposed column slice).
+  poison();
+  Tensor t = f.slice(1, 3, 40).transpose(0, 1);
+  std::vector<uint16_t> got = to_host_vector<uint16_t>(ops::cast(t, DType::BF16));
+  std::vector<float> want = host(t);
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], float_to_bf16(want[i]));
+}
+
+TEST(OpsCudaCopy, StridedCopyContiguousAndToDevice) {
+  std::vector<float> v = bf16_values(2 * 3 * 4 * 5, 3);
+  Pair p = cpu_gpu_pair(v, Shape{2, 3, 4, 5});
+  Tensor src_g = p.gpu.transpose(0, 3).transpose(1, 2);  // [5, 4, 3, 2]
+  Tensor src_c = p.cpu.transpose(0, 3).transpose(1, 2);
+  Tensor wide_g = from_floats(std::vector<float>(5 * 4 * 3 * 9, 7.0f), Shape{5, 4, 3, 9}, DType::BF16, kGpu);
+  ops::copy_(wide_g.slice(3, 4, 6), src_g);
+  Tensor wide_c = from_floats(std::vector<float>(5 * 4 * 3 * 9, 7.0f), Shape{5, 4, 3, 9}, DType::F32, kCpu);
+  ops::copy_(wide_c.slice(3, 4, 6), src_c);
+  EXPECT_EQ(host(wide_g), host(wide_c));
+  poison();
+  Tensor cg = ops::contiguous(src_g);
+  EXPECT_TRUE(cg.is_contiguous());
+  EXPECT_EQ(host(cg), host(src_c));
+  EXPECT_EQ(ops::contiguous(cg).data(), cg.data());
+  // to_device both ways, from a strided view.
+  Tensor up = ops::to_device(src_c, kGpu);
+  EXPECT_TRUE(up.device().is_cuda());
+  Tensor down = ops::to_device(up, kCpu);
+  EXPECT_EQ(to_host_floats(down), host(src_c));
+}
+
+// ---- embedding / gather -----------------------------------------------------------------------
+
+TEST(OpsCudaEmbedding, EqualsCpuBitForBit) {
+  const int64_t V = 517;
+  for (int64_t H : {64, 1000, 4096, 77}) {
+    Pair table = random_pair(Shape{V, H}, static_cast<uint32_t>(H));
+    for (int64_t T : {1, 3, 17, 257}) {
+      std::vector<int32_t> id(static_cast<size_t>(T));
+      for (int64_t t = 0; t < T; ++t) id[static_cast<size_t>(t)] = static_cast<int32_t>((t * 131 + 7) % V);
+      if (T > 3) id[2] = static_cast<int32_t>(V), id[3] = -5;  // out of range: zeros
+      Pair ids = ids_pair(id);
+      poison();
+      Tensor g = ops::embedding(ids.gpu, table.gpu);
+      ASSERT_EQ(g.dtype(), DType::BF16);
+      EXPECT_EQ(host(g), host(ops::embedding(ids.cpu, table.cpu))) << label("embedding", T, H);
+    }
+  }
+}
+
+TEST(OpsCudaGather, RowsOfStridedSlicesEqualCpu) {
+  // Column slices with offsets that force 16, 4 and 2-byte copy units.
+  const int64_t T = 300, W = 1030;
+  Pair x = random_pair(Shape{T, W}, 11);
+  std::vector<int32_t> idx = {299, 0, 5, 5, 300, 17, 128};
+  Pair ids = ids_pair(idx);
+  for (auto [start, width] : {std::pair<int64_t, int64_t>{0, 1024}, {2, 1000}, {1, 77}}) {
+    poison();
+    Tensor g = ops::gather_rows(x.gpu.slice(1, start, start + width), ids.gpu);
+    EXPECT_EQ(host(g), host(ops::gather_rows(x.cpu.slice(1, start, start + width), ids.cpu)))
+        << "columns " << start << "+" << width;
+  }
+}
+
+// ---- rms_norm ---------------------------------------------------------------------------------
+
+TEST(OpsCudaRmsNorm, MatchesCpuAcrossShapes) {
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (int64_t H : {64, 1000, 4096}) {
+      Pair w = random_pair(Shape{H}, static_cast<uint32_t>(H) + 1, dt, 0.5f, 1.5f);
+      for (int64_t T : {1, 3, 17, 257}) {
+        Pair x = random_pair(Shape{T, H}, static_cast<uint32_t>(T * 7 + H), dt, -2.0f, 2.0f);
+        poison();
+        Tensor g = ops::rms_norm(x.gpu, w.gpu, 1e-6f);
+        ASSERT_EQ(g.dtype(), dt);
+        expect_close(host(g), host(ops::rms_norm(x.cpu, w.cpu, 1e-6f)), dt == DType::F32 ? 1e-5 : 1e-2,
+                     label("rms_norm", T, H) + " " + dtype_name(dt));
+      }
+    }
+  }
+}
+
+TEST(OpsCudaRmsNorm, StridedRowsAndPerHeadInPlace) {
+  // qkv [T, (nq + 2 nk) * hd]: rms_norm of a strided column slice, then Qwen3's in-place per-head
+  // norm on [T, nq, hd] and [T, nk, hd] views of the q and k slices; v stays untouched.
+  const int64_t nq = 16, nk = 8, hd = 128, W = (nq + 2 * nk) * hd;
+  for (int64_t T : {1, 3, 17, 257}) {
+    Pair qkv = random_pair(Shape{T, W}, static_cast<uint32_t>(T) + 100, DType::BF16, -3.0f, 3.0f);
+    Pair w = random_pair(Shape{hd}, 5, DType::BF16, 0.5f, 1.5f);
+    Pair wide_w = random_pair(Shape{nq * hd}, 6, DType::BF16, 0.5f, 1.5f);
+    poison();
+    expect_close(host(ops::rms_norm(qkv.gpu.slice(1, hd, hd + nq * hd), wide_w.gpu, 1e-6f)),
+                 host(ops::rms_norm(qkv.cpu.slice(1, hd, hd + nq * hd), wide_w.cpu, 1e-6f)), 1e-2,
+                 label("strided rms_norm", T, nq * hd));
+    auto heads = [&](const Tensor& t, int64_t start, int64_t n) {
+      Tensor s = t.slice(1, start, start + n * hd);
+      return Tensor(s.storage(), Shape{T, n, hd}, {s.stride(0), hd, 1}, s.dtype(), s.offset());
+    };
+    for (Tensor* t : {&qkv.gpu, &qkv.cpu}) {
+      Tensor wt = t == &qkv.gpu ? w.gpu : w.cpu;
+      ops::rms_norm_(heads(*t, 0, nq), wt, 1e-6f);
+      ops::rms_norm_(heads(*t, nq * hd, nk), wt, 1e-6f);
+    }
+    std::vector<float> g = host(qkv.gpu), c = host(qkv.cpu);
+    expect_close(g, c, 1e-2, label("per-head rms_norm_", T, W));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t col = (nq + nk) * hd; col < W; ++col)
+        ASSERT_EQ(g[static_cast<size_t>(t * W + col)], c[static_cast<size_t>(t * W + col)]) << "v changed";
+  }
+}
+
+TEST(OpsCudaRmsNorm, FusedAddMatchesCpu) {
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (int64_t H : {64, 1000, 4096}) {
+      Pair w = random_pair(Shape{H}, 9, dt, 0.5f, 1.5f);
+      for (int64_t T : {1, 3, 17, 257}) {
+        Pair x = random_pair(Shape{T, H}, static_cast<uint32_t>(T + H), dt);
+        Pair r = random_pair(Shape{T, H}, static_cast<uint32_t>(T + 2 * H), dt, -4.0f, 4.0f);
+        ops::fused_add_rms_norm_(x.gpu, r.gpu, w.gpu, 1e-5f);
+        ops::fused_add_rms_norm_(x.cpu, r.cpu, w.cpu, 1e-5f);
+        const double tol = dt == DType::F32 ? 1e-5 : 1e-2;
+        std::string what = label("fused_add_rms_norm_", T, H) + " " + dtype_name(dt);
+        expect_close(host(r.gpu), host(r.cpu), tol, what + " residual");
+        expect_close(host(x.gpu), host(x.cpu), tol, what + " x");
+      }
+    }
+  }
+}
+
+// ---- rope -------------------------------------------------------------------------------------
+
+TEST(OpsCudaRope, MatchesCpuOnStridedQkvSlices) {
+  const int64_t P = 4096;
+  for (bool llama3 : {false, true}) {
+    for (auto [nq, nk, hd] : {std::tuple<int64_t, int64_t, int64_t>{16, 8, 128}, {4, 1, 64}, {3, 3, 10}}) {
+      ops::RopeParams p;
+      p.head_dim = static_cast<int>(hd);
+      p.theta = 500000.0f;
+      p.llama3 = llama3;
+      p.factor = 8;
+      p.original_max_position = 1024;
+      Tensor cs_g = ops::rope_cos_sin_cache(p, P, kGpu), cs_c = ops::rope_cos_sin_cache(p, P, kCpu);
+      EXPECT_EQ(host(cs_g), host(cs_c));
+      const int64_t W = (nq + 2 * nk) * hd;
+      for (int64_t T : {1, 3, 17, 257}) {
+        std::vector<int32_t> pos(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>((t * 977 + 3) % P);
+        Pair positions = ids_pair(pos);
+        Pair qkv = random_pair(Shape{T, W}, static_cast<uint32_t>(T * 3 + hd), DType::BF16, -2.0f, 2.0f);
+        std::vector<float> before = host(qkv.cpu);
+        for (bool gpu : {true, false}) {
+          Tensor t = gpu ? qkv.gpu : qkv.cpu;
+          ops::apply_rope_(t.slice(1, 0, nq * hd), t.slice(1, nq * hd, (nq + nk) * hd), gpu ? positions.gpu : positions.cpu,
+                           gpu ? cs_g : cs_c, static_cast<int>(hd));
+        }
+        std::vector<float> g = host(qkv.gpu), c = host(qkv.cpu);
+        expect_close(g, c, 1e-2, label("apply_rope_", T, W) + (llama3 ? " llama3" : ""));
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t col = (nq + nk) * hd; col < W; ++col)
+            ASSERT_EQ(g[static_cast<size_t>(t * W + col)], before[static_cast<size_t>(t * W + col)]) << "v changed";
+      }
+    }
+  }
+}
+
+// ---- silu_and_mul -----------------------------------------------------------------------------
+
+TEST(OpsCudaActivation, SiluAndMulMatchesCpu) {
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (int64_t I : {64, 1000, 4096, 77}) {
+      for (int64_t T : {1, 3, 17, 257}) {
+        Pair x = random_pair(Shape{T, 2 * I}, static_cast<uint32_t>(T * 5 + I), dt, -6.0f, 6.0f);
+        poison();
+        Tensor g = ops::silu_and_mul(x.gpu);
+        ASSERT_EQ(g.shape(), (Shape{T, I}));
+        expect_close(host(g), host(ops::silu_and_mul(x.cpu)), dt == DType::F32 ? 1e-5 : 1e-2,
+                     label("silu_and_mul", T, I) + " " + dtype_name(dt));
+      }
+    }
+  }
+  // Row-strided input (a column slice of a wider buffer).
+  Pair wide = random_pair(Shape{17, 2 * 1000 + 8}, 77, DType::BF16, -6.0f, 6.0f);
+  poison();
+  expect_close(host(ops::silu_and_mul(wide.gpu.slice(1, 8, 2008))), host(ops::silu_and_mul(wide.cpu.slice(1, 8, 2008))),
+               1e-2, "strided silu_and_mul");
+}
+
+// ---- linear -----------------------------------------------------------------------------------
+
+struct LinearCase {
+  int64_t N, K;
+};
+
+void check_linear(int64_t M, int64_t N, int64_t K, DType in, DType out, bool with_bias, bool strided) {
+  const uint32_t seed = static_cast<uint32_t>(M * 7919 + N * 31 + K);
+  const int64_t pad = strided ? 24 : 0;  // x is then a column slice of a [M, K + 24] buffer at column 8
+  Pair xb = random_pair(Shape{M, K + pad}, seed, in);
+  Pair w = random_pair(Shape{N, K}, seed + 1, in, -0.1f, 0.1f);
+  Pair b = random_pair(Shape{N}, seed + 2, in);
+  Tensor xg = strided ? xb.gpu.slice(1, 8, 8 + K) : xb.gpu, xc = strided ? xb.cpu.slice(1, 8, 8 + K) : xb.cpu;
+  poison();
+  Tensor g = ops::linear(xg, w.gpu, with_bias ? b.gpu : Tensor(), out);
+  ASSERT_EQ(g.shape(), (Shape{M, N}));
+  ASSERT_EQ(g.dtype(), out);
+  const double tol = out == DType::BF16 ? 1e-2 : (in == DType::F32 ? 1e-4 : 1e-3);
+  expect_close(host(g), host(ops::linear(xc, w.cpu, with_bias ? b.cpu : Tensor(), DType::F32)), tol,
+               "linear M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " " +
+                   dtype_name(in) + "->" + dtype_name(out) + (with_bias ? " bias" : "") + (strided ? " strided" : ""));
+}
+
+TEST(OpsCudaLinear, Bf16MatchesCpu) {
+  for (int64_t M : {1, 7, 64, 300})
+    for (LinearCase c : {LinearCase{64, 64}, LinearCase{1000, 1024}, LinearCase{4096, 256}, LinearCase{77, 130}})
+      check_linear(M, c.N, c.K, DType::BF16, DType::BF16, false, false);
+}
+
+TEST(OpsCudaLinear, F32OutputBiasAndStridedInputs) {
+  for (int64_t M : {1, 7, 64, 300}) {
+    check_linear(M, 1000, 1024, DType::BF16, DType::F32, false, false);  // logits-style
+    check_linear(M, 384, 256, DType::BF16, DType::BF16, true, false);    // bias epilogue (bf16 bias, bf16 out)
+    check_linear(M, 384, 256, DType::BF16, DType::F32, true, false);     // bias kernel (bf16 bias, f32 out)
+    check_linear(M, 200, 136, DType::BF16, DType::BF16, true, true);     // row-strided x, offset pointer
+    check_linear(M, 96, 64, DType::F32, DType::F32, true, true);         // f32 in, f32 out
+  }
+}
+
+TEST(OpsCudaLinear, RejectsUnsupportedDtypes) {
+  Tensor x = from_floats(bf16_values(8, 1), Shape{2, 4}, DType::BF16, kGpu);
+  Tensor w = from_floats(bf16_values(12, 2), Shape{3, 4}, DType::BF16, kGpu);
+  try {
+    ops::linear(x, w, Tensor(), DType::F16);
+    FAIL() << "bf16 -> f16 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("M=2 N=3 K=4"), std::string::npos) << e.what();
+  }
+}
+
+// ---- capture ----------------------------------------------------------------------------------
+
+// A layer-like chain, warmed up and captured on one stream (as the graph runners do), replays on
+// new inputs bit for bit as the eager chain computes them.
+TEST(OpsCudaCapture, ReplayEqualsEager) {
+  const int64_t T = 17, H = 256, I = 512, V = 1000, nq = 4, nk = 2, hd = 32;
+  Pair table = random_pair(Shape{V, H}, 1);
+  Pair nw = random_pair(Shape{H}, 2, DType::BF16, 0.5f, 1.5f);
+  Pair wqkv = random_pair(Shape{(nq + 2 * nk) * hd, H}, 3, DType::BF16, -0.1f, 0.1f);
+  Pair bqkv = random_pair(Shape{(nq + 2 * nk) * hd}, 4);
+  Pair wup = random_pair(Shape{2 * I, H}, 5, DType::BF16, -0.1f, 0.1f);
+  Pair wdown = random_pair(Shape{H, I}, 6, DType::BF16, -0.1f, 0.1f);
+  ops::RopeParams rp;
+  rp.head_dim = static_cast<int>(hd);
+  Tensor cs = ops::rope_cos_sin_cache(rp, 512, kGpu);
+  Tensor ids = from_vector(std::vector<int32_t>(static_cast<size_t>(T), 1), Shape{T}, DType::I32, kGpu);
+  Tensor pos = from_vector(std::vector<int32_t>(static_cast<size_t>(T), 0), Shape{T}, DType::I32, kGpu);
+  auto forward = [&] {
+    Tensor h = ops::embedding(ids, table.gpu);
+    Tensor x = ops::rms_norm(h, nw.gpu, 1e-6f);
+    Tensor qkv = ops::linear(x, wqkv.gpu, bqkv.gpu);
+    ops::apply_rope_(qkv.slice(1, 0, nq * hd), qkv.slice(1, nq * hd, (nq + nk) * hd), pos, cs, static_cast<int>(hd));
+    Tensor y = ops::linear(ops::silu_and_mul(ops::linear(x, wup.gpu)), wdown.gpu);
+    ops::fused_add_rms_norm_(y, h, nw.gpu, 1e-6f);
+    Tensor last = ops::gather_rows(y, pos);
+    return std::make_pair(ops::cast(qkv, DType::F32), ops::linear(last, table.gpu, Tensor(), DType::F32));
+  };
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  forward();  // warm-up: cuBLASLt handle, this stream's workspace, the algorithms of these shapes
+  auto pool = GraphPool::create(kGpu);
+  std::pair<Tensor, Tensor> out;
+  std::unique_ptr<Graph> graph;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    out = forward();
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<int32_t> iv(static_cast<size_t>(T)), pv(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      iv[static_cast<size_t>(t)] = static_cast<int32_t>((t * 37 + round * 101) % V);
+      pv[static_cast<size_t>(t)] = static_cast<int32_t>((t * 5 + round) % 17);
+    }
+    ops::copy_(ids, from_vector(iv, Shape{T}, DType::I32, kGpu));
+    ops::copy_(pos, from_vector(pv, Shape{T}, DType::I32, kGpu));
+    exec->launch(*stream);
+    std::vector<float> r0 = to_host_floats(out.first), r1 = to_host_floats(out.second);
+    auto eager = forward();
+    EXPECT_EQ(r0, to_host_floats(eager.first)) << "qkv, round " << round;
+    EXPECT_EQ(r1, to_host_floats(eager.second)) << "logits, round " << round;
+  }
+}
+
+// linear first met on a stream while it captures: no workspace is allocated inside the capture
+// (workspace-free algorithms), and the replay computes the product.
+TEST(OpsCudaCapture, LinearFirstUsedWhileCapturing) {
+  const int64_t M = 7, N = 300, K = 512;
+  Pair x = random_pair(Shape{M, K}, 21), w = random_pair(Shape{N, K}, 22, DType::BF16, -0.1f, 0.1f);
+  ops::linear(x.gpu, w.gpu);  // the handle exists (default stream); the new stream has no workspace
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  auto pool = GraphPool::create(kGpu);
+  Tensor out;
+  std::unique_ptr<Graph> graph;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    out = ops::linear(x.gpu, w.gpu, Tensor(), DType::F32);
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  Pair x2 = random_pair(Shape{M, K}, 23);
+  ops::copy_(x.gpu, x2.gpu);
+  exec->launch(*stream);
+  expect_close(to_host_floats(out), host(ops::linear(x2.cpu, w.cpu)), 1e-3, "captured linear");
+}
+
+// A 2-byte-aligned column slice with an odd row stride still finds a cuBLASLt algorithm.
+TEST(OpsCudaLinear, UnalignedColumnSlice) {
+  for (int64_t M : {1, 7, 64}) {
+    Pair xb = random_pair(Shape{M, 80}, 31);
+    Pair w = random_pair(Shape{33, 77}, 32, DType::BF16, -0.1f, 0.1f);
+    poison();
+    Tensor g = ops::linear(xb.gpu.slice(1, 1, 78), w.gpu);
+    expect_close(host(g), host(ops::linear(xb.cpu.slice(1, 1, 78), w.cpu)), 1e-2, "unaligned linear M=" + std::to_string(M));
+  }
+}
+
+}  // namespace
+}  // namespace grt
