@@ -36,8 +36,15 @@ t_build=$(( $(date +%s) - t0 ))
 ctest --test-dir $BUILD -L cuda --output-on-failure -j4 >"$OUT/ctest_cuda.log" 2>&1; cuda_rc=$?
 ctest --test-dir $BUILD -LE cuda -j"$(nproc)" >"$OUT/ctest_cpu.log" 2>&1; cpu_rc=$?
 
+$BUILD/graphrt selftest --device cuda >"$OUT/selftest.log" 2>&1; selftest_rc=$?
+$BUILD/graphrt generate --model builtin:tiny --device cuda --token-ids 1,2,3 --token-ids 4,5 --max-new-tokens 8 --json \
+  >>"$OUT/selftest.log" 2>&1 || selftest_rc=1
+
 bench_rc=0
-$BUILD/graphrt bench eager $BENCH_ARGS --json >"$OUT/bench_small.json" 2>"$OUT/bench_small.log" || bench_rc=$?
+[ "${BENCH:-1}" = 0 ] && BENCH_ARGS="" && BENCH_ARGS_BIG=""
+if [ -n "$BENCH_ARGS" ]; then
+  $BUILD/graphrt bench eager $BENCH_ARGS --json >"$OUT/bench_small.json" 2>"$OUT/bench_small.log" || bench_rc=$?
+fi
 if [ -n "$BENCH_ARGS_BIG" ]; then
   $BUILD/graphrt bench eager $BENCH_ARGS_BIG --json >"$OUT/bench_big.json" 2>"$OUT/bench_big.log" || bench_rc=$?
 fi
@@ -47,11 +54,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "build: ${t_build}s"
 grep -E "tests passed|tests failed" "$OUT/ctest_cuda.log" | sed 's/^/cuda tests: /'
 grep -E "tests passed|tests failed" "$OUT/ctest_cpu.log" | sed 's/^/cpu tests:  /'
-grep -E "\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Exception" "$OUT/ctest_cuda.log" "$OUT/ctest_cpu.log" | head -20
-if [ $bench_rc = 0 ]; then
+grep -E "\(Failed\)|\(SEGFAULT\)|\(Timeout\)|\*\*\*Exception" "$OUT/ctest_cuda.log" "$OUT/ctest_cpu.log" | head -20
+sed 's/^/selftest:   /' "$OUT/selftest.log"
+if [ -z "$BENCH_ARGS" ]; then
+  echo "bench skipped"
+elif [ $bench_rc = 0 ]; then
   python3 scripts/bench_table.py "$OUT"/bench_*.json 2>/dev/null || cat "$OUT"/bench_*.json
 else
   echo "bench failed (rc $bench_rc):"; tail -5 "$OUT"/bench_*.log
 fi
 echo "total: $(( $(date +%s) - t0 ))s"
-[ $cuda_rc = 0 ] && [ $cpu_rc = 0 ] && [ $bench_rc = 0 ]
+[ $cuda_rc = 0 ] && [ $cpu_rc = 0 ] && [ $selftest_rc = 0 ] && [ $bench_rc = 0 ]
