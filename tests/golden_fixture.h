@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -75,6 +76,19 @@ inline std::vector<std::string> golden_case_dirs(const std::string& data_dir) {
     if (e.is_directory() && fs::exists(e.path() / "golden.json")) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// max |got - want| over max |want|: `got` is the rows of `want` flattened.
+inline float rel_error(const std::vector<float>& got, const std::vector<std::vector<float>>& want) {
+  float scale = 1e-6f, worst = 0;
+  size_t i = 0;
+  for (const auto& row : want)
+    for (float w : row) {
+      scale = std::max(scale, std::fabs(w));
+      worst = std::max(worst, i < got.size() ? std::fabs(got[i] - w) : 1e30f);
+      ++i;
+    }
+  return got.size() == i ? worst / scale : 1e30f;
 }
 
 }  // namespace grt::testing

@@ -15,16 +15,6 @@ using namespace grt::testing;
 namespace {
 const char* kCases[] = {"llama", "mistral", "qwen2", "qwen3"};
 
-float rel_error(const std::vector<float>& got, const std::vector<std::vector<float>>& want) {
-  float scale = 1e-6f, worst = 0;
-  size_t i = 0;
-  for (const auto& row : want)
-    for (float w : row) {
-      scale = std::max(scale, std::fabs(w));
-      worst = std::max(worst, std::fabs(got[i++] - w));
-    }
-  return worst / scale;
-}
 }  // namespace
 
 class Golden : public ::testing::TestWithParam<const char*> {};

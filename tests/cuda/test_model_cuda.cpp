@@ -13,16 +13,6 @@ using namespace grt;
 using namespace grt::testing;
 
 namespace {
-float rel_error(const std::vector<float>& got, const std::vector<std::vector<float>>& want) {
-  float scale = 1e-6f, worst = 0;
-  size_t i = 0;
-  for (const auto& row : want)
-    for (float w : row) {
-      scale = std::max(scale, std::fabs(w));
-      worst = std::max(worst, std::fabs(got[i++] - w));
-    }
-  return worst / scale;
-}
 #define REQUIRE_GPU() \
   if (!cuda_available()) GTEST_SKIP() << "no GPU"
 }  // namespace
