@@ -1,6 +1,7 @@
 // Shared pieces of the benchmarks: timing on a device, the measured copy bandwidth (the
 // roofline's denominator) and the PyTorch anchors to compare against.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -24,3 +25,8 @@ nlohmann::json load_anchor(const std::string& path);
 std::vector<int> parse_int_list(const std::string& text);
 
 }  // namespace grt::bench
+
+namespace grt {
+// `graphrt bench decode` (bench/bench_decode.cpp).
+void register_bench_decode(CLI::App& bench);
+}  // namespace grt

@@ -1,7 +1,19 @@
 #!/usr/bin/env python3
-"""Prints a short table from `graphrt bench eager --json` outputs (one or more files)."""
+"""Prints a short table from `graphrt bench eager|decode --json` outputs (one or more files)."""
 import json
 import sys
+
+
+def print_decode(j):
+    c = j["capture"]
+    print(f"{j['model']} {j['dtype']} on {j['device']}: {c['sizes']} decode graphs captured in "
+          f"{c['capture_seconds']:.3f} s, graph memory {c['graph_bytes']/2**20:.1f} MiB")
+    print("  bs  eager_ms  graph_ms  graph/eager  roofline_ms  of_roof  torch_graph_ms  vs_torch_graph")
+    nan = float("nan")
+    for r in j.get("decode", []):
+        print(f"  {r['bs']:3d} {r['eager_ms']:9.3f} {r['graph_ms']:9.3f} {r['graph_speedup']:11.2f}x "
+              f"{r['roofline_ms']:12.3f} {r['graph_roofline_fraction']:8.2f} {r.get('torch_graph_ms', nan):15.3f} "
+              f"{r.get('speedup_vs_torch_graph', nan):14.2f}x")
 
 
 def main(paths):
@@ -10,6 +22,9 @@ def main(paths):
             j = json.load(open(p))
         except Exception as e:  # a failed bench leaves an empty file
             print(f"{p}: unreadable ({e})")
+            continue
+        if "capture" in j:
+            print_decode(j)
             continue
         print(f"{j['model']} {j['dtype']} on {j['device']}: copy {j['copy_GBps']:.0f} GB/s, "
               f"weights {j['weight_bytes']/1e9:.2f} GB, weight roofline {j['weights_roofline_ms']:.3f} ms")

@@ -9,8 +9,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 GOLDEN=0
-BENCH_ARGS=${BENCH_ARGS:-"--model builtin:qwen3-0.6b --batch-sizes 1,8,64 --context 1024 --prefill-tokens 4,64,256,1024,4096"}
-BENCH_ARGS_BIG=${BENCH_ARGS_BIG:-"--model builtin:llama-3.1-8b --batch-sizes 1,8,64 --context 1024 --prefill-tokens 4,256,4096"}
+BENCH_ARGS=${BENCH_ARGS:-"--model builtin:qwen3-0.6b --batch-sizes 1,8,64 --context 1024"}
+BENCH_ARGS_BIG=${BENCH_ARGS_BIG:-"--model builtin:llama-3.1-8b --batch-sizes 1,8,64 --context 1024"}
+# Which benchmark: decode (graphs vs eager) or eager (eager decode + prefill, kernel bandwidth).
+BENCH_KIND=${BENCH_KIND:-decode}
 while [ $# -gt 0 ]; do
   case "$1" in
     --golden) GOLDEN=1 ;;
@@ -37,16 +39,20 @@ ctest --test-dir $BUILD -L cuda --output-on-failure -j4 >"$OUT/ctest_cuda.log" 2
 ctest --test-dir $BUILD -LE cuda -j"$(nproc)" >"$OUT/ctest_cpu.log" 2>&1; cpu_rc=$?
 
 $BUILD/graphrt selftest --device cuda >"$OUT/selftest.log" 2>&1; selftest_rc=$?
-$BUILD/graphrt generate --model builtin:tiny --device cuda --token-ids 1,2,3 --token-ids 4,5 --max-new-tokens 8 --json \
-  >>"$OUT/selftest.log" 2>&1 || selftest_rc=1
+gen="$BUILD/graphrt generate --model builtin:tiny --device cuda --token-ids 1,2,3 --token-ids 4,5 --token-ids 9 --max-new-tokens 12 --json"
+$gen >"$OUT/gen_graph.json" 2>>"$OUT/selftest.log" || selftest_rc=1
+$gen --disable-cuda-graph >"$OUT/gen_eager.json" 2>>"$OUT/selftest.log" || selftest_rc=1
+if cmp -s "$OUT/gen_graph.json" "$OUT/gen_eager.json"; then echo "generate: graphs on == --disable-cuda-graph" >>"$OUT/selftest.log"
+else echo "generate: graphs on != --disable-cuda-graph" >>"$OUT/selftest.log"; selftest_rc=1; fi
+$BUILD/graphrt inspect --model builtin:qwen3-0.6b --device cuda --json >"$OUT/inspect_small.json" 2>>"$OUT/selftest.log" || selftest_rc=1
 
 bench_rc=0
 [ "${BENCH:-1}" = 0 ] && BENCH_ARGS="" && BENCH_ARGS_BIG=""
 if [ -n "$BENCH_ARGS" ]; then
-  $BUILD/graphrt bench eager $BENCH_ARGS --json >"$OUT/bench_small.json" 2>"$OUT/bench_small.log" || bench_rc=$?
+  $BUILD/graphrt bench $BENCH_KIND $BENCH_ARGS --json >"$OUT/bench_small.json" 2>"$OUT/bench_small.log" || bench_rc=$?
 fi
 if [ -n "$BENCH_ARGS_BIG" ]; then
-  $BUILD/graphrt bench eager $BENCH_ARGS_BIG --json >"$OUT/bench_big.json" 2>"$OUT/bench_big.log" || bench_rc=$?
+  $BUILD/graphrt bench $BENCH_KIND $BENCH_ARGS_BIG --json >"$OUT/bench_big.json" 2>"$OUT/bench_big.log" || bench_rc=$?
 fi
 
 echo "================ graphrt GPU check ================"

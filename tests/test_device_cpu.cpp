@@ -22,20 +22,14 @@
 #include "device/graph.h"
 #include "device/stream.h"
 #include "device/vmm.h"
+#include "error_of.h"
 
 namespace grt {
 namespace {
 
 const Device kCpu = Device::cpu();
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 #define EXPECT_ERROR_HAS(stmt, text)                                   \
   do {                                                                 \

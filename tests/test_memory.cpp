@@ -18,6 +18,7 @@
 #include "memory/caching_allocator.h"
 #include "memory/graph_pool.h"
 #include "memory/tensor_alloc.h"
+#include "error_of.h"
 
 namespace grt {
 namespace {
@@ -34,14 +35,7 @@ struct BudgetGuard {
   ~BudgetGuard() { cpu_alloc().set_budget(0); }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 // ---- CachingAllocator -------------------------------------------------------------------------
 

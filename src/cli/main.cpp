@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   grt::register_make_model(app);
   grt::register_selftest(app);
   grt::register_bench(app);
+  grt::register_inspect(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,6 +21,13 @@ void ServerArgs::add_to(CLI::App& app) {
   app.add_option("--max-total-tokens", max_total_tokens, "KV cache token slots (default: from the memory budget)");
   app.add_option("--chunked-prefill-size", chunked_prefill_size, "most prompt tokens prefilled per step")
       ->capture_default_str();
+  app.add_flag("--disable-cuda-graph", disable_cuda_graph, "run decode eagerly (no decode graphs)");
+  app.add_option("--cuda-graph-bs", cuda_graph_bs,
+                 "decode batch sizes to capture, e.g. 1,2,4,8 (default: 1, 2, 4, 8, 12, then every 8 to 256, "
+                 "then every 16)")
+      ->delimiter(',');
+  app.add_option("--cuda-graph-max-bs", cuda_graph_max_bs,
+                 "largest decode batch size to capture (default: --max-running-requests)");
 }
 
 Device ServerArgs::resolved_device() const {
@@ -43,6 +50,10 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.max_running_requests = max_running_requests;
   o.max_context = context_length;
   o.max_total_tokens = max_total_tokens;
+  o.disable_cuda_graph = disable_cuda_graph;
+  o.cuda_graph_bs = cuda_graph_bs;
+  o.cuda_graph_max_bs = cuda_graph_max_bs;
+  GRT_CHECK(cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", cuda_graph_max_bs);
   return o;
 }
 

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/engine.h"
 #include "runtime/model_runner.h"
@@ -21,6 +22,9 @@ struct ServerArgs {
   int context_length = 0;
   int64_t max_total_tokens = 0;
   int chunked_prefill_size = 8192;
+  bool disable_cuda_graph = false;
+  std::vector<int> cuda_graph_bs;
+  int cuda_graph_max_bs = 0;
 
   void add_to(CLI::App& app);
   Device resolved_device() const;

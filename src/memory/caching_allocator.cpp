@@ -84,24 +84,42 @@ CachingAllocator::~CachingAllocator() = default;
 
 void* CachingAllocator::allocate(size_t bytes) { return allocate(bytes, current_stream(device_)); }
 
+uint64_t CachingAllocator::route_key(const Stream& stream, size_t bytes) const {
+  const uint64_t capture = stream.capture_id();
+  if (capture != 0 && routes_.count(capture)) return capture;
+  const uint64_t by_stream = kStreamRouteBit | stream.id();
+  if (routes_.count(by_stream)) return by_stream;
+  GRT_CHECK(capture == 0,
+            "allocation outside the capture's pool during capture of stream {} ({} bytes on {}): route "
+            "the capture to a GraphPool with PoolCaptureScope",
+            stream.id(), bytes, device_.str());
+  return 0;
+}
+
 void* CachingAllocator::allocate(size_t bytes, Stream& stream) {
   GRT_CHECK(stream.device() == device_, "allocating on {} for a stream of {}", device_.str(),
             stream.device().str());
   const size_t size = round_up(bytes == 0 ? 1 : bytes, kRound);
   const bool small = size < kLargeRequest;
-  const uint64_t capture = stream.capture_id();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  // `key` tags the block for reuse: blocks freed while their route lives are reused only by the
+  // same stream under the same route.
+  const uint64_t key = route_key(stream, bytes);
   uint64_t pool_id = kDefaultPool;
-  if (capture != 0) {
-    auto it = routes_.find(capture);
-    GRT_CHECK(it != routes_.end(),
-              "allocation outside the capture's pool during capture of stream {} ({} bytes on {}): route "
-              "the capture to a GraphPool with PoolCaptureScope",
-              stream.id(), bytes, device_.str());
-    pool_id = it->second;
+  if (key != 0) {
+    const Route& route = routes_.at(key);
+    if (route.arena) {
+      std::shared_ptr<CaptureArena> arena = route.arena;
+      lock.unlock();  // the arena has its own lock and may map memory
+      void* p = arena->allocate(bytes, stream);
+      lock.lock();
+      arena_live_[p] = std::move(arena);
+      return p;
+    }
+    pool_id = route.pool;
   }
   Pool& pool = *pools_.at(pool_id);
-  Block* b = find_free(pool, small, size, stream.id(), capture);
+  Block* b = find_free(pool, small, size, stream.id(), key);
   if (b) {
     pool.free_set(small).erase(b);
   } else {
@@ -110,7 +128,7 @@ void* CachingAllocator::allocate(size_t bytes, Stream& stream) {
   split(pool, b, size);
   b->allocated = true;
   b->stream = stream.id();
-  b->capture = capture;
+  b->capture = key;
   live_[b->ptr] = b;
   stats_.allocated += b->size;
   stats_.live_blocks++;
@@ -229,7 +247,14 @@ CachingAllocator::Block* CachingAllocator::merge_free_neighbours(Pool& pool, Blo
 
 void CachingAllocator::free(void* ptr) {
   if (!ptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (auto a = arena_live_.find(ptr); a != arena_live_.end()) {
+    std::shared_ptr<CaptureArena> arena = std::move(a->second);
+    arena_live_.erase(a);
+    lock.unlock();
+    arena->free(ptr);
+    return;
+  }
   auto it = live_.find(ptr);
   GRT_CHECK(it != live_.end(), "freeing {} on {}: not a live block of this allocator", ptr, device_.str());
   Block* b = it->second;
@@ -338,36 +363,66 @@ void CachingAllocator::release_pool(uint64_t pool_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pools_.find(pool_id);
   GRT_CHECK(it != pools_.end(), "release of unknown graph pool {} on {}", pool_id, device_.str());
-  for (auto r = routes_.begin(); r != routes_.end();) r = r->second == pool_id ? routes_.erase(r) : std::next(r);
+  for (auto r = routes_.begin(); r != routes_.end();)
+    r = !r->second.arena && r->second.pool == pool_id ? routes_.erase(r) : std::next(r);
   it->second->handle_alive = false;
   release_free_segments(*it->second);
   maybe_erase_pool(pool_id);
 }
 
-void CachingAllocator::route_capture(uint64_t capture_id, uint64_t pool_id) {
-  GRT_CHECK(capture_id != 0, "routing allocations of a stream that is not capturing");
+void CachingAllocator::add_route(uint64_t key, Route route, const char* what) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = pools_.find(pool_id);
-  GRT_CHECK(it != pools_.end() && pool_id != kDefaultPool && it->second->handle_alive,
-            "routing capture {} to unknown graph pool {} on {}", capture_id, pool_id, device_.str());
-  auto [r, inserted] = routes_.emplace(capture_id, pool_id);
-  GRT_CHECK(inserted, "capture {} is already routed to graph pool {}", capture_id, r->second);
+  if (!route.arena) {
+    auto it = pools_.find(route.pool);
+    GRT_CHECK(it != pools_.end() && route.pool != kDefaultPool && it->second->handle_alive,
+              "routing {} {} to unknown graph pool {} on {}", what, key & ~kStreamRouteBit, route.pool,
+              device_.str());
+  } else {
+    GRT_CHECK(route.arena->device() == device_, "routing {} {} on {} to an arena of {}", what,
+              key & ~kStreamRouteBit, device_.str(), route.arena->device().str());
+  }
+  auto [r, inserted] = routes_.emplace(key, std::move(route));
+  GRT_CHECK(inserted, "{} {} is already routed", what, key & ~kStreamRouteBit);
 }
 
-void CachingAllocator::unroute_capture(uint64_t capture_id) {
+void CachingAllocator::route_capture(uint64_t capture_id, uint64_t pool_id) {
+  GRT_CHECK(capture_id != 0, "routing allocations of a stream that is not capturing");
+  add_route(capture_id, Route{pool_id, nullptr}, "capture");
+}
+
+void CachingAllocator::route_capture(uint64_t capture_id, std::shared_ptr<CaptureArena> arena) {
+  GRT_CHECK(capture_id != 0 && arena, "routing allocations of a stream that is not capturing, or to no arena");
+  add_route(capture_id, Route{kDefaultPool, std::move(arena)}, "capture");
+}
+
+void CachingAllocator::route_stream(uint64_t stream_id, uint64_t pool_id) {
+  add_route(kStreamRouteBit | stream_id, Route{pool_id, nullptr}, "stream");
+}
+
+void CachingAllocator::route_stream(uint64_t stream_id, std::shared_ptr<CaptureArena> arena) {
+  GRT_CHECK(arena, "routing stream {} to no arena", stream_id);
+  add_route(kStreamRouteBit | stream_id, Route{kDefaultPool, std::move(arena)}, "stream");
+}
+
+void CachingAllocator::unroute_capture(uint64_t capture_id) { remove_route(capture_id); }
+
+void CachingAllocator::unroute_stream(uint64_t stream_id) { remove_route(kStreamRouteBit | stream_id); }
+
+void CachingAllocator::remove_route(uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = routes_.find(capture_id);
+  auto r = routes_.find(key);
   if (r == routes_.end()) return;
-  const uint64_t pool_id = r->second;
+  const Route route = r->second;
   routes_.erase(r);
-  auto it = pools_.find(pool_id);
+  if (route.arena) return;
+  auto it = pools_.find(route.pool);
   if (it == pools_.end()) return;
   Pool& pool = *it->second;
-  // The capture's free blocks become anyone's; merge them with their now-equal neighbours.
+  // The route's free blocks become anyone's; merge them with their now-equal neighbours.
   std::set<Segment*> touched;
   for (auto* set : {&pool.free_small, &pool.free_large})
     for (Block* b : *set)
-      if (b->capture == capture_id) {
+      if (b->capture == key) {
         b->stream = b->capture = 0;  // not a sort key: the set order stays valid
         touched.insert(b->seg);
       }

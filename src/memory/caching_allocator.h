@@ -13,7 +13,11 @@
 //
 // Graph pools (memory/graph_pool.h) are private sets of segments: while a capture is routed to
 // a pool (PoolCaptureScope), the capture's allocations come from it and its blocks return to it.
-// An allocation on a capturing stream with no routed pool is an Error.
+// A stream can be routed too (the eager steps of a segmented capture run uncaptured on it, and
+// their outputs must live in graph memory): its allocations, captured or not, then come from
+// the route unless their capture has its own. Either route may name a CaptureArena instead of a
+// pool (VMM spaces); blocks from an arena go back to it on free(). An allocation on a capturing
+// stream with no route is an Error.
 //
 // Stats are exact byte counts: `allocated` counts whole blocks handed out (rounded size, plus
 // any tail too small to split off), `reserved` counts whole segments obtained from the device.
@@ -29,6 +33,7 @@
 #include <unordered_map>
 
 #include "core/device_id.h"
+#include "memory/capture_arena.h"
 
 namespace grt {
 
@@ -93,10 +98,16 @@ class CachingAllocator {
   // The pool's handle died: fully free segments go back to the device now, the others when
   // their last block is freed.
   void release_pool(uint64_t pool);
-  // Allocations on streams whose capture_id() is `capture_id` come from `pool`.
+  // Allocations on streams whose capture_id() is `capture_id` come from `pool` (or `arena`).
   void route_capture(uint64_t capture_id, uint64_t pool);
+  void route_capture(uint64_t capture_id, std::shared_ptr<CaptureArena> arena);
   // Ends the routing; blocks freed during the capture become reusable by any later capture.
   void unroute_capture(uint64_t capture_id);
+  // Allocations on stream `stream_id` (capturing or not) come from `pool` (or `arena`) unless
+  // their capture is routed itself. Same reuse rules as a capture route.
+  void route_stream(uint64_t stream_id, uint64_t pool);
+  void route_stream(uint64_t stream_id, std::shared_ptr<CaptureArena> arena);
+  void unroute_stream(uint64_t stream_id);
   PoolStats pool_stats(uint64_t pool) const;
 
   CachingAllocator(const CachingAllocator&) = delete;
@@ -113,7 +124,18 @@ class CachingAllocator {
   explicit CachingAllocator(Device device);
   ~CachingAllocator();
 
-  Pool& pool_for(uint64_t capture_id);
+  // A route: a graph pool, or an arena when `arena` is set.
+  struct Route {
+    uint64_t pool = kDefaultPool;
+    std::shared_ptr<CaptureArena> arena;
+  };
+  // Route keys: capture ids, and stream ids with this bit set.
+  static constexpr uint64_t kStreamRouteBit = uint64_t{1} << 63;
+  void add_route(uint64_t key, Route route, const char* what);
+  void remove_route(uint64_t key);
+  // The route key serving an allocation on `stream` (0: the default pool); throws when a
+  // capturing stream has none.
+  uint64_t route_key(const Stream& stream, size_t bytes) const;
   Block* find_free(Pool& pool, bool small, size_t size, uint64_t stream, uint64_t capture);
   Block* new_segment(Pool& pool, bool small, size_t size, uint64_t stream, size_t request);
   void split(Pool& pool, Block* b, size_t size);
@@ -132,8 +154,9 @@ class CachingAllocator {
   mutable std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Pool>> pools_;  // 0: default pool
   uint64_t next_pool_id_ = 1;
-  std::unordered_map<uint64_t, uint64_t> routes_;    // capture id → pool id
+  std::unordered_map<uint64_t, Route> routes_;       // route key → pool or arena
   std::unordered_map<void*, Block*> live_;           // allocated blocks by address
+  std::unordered_map<void*, std::shared_ptr<CaptureArena>> arena_live_;  // blocks from arenas
   size_t budget_ = 0;
   AllocatorStats stats_;
 };

@@ -10,7 +10,7 @@ namespace grt {
 ReqToTokenPool::ReqToTokenPool(int max_requests, int max_context, Device device) {
   GRT_CHECK(max_requests > 0 && max_context > 0, "request pool of {} requests x {} tokens", max_requests,
             max_context);
-  table_ = zeros(Shape{max_requests, max_context}, DType::I32, device);
+  table_ = zeros(Shape{max_requests + 1, max_context}, DType::I32, device);
   for (int i = max_requests - 1; i >= 0; --i) free_.push_back(i);
 }
 

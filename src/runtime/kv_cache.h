@@ -18,9 +18,12 @@ class ReqToTokenPool {
   int alloc();
   void free(int slot);
   int available() const { return static_cast<int>(free_.size()); }
-  int max_requests() const { return static_cast<int>(table_.size(0)); }
+  int max_requests() const { return static_cast<int>(table_.size(0)) - 1; }
   int max_context() const { return static_cast<int>(table_.size(1)); }
-  // i32 [max_requests, max_context], on the device.
+  // The slot of the graphs' dummy request: never handed out, its row stays all zeros, so the
+  // padding rows of a graph batch read (and, with seq len 1, attend over) KV slot 0 only.
+  int padding_slot() const { return max_requests(); }
+  // i32 [max_requests + 1, max_context] (the last row is the padding slot's), on the device.
   const Tensor& table() const { return table_; }
   // table[slot, start : start + kv_slots.size()] = kv_slots (stream-ordered on the current stream).
   void write(int slot, int start, const std::vector<int32_t>& kv_slots);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/logging.h"
+#include "graph/capture_schedule.h"
 #include "device/device.h"
 #include "memory/caching_allocator.h"
 #include "memory/tensor_alloc.h"
@@ -56,14 +57,36 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   kv_pool_ = std::make_unique<TokenToKVPool>(c.num_hidden_layers, slots, kv_width, model_->dtype(), d);
   GRT_DEBUG("KV cache: {} token slots, {:.1f} MiB; {} requests x {} context", slots - 1,
             kv_pool_->bytes() / 1048576.0, opt.max_running_requests, max_context);
+
+  if (!opt.disable_cuda_graph) {
+    GRT_CHECK(opt.cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", opt.cuda_graph_max_bs);
+    const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, opt.max_running_requests)
+                                              : opt.max_running_requests;
+    DecodeGraphsOptions go;
+    go.batch_sizes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
+                                               : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");
+    go.progress = opt.capture_progress;
+    if (go.batch_sizes.empty()) {
+      GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
+               "--max-running-requests): decode runs eagerly", cap);
+    } else {
+      decode_graphs_ = std::make_unique<DecodeGraphs>(go, model_, *req_pool_, *kv_pool_);
+    }
+  }
 }
 
 Tensor ModelRunner::forward(const ForwardBatch& batch) {
   batch.validate();
+  if (decode_graphs_ && batch.mode == ForwardMode::DECODE) {
+    const std::string why = decode_graphs_->refusal(batch);
+    if (why.empty()) return decode_graphs_->forward(batch);
+    GRT_DEBUG("decode step of {} requests runs eagerly: {}", batch.batch_size(), why);
+  }
   return forward_eager(batch);
 }
 
 Tensor ModelRunner::forward_eager(const ForwardBatch& batch) {
+  batch.validate();
   ForwardInputs in = upload_inputs(batch, req_pool_->table(), kv_pool_->layers(), device());
   Tensor hidden = model_->forward(in);
   std::vector<int32_t> rows = batch.logit_rows();

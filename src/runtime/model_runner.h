@@ -2,8 +2,10 @@
 // one dispatch point: decode graph → piecewise graph → eager forward, as each is available.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "model/decoder_model.h"
+#include "runtime/decode_graphs.h"
 #include "runtime/forward_batch.h"
 #include "runtime/kv_cache.h"
 
@@ -14,6 +16,12 @@ struct ModelRunnerOptions {
   int max_running_requests = 256;
   int max_context = 0;                // tokens per request; 0: min(max_position_embeddings, 8192)
   int64_t max_total_tokens = 0;       // KV slots; 0: as many as the memory budget allows
+  // Decode graphs (seed 002): on unless disabled; batch sizes from `cuda_graph_bs` or the default
+  // schedule, capped by cuda_graph_max_bs (0: max_running_requests) and max_running_requests.
+  bool disable_cuda_graph = false;
+  std::vector<int> cuda_graph_bs;
+  int cuda_graph_max_bs = 0;
+  bool capture_progress = true;  // progress bar while capturing
 };
 
 class ModelRunner {
@@ -25,17 +33,21 @@ class ModelRunner {
   ReqToTokenPool& req_pool() { return *req_pool_; }
   TokenToKVPool& kv_pool() { return *kv_pool_; }
 
-  // Runs the batch; returns float32 logits [rows, vocab] for batch.logit_rows() (empty when none).
+  // Runs the batch — on a decode graph when one can serve it, else eagerly; returns float32
+  // logits [rows, vocab] for batch.logit_rows() (empty when none).
   Tensor forward(const ForwardBatch& batch);
+  // The eager forward pass alone (the reference graphs are checked against).
+  Tensor forward_eager(const ForwardBatch& batch);
+  // Decode graphs, or nullptr when disabled or none could be captured.
+  const DecodeGraphs* decode_graphs() const { return decode_graphs_.get(); }
   // One token per entry of batch.logit_requests, from `logits` (rows in that order).
   std::vector<int32_t> sample(const ForwardBatch& batch, const Tensor& logits);
 
  private:
-  Tensor forward_eager(const ForwardBatch& batch);
-
   std::shared_ptr<const DecoderModel> model_;
   std::unique_ptr<ReqToTokenPool> req_pool_;
   std::unique_ptr<TokenToKVPool> kv_pool_;
+  std::unique_ptr<DecodeGraphs> decode_graphs_;  // after the pools: its graphs use them
 };
 
 }  // namespace grt

@@ -1,0 +1,113 @@
+// graphrt bench decode: decode step time eager vs decode graphs through the real runtime path
+// (ModelRunner forward + sampling, inputs uploaded every step), next to the PyTorch eager and
+// CUDA-graph anchors and the bandwidth roofline; plus capture time and graph memory of the full
+// capture list.
+#include <cstdio>
+
+#include "bench/bench_batches.h"
+#include "bench/bench_common.h"
+#include "cli/server_args.h"
+#include "device/device.h"
+#include "ops/random_fill.h"
+
+namespace grt {
+namespace {
+
+struct DecodeOpts {
+  ServerArgs args;
+  std::string batch_sizes = "1,8,64";
+  int context = 1024;
+  int iters = 30;
+  std::string anchor = "bench/anchors/torch_baseline_h100_2026-11-22.json";
+  bool json = false;
+};
+
+void run_decode(const DecodeOpts& o) {
+  std::vector<int> bss = bench::parse_int_list(o.batch_sizes);
+  const int max_bs = *std::max_element(bss.begin(), bss.end());
+  ServerArgs args = o.args;
+  GRT_CHECK(!args.disable_cuda_graph, "bench decode compares graphs with eager: drop --disable-cuda-graph");
+  args.context_length = o.context + 2;
+  args.max_total_tokens = static_cast<int64_t>(max_bs) * (o.context + 2);
+  auto runner = make_runner(args);
+  const DecoderModel& m = runner->model();
+  const Device d = m.device();
+  const DecodeGraphs* graphs = runner->decode_graphs();
+  GRT_CHECK(graphs && graphs->runner().max_batch_size() >= max_bs,
+            "no decode graph holds batch size {} (raise --max-running-requests / --cuda-graph-max-bs)", max_bs);
+  for (const auto& layer : runner->kv_pool().layers()) {
+    ops::fill_hash_uniform_(layer.k, 11, 0.0f, 1.0f);
+    ops::fill_hash_uniform_(layer.v, 13, 0.0f, 1.0f);
+  }
+  nlohmann::json anchor = bench::load_anchor(o.anchor);
+  const char* akey = bench::anchor_decode_key(args.model);
+  const double bw = bench::copy_bandwidth_gbps(d);
+  const double weight_bytes = static_cast<double>(m.weights().bytes());
+  const int64_t kv_width = static_cast<int64_t>(m.config().num_key_value_heads) * m.config().head_dim;
+
+  nlohmann::json j;
+  j["device"] = device_name(d);
+  j["model"] = args.model;
+  j["dtype"] = dtype_name(m.dtype());
+  j["copy_GBps"] = bw;
+  const DecodeGraphRunner& gr = graphs->runner();
+  j["capture"] = {{"batch_sizes", gr.batch_sizes()},
+                  {"sizes", gr.batch_sizes().size()},
+                  {"capture_seconds", gr.capture_seconds()},
+                  {"graph_bytes", graphs->graph_bytes()},
+                  {"input_bytes", graphs->input_bytes()}};
+  for (int bs : bss) {
+    bench::Occupancy occ(*runner, bs, o.context + 1);
+    ForwardBatch b = bench::decode_batch(occ, o.context, m.config().vocab_size);
+    const double eager = bench::median_ms(d, 3, o.iters, [&] { runner->sample(b, runner->forward_eager(b)); });
+    const uint64_t before = graphs->replay_count();
+    const double graph = bench::median_ms(d, 3, o.iters, [&] { runner->sample(b, runner->forward(b)); });
+    GRT_CHECK(graphs->replay_count() > before, "bench decode: batch size {} did not run on a graph", bs);
+    const double kv_bytes = static_cast<double>(TokenToKVPool::bytes_per_token(m.config().num_hidden_layers,
+                                                                               kv_width, m.dtype())) *
+                            bs * o.context;
+    const double roof = (weight_bytes + kv_bytes) / (bw * 1e6);
+    nlohmann::json row = {{"bs", bs},
+                          {"padded_bs", gr.padded_size(bs)},
+                          {"ctx", o.context},
+                          {"eager_ms", eager},
+                          {"graph_ms", graph},
+                          {"graph_speedup", eager / graph},
+                          {"roofline_ms", roof},
+                          {"graph_roofline_fraction", roof / graph}};
+    const double te = bench::anchor_value(anchor, akey, bs, "eager_ms");
+    const double tg = bench::anchor_value(anchor, akey, bs, "graph_ms");
+    if (te > 0) row["torch_eager_ms"] = te;
+    if (tg > 0) row["torch_graph_ms"] = tg, row["speedup_vs_torch_graph"] = tg / graph;
+    j["decode"].push_back(row);
+  }
+  if (o.json) {
+    std::printf("%s\n", j.dump(1).c_str());
+    return;
+  }
+  std::printf("%s on %s (%s): %zu decode graphs captured in %.3f s, %.1f MiB graph memory\n", args.model.c_str(),
+              j["device"].get<std::string>().c_str(), dtype_name(m.dtype()), gr.batch_sizes().size(),
+              gr.capture_seconds(), graphs->graph_bytes() / 1048576.0);
+  for (auto& r : j["decode"])
+    std::printf("decode bs %3d ctx %d: eager %8.3f ms, graph %8.3f ms (x%.2f), roofline %.3f ms, torch graph %s\n",
+                r["bs"].get<int>(), o.context, r["eager_ms"].get<double>(), r["graph_ms"].get<double>(),
+                r["graph_speedup"].get<double>(), r["roofline_ms"].get<double>(),
+                r.contains("torch_graph_ms") ? fmt::format("{:.3f} ms", r["torch_graph_ms"].get<double>()).c_str()
+                                             : "n/a");
+}
+
+}  // namespace
+
+void register_bench_decode(CLI::App& bench) {
+  auto o = std::make_shared<DecodeOpts>();
+  CLI::App* cmd = bench.add_subcommand("decode", "decode step time eager vs decode graphs; capture time and memory");
+  o->args.add_to(*cmd);
+  cmd->add_option("--batch-sizes", o->batch_sizes, "decode batch sizes to time")->capture_default_str();
+  cmd->add_option("--context", o->context, "tokens already in the cache of each request")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
+  cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print JSON");
+  cmd->callback([o] { run_decode(*o); });
+}
+
+}  // namespace grt

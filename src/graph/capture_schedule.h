@@ -1,0 +1,20 @@
+// CaptureSchedule: which shapes graph runners capture (seeds 000-002): decode batch sizes and
+// piecewise token counts, their defaults and the checks on explicit lists.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace grt {
+
+// SGLang's default decode batch sizes: 1, 2, 4, 8, 12, then every 8 up to 256, then every 16,
+// keeping those <= max_bs (max_bs >= 1).
+std::vector<int> default_decode_batch_sizes(int max_bs);
+
+// An explicit list (`--cuda-graph-bs`): every value positive; sorted and deduplicated; values
+// above `max_bs` dropped (max_bs <= 0: no cap). Error naming `flag` on a non-positive value.
+std::vector<int> checked_batch_sizes(std::vector<int> sizes, int max_bs, const std::string& flag);
+
+// The smallest entry >= n of an ascending list, or 0 when n exceeds the last.
+int smallest_at_least(const std::vector<int>& ascending, int n);
+
+}  // namespace grt

@@ -1,0 +1,108 @@
+#include "graph/segmented_capture.h"
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "device/capture_state.h"
+#include "device/graph.h"
+#include "device/stream.h"
+
+namespace grt {
+
+namespace {
+thread_local SegmentedCapture* t_current = nullptr;
+}  // namespace
+
+void SegmentedGraph::replay(Stream& stream) {
+  StreamGuard guard(stream);
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    if (pieces_[i]) pieces_[i]->launch(stream);
+    if (i < steps_.size()) {
+      try {
+        steps_[i].run();
+      } catch (Error& e) {
+        throw e.with_context(fmt::format("replaying eager step {} ('{}') of a segmented graph", i, steps_[i].name));
+      }
+    }
+  }
+}
+
+size_t SegmentedGraph::segment_count() const {
+  size_t n = 0;
+  for (const auto& p : pieces_) n += p ? 1 : 0;
+  return n;
+}
+
+size_t SegmentedGraph::node_count() const {
+  size_t n = 0;
+  for (const auto& p : pieces_) n += p ? p->node_count() : 0;
+  return n;
+}
+
+SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory)
+    : stream_(stream), memory_(std::move(memory)) {
+  GRT_CHECK(memory_.defined(), "a segmented capture needs graph memory (a pool or an arena)");
+  GRT_CHECK(&current_stream(stream.device()) == &stream,
+            "a segmented capture on stream {} needs it to be the current stream of {} (use a StreamGuard)",
+            stream.id(), stream.device().str());
+  GRT_CHECK(!stream.is_capturing() && this_thread_capture_stream() == nullptr,
+            "a segmented capture cannot begin on stream {}: a capture is already running", stream.id());
+  stream_route_.emplace(MemoryRoute::for_stream(memory_, stream_));
+  begin_segment();
+  outer_ = t_current;
+  t_current = this;
+}
+
+SegmentedCapture::~SegmentedCapture() {
+  if (t_current == this) t_current = outer_;
+  if (in_segment_) {
+    try {
+      segment_route_.reset();
+      in_segment_ = false;
+      stream_.end_capture();  // discarded
+    } catch (const std::exception& e) {
+      GRT_DEBUG("discarding an unfinished segmented capture on stream {}: {}", stream_.id(), e.what());
+    }
+  }
+}
+
+SegmentedCapture* SegmentedCapture::current() { return t_current; }
+
+void SegmentedCapture::begin_segment() {
+  stream_.begin_capture();
+  in_segment_ = true;
+  segment_route_.emplace(MemoryRoute::for_capture(memory_, stream_));
+}
+
+void SegmentedCapture::end_segment() {
+  GRT_CHECK(in_segment_, "ending a segment of a segmented capture that has none open");
+  segment_route_.reset();
+  in_segment_ = false;
+  graphs_.push_back(stream_.end_capture());
+}
+
+void SegmentedCapture::eager_step(std::string name, std::function<void()> step) {
+  GRT_CHECK(!finished_, "eager step '{}' after the segmented capture finished", name);
+  end_segment();
+  try {
+    step();
+  } catch (Error& e) {
+    throw e.with_context(fmt::format("running eager step {} ('{}') during a segmented capture", steps_.size(), name));
+  }
+  steps_.push_back({std::move(name), std::move(step)});
+  begin_segment();
+}
+
+std::unique_ptr<SegmentedGraph> SegmentedCapture::finish() {
+  GRT_CHECK(!finished_, "a segmented capture finished twice");
+  end_segment();
+  finished_ = true;
+  if (t_current == this) t_current = outer_;
+  stream_route_.reset();
+  auto out = std::make_unique<SegmentedGraph>();
+  for (auto& g : graphs_) out->pieces_.push_back(g->node_count() > 0 ? g->instantiate() : nullptr);
+  out->steps_ = std::move(steps_);
+  graphs_.clear();
+  return out;
+}
+
+}  // namespace grt

@@ -1,0 +1,93 @@
+// SegmentedCapture: the one capture mechanism (DESIGN.md "Capture"). A forward pass is captured
+// as a sequence of graph segments with eager steps between them:
+//
+//   segment 0 | step 0 | segment 1 | step 1 | ... | segment n
+//
+// A full decode graph is one segment; piecewise graphs end a segment at every split op;
+// breakable graphs wherever model code asks. During capture a step runs eagerly (outside any
+// stream capture) and is recorded; SegmentedGraph::replay() launches segment 0, runs step 0
+// again, launches segment 1, and so on. A step is a closure over the tensors it touches, which
+// are persistent buffers or graph memory, so at replay it reads the values the segments before
+// it just produced and must leave its results in the buffers the segments after it captured.
+//
+// Memory: the capture stream is routed to the capture memory for the whole capture, and each
+// segment's capture too, so tensors allocated by segments and by steps alike live in graph memory
+// at fixed addresses.
+//
+// Ops run on the device's current stream: the capture stream must be current (StreamGuard)
+// from construction to finish(), and is made current again for the steps of a replay.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/graph.h"
+#include "memory/capture_memory.h"
+
+namespace grt {
+
+class Stream;
+
+// The result of a segmented capture: instantiated segments and recorded steps.
+class SegmentedGraph {
+ public:
+  struct Step {
+    std::string name;
+    std::function<void()> run;
+  };
+
+  // Launches the segments on `stream` and runs the steps between them (with `stream` current).
+  void replay(Stream& stream);
+  // Segments that recorded work (empty ones are dropped).
+  size_t segment_count() const;
+  size_t step_count() const { return steps_.size(); }
+  // Recorded operations over all segments.
+  size_t node_count() const;
+  const std::vector<Step>& steps() const { return steps_; }
+
+ private:
+  friend class SegmentedCapture;
+  // pieces_[i] runs before steps_[i]; one more piece than steps. nullptr: an empty segment.
+  std::vector<std::unique_ptr<GraphExec>> pieces_;
+  std::vector<Step> steps_;
+};
+
+class SegmentedCapture {
+ public:
+  // Begins the first segment on `stream`, which must be its device's current stream and not
+  // capturing. Allocations go to `memory` until finish() or destruction.
+  SegmentedCapture(Stream& stream, CaptureMemory memory);
+  // An unfinished capture is ended and discarded (after an error in the captured code).
+  ~SegmentedCapture();
+  SegmentedCapture(const SegmentedCapture&) = delete;
+  SegmentedCapture& operator=(const SegmentedCapture&) = delete;
+
+  // Ends the current segment, runs `step` eagerly now, records it and begins the next segment.
+  void eager_step(std::string name, std::function<void()> step);
+  // Ends the last segment and instantiates every segment.
+  std::unique_ptr<SegmentedGraph> finish();
+
+  Stream& stream() const { return stream_; }
+  const CaptureMemory& memory() const { return memory_; }
+  // The segmented capture this thread is running, or nullptr (for eager_on_graph / split ops).
+  static SegmentedCapture* current();
+
+ private:
+  void begin_segment();
+  void end_segment();
+
+  Stream& stream_;
+  CaptureMemory memory_;
+  std::optional<MemoryRoute> stream_route_;
+  std::optional<MemoryRoute> segment_route_;
+  std::vector<std::unique_ptr<Graph>> graphs_;
+  std::vector<SegmentedGraph::Step> steps_;
+  bool in_segment_ = false;
+  bool finished_ = false;
+  SegmentedCapture* outer_ = nullptr;
+};
+
+}  // namespace grt

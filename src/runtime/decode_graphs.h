@@ -1,0 +1,62 @@
+// DecodeGraphs: binds a model's decode forward to a DecodeGraphRunner (DESIGN.md "The forward
+// pass", step 1). Owns the persistent inputs (input ids, positions, KV write locations,
+// request slots, seq lens), captures `model.forward` + logits over them for every batch size,
+// and serves DECODE batches that fit: copy the batch into the leading rows, pad the rest with
+// the dummy request (padding slot of the request pool, seq len 1, KV writes into slot 0),
+// replay, return the real rows' logits.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/decode_graph_runner.h"
+#include "memory/persistent_buffers.h"
+#include "model/decoder_model.h"
+#include "runtime/forward_batch.h"
+#include "runtime/kv_cache.h"
+
+namespace grt {
+
+struct DecodeGraphsOptions {
+  std::vector<int> batch_sizes;  // ascending, unique (capture_schedule.h)
+  int warmups = 1;
+  bool progress = true;
+};
+
+class DecodeGraphs {
+ public:
+  // Allocates the persistent inputs for the largest batch size and captures every size.
+  DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<const DecoderModel> model,
+               ReqToTokenPool& req_pool, TokenToKVPool& kv_pool);
+  ~DecodeGraphs();
+
+  // Empty when a graph can serve `batch`, else why not (mode, batch size).
+  std::string refusal(const ForwardBatch& batch) const;
+  bool can_run(const ForwardBatch& batch) const { return refusal(batch).empty(); }
+  // float32 logits [rows, vocab] of batch.logit_rows(), in a fresh tensor. Needs can_run.
+  Tensor forward(const ForwardBatch& batch);
+
+  const DecodeGraphRunner& runner() const { return *runner_; }
+  // Decode steps served by a graph so far.
+  uint64_t replay_count() const { return replays_; }
+  // Bytes of graph memory (pool reserved bytes) and of the persistent inputs.
+  size_t graph_bytes() const;
+  size_t input_bytes() const { return inputs_.bytes(); }
+  // "decode graphs: 35 sizes (1..256) in 0.31 s, 190.0 MiB graph memory"
+  std::string summary() const;
+
+ private:
+  ForwardInputs inputs_for(int rows) const;
+
+  std::shared_ptr<const DecoderModel> model_;
+  ReqToTokenPool& req_pool_;
+  TokenToKVPool& kv_pool_;
+  std::shared_ptr<Stream> capture_stream_;
+  std::shared_ptr<GraphPool> pool_;
+  PersistentBuffers inputs_;
+  int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, logit_rows_;
+  std::unique_ptr<DecodeGraphRunner> runner_;
+  uint64_t replays_ = 0;
+};
+
+}  // namespace grt

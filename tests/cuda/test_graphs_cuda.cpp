@@ -1,0 +1,47 @@
+// The graph layer and decode graphs on a GPU: the same checks as the CPU tests (graph_checks.h,
+// decode_graph_model_checks.h), with real CUDA graphs, cuBLASLt and bf16 kernels.
+#include "decode_graph_model_checks.h"
+#include "device/device.h"
+#include "graph_checks.h"
+
+namespace grt {
+namespace {
+
+const Device kGpu = Device::cuda(0);
+#define REQUIRE_GPU() \
+  if (!cuda_available()) GTEST_SKIP() << "no GPU"
+
+// Graph vs eager at a padded row count may use another GEMM kernel: bf16-level differences.
+constexpr float kDecodeTol = 2e-2f;
+
+TEST(SegmentedCaptureCuda, ReplaysSegmentsAndStepsInOrder) {
+  REQUIRE_GPU();
+  testing::check_segmented_capture_replays_steps(kGpu);
+}
+TEST(SegmentedCaptureCuda, DropsEmptySegments) {
+  REQUIRE_GPU();
+  testing::check_empty_segments_are_dropped(kGpu);
+}
+TEST(SegmentedCaptureCuda, FailedCaptureLeavesStreamUsable) {
+  REQUIRE_GPU();
+  testing::check_failed_capture_leaves_stream_usable(kGpu);
+}
+TEST(DecodeGraphRunnerCuda, EverySizeAndPaddedSizesInRandomOrder) {
+  REQUIRE_GPU();
+  testing::check_decode_runner_sizes_and_padding(kGpu);
+}
+TEST(DecodeGraphRunnerCuda, FailedSizeDropsItAndLargerOnes) {
+  REQUIRE_GPU();
+  testing::check_decode_runner_degrades_per_size(kGpu);
+}
+TEST(DecodeGraphsCuda, ReplayMatchesEagerForCapturedAndPaddedSizes) {
+  REQUIRE_GPU();
+  testing::check_decode_graphs_match_eager(kGpu, kDecodeTol);
+}
+TEST(DecodeGraphsCuda, RefusedBatchRunsEagerly) {
+  REQUIRE_GPU();
+  testing::check_refused_batch_runs_eagerly(kGpu, kDecodeTol);
+}
+
+}  // namespace
+}  // namespace grt

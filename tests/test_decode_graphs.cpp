@@ -1,0 +1,26 @@
+// Decode graphs of the tiny model on the CPU backend: bitwise equal to the eager forward.
+#include "decode_graph_model_checks.h"
+
+namespace grt {
+namespace {
+
+TEST(DecodeGraphs, ReplayEqualsEagerForCapturedAndPaddedSizes) {
+  testing::check_decode_graphs_match_eager(Device::cpu(), 0.0f);
+}
+
+TEST(DecodeGraphs, RefusedBatchRunsEagerly) { testing::check_refused_batch_runs_eagerly(Device::cpu(), 0.0f); }
+
+TEST(DecodeGraphs, NonDecodeBatchesAreRefusedWithTheReason) {
+  auto g = testing::decode_test_runner(Device::cpu(), true, 4);
+  ForwardBatch b;
+  b.mode = ForwardMode::EXTEND;
+  EXPECT_NE(g->decode_graphs()->refusal(b).find("not decode"), std::string::npos);
+}
+
+TEST(DecodeGraphs, DisabledMeansNoCapture) {
+  auto e = testing::decode_test_runner(Device::cpu(), false, 4);
+  EXPECT_EQ(e->decode_graphs(), nullptr);
+}
+
+}  // namespace
+}  // namespace grt
