@@ -29,4 +29,6 @@ std::vector<int> parse_int_list(const std::string& text);
 namespace grt {
 // `graphrt bench decode` (bench/bench_decode.cpp).
 void register_bench_decode(CLI::App& bench);
+// `graphrt bench breakable` (bench/bench_breakable.cpp).
+void register_bench_breakable(CLI::App& bench);
 }  // namespace grt

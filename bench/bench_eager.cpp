@@ -166,6 +166,7 @@ void register_bench(CLI::App& app) {
   eager->add_flag("--json", o->json, "print JSON");
   eager->callback([o] { run_eager(*o); });
   register_bench_decode(*bench);
+  register_bench_breakable(*bench);
 }
 
 }  // namespace grt

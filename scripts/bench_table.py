@@ -16,6 +16,14 @@ def print_decode(j):
               f"{r.get('speedup_vs_torch_graph', nan):14.2f}x")
 
 
+def print_breakable(j):
+    print(f"{j['model']} on {j['device']}: graph breaks ({j['layers']} layers)")
+    print("  config          bs   step_ms  segments  us_per_break")
+    for r in j["steps"]:
+        print(f"  {r['config']:14s} {r['bs']:3d} {r['ms']:9.3f} {r.get('segments', 0):9d} "
+              f"{r.get('us_per_break', float('nan')):13.1f}")
+
+
 def main(paths):
     for p in paths:
         try:
@@ -25,6 +33,9 @@ def main(paths):
             continue
         if "capture" in j:
             print_decode(j)
+            continue
+        if "steps" in j:
+            print_breakable(j)
             continue
         print(f"{j['model']} {j['dtype']} on {j['device']}: copy {j['copy_GBps']:.0f} GB/s, "
               f"weights {j['weight_bytes']/1e9:.2f} GB, weight roofline {j['weights_roofline_ms']:.3f} ms")

@@ -143,3 +143,53 @@ inline void check_refused_batch_runs_eagerly(Device d, float tol) {
 }
 
 }  // namespace grt::testing
+
+namespace grt::testing {
+
+// The tiny model with breaks after some layers (breakable mode) and in debug mode: decode steps
+// equal the eager forward; the segment counts show the breaks.
+inline void check_model_breaks_and_debug_mode(Device d, float tol) {
+  auto make = [&](bool breakable, bool debug, std::vector<int> breaks) {
+    DType dt = d.is_cuda() ? DType::BF16 : DType::F32;
+    ModelRunnerOptions o;
+    o.max_running_requests = 8;
+    o.max_context = 32;
+    o.max_total_tokens = 8 * 32;
+    o.cuda_graph_bs = {1, 4, 8};
+    o.capture_progress = false;
+    o.disable_cuda_graph = !breakable && !debug;
+    o.breakable_cuda_graph = breakable;
+    o.debug_cuda_graph = debug;
+    o.graph_break_layers = std::move(breaks);
+    return std::make_unique<ModelRunner>(load_model("builtin:tiny", d, dt, 0, 32), o);
+  };
+  auto eager = make(false, false, {});
+  auto broken = make(true, false, {0});  // tiny has 2 layers: a break after the first
+  auto debug = make(false, true, {});
+  ASSERT_EQ(broken->decode_graphs()->runner().sizes().front().segments, 2u);
+  ASSERT_EQ(debug->decode_graphs()->runner().sizes().front().segments, 0u);
+  std::vector<ModelRunner*> runners{eager.get(), broken.get(), debug.get()};
+  std::vector<std::vector<HeldRequest>> held(3);
+  for (size_t r = 0; r < 3; ++r)
+    for (int i = 0; i < 5; ++i) held[r].push_back(hold(*runners[r], 16));
+  std::vector<std::vector<float>> prefill(3);
+  for (size_t r = 0; r < 3; ++r) {
+    std::vector<ExtendPart> parts;
+    for (int i = 0; i < 5; ++i) parts.push_back({&held[r][i], {3, static_cast<int32_t>(7 + i), 11}, 0});
+    prefill[r] = extend_all_logits(*runners[r], parts);
+  }
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::vector<float>> out(3);
+    for (size_t r = 0; r < 3; ++r) {
+      std::vector<DecodePart> parts;
+      for (int i = 0; i < 5 - step; ++i) parts.push_back({&held[r][i], static_cast<int32_t>(20 + step + i), 3 + step});
+      out[r] = decode_logits(*runners[r], parts);
+    }
+    expect_logits_match(out[1], out[0], tol, "breakable, step " + std::to_string(step));
+    expect_logits_match(out[2], out[0], tol, "debug, step " + std::to_string(step));
+  }
+  EXPECT_EQ(broken->decode_graphs()->replay_count(), 3u);
+  EXPECT_EQ(debug->decode_graphs()->replay_count(), 3u);
+}
+
+}  // namespace grt::testing

@@ -3,14 +3,21 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "device/capture_state.h"
 #include "device/stream.h"
+#include "device/event.h"
+#include "error_of.h"
+#include "graph/breakable.h"
 #include "graph/decode_graph_runner.h"
 #include "graph/segmented_capture.h"
+#include "graph/write_back.h"
 #include "memory/caching_allocator.h"
 #include "memory/graph_pool.h"
 #include "memory/tensor_alloc.h"
@@ -187,6 +194,229 @@ inline void check_decode_runner_degrades_per_size(Device d) {
   StreamGuard guard(*cap_stream);
   Tensor got = runner.replay(3, *cap_stream);
   EXPECT_EQ(to_host_floats(ops::contiguous(got)), to_host_floats(toy(3)));
+}
+
+}  // namespace grt::testing
+
+namespace grt::testing {
+
+// A toy decode step with an op that reads a device value on the host and branches on it:
+// out[:bs] = rms_norm(branch(rms_norm(x[:bs], w1)), w3), where branch takes silu_and_mul of its
+// input or of its input normed again, depending on the sign of element [0, 0].
+struct BranchyDecode {
+  Tensor x, w1, w2, w3;
+  int host_reads = 0;
+  BranchyDecode(Device d, int max_bs) {
+    DType dt = graph_test_dtype(d);
+    x = empty(Shape{max_bs, 64}, dt, d);
+    w1 = empty(Shape{64}, dt, d);
+    w2 = empty(Shape{64}, dt, d);
+    w3 = empty(Shape{32}, dt, d);
+    set_sign(1, 0);
+    ops::fill_hash_uniform_(w1, 21, 1.0f, 0.5f);
+    ops::fill_hash_uniform_(w2, 22, 1.0f, 0.5f);
+    ops::fill_hash_uniform_(w3, 23, 1.0f, 0.5f);
+  }
+  // New inputs whose element [0, 0] (and so the branch) has the given sign.
+  void set_sign(int sign, uint64_t seed) { ops::fill_hash_uniform_(x, 300 + seed, sign > 0 ? 1.0f : -1.0f, 0.5f); }
+  Tensor branch_eager(const Tensor& y) {
+    ++host_reads;
+    const float first = to_host_floats(ops::contiguous(y.narrow(0, 0, 1)))[0];  // a host read
+    return first > 0 ? ops::silu_and_mul(y) : ops::silu_and_mul(ops::rms_norm(y, w2, 1e-6f));
+  }
+  Tensor forward(int bs) {
+    Tensor y = ops::rms_norm(x.narrow(0, 0, bs), w1, 1e-6f);
+    auto branch = eager_on_graph("host_branch", [this](const Tensor& t) { return branch_eager(t); });
+    return ops::rms_norm(branch(y), w3, 1e-6f);
+  }
+};
+
+inline DecodeGraphOptions toy_options(std::vector<int> sizes, bool breakable) {
+  DecodeGraphOptions o;
+  o.batch_sizes = std::move(sizes);
+  o.progress = false;
+  o.breakable = breakable;
+  return o;
+}
+
+// Without breakable mode the host read fails the capture of every size, with a clear error.
+inline void check_uncapturable_op_fails_capture_without_breakable(Device d) {
+  auto cap_stream = new_stream(d);
+  BranchyDecode m(d, 8);
+  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({1, 4, 8}, false));
+  runner.capture([&](int bs) { return m.forward(bs); });
+  EXPECT_TRUE(runner.batch_sizes().empty());
+  EXPECT_NE(runner.capture_error().find("not allowed during stream capture"), std::string::npos)
+      << runner.capture_error();
+  EXPECT_FALSE(cap_stream->is_capturing());
+}
+
+// With it, the host read runs eagerly between two segments; replays on inputs taking either
+// branch equal the eager forward.
+inline void check_breakable_replay_takes_both_branches(Device d) {
+  auto cap_stream = new_stream(d);
+  BranchyDecode m(d, 8);
+  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({1, 4, 8}, true));
+  runner.capture([&](int bs) { return m.forward(bs); });
+  ASSERT_EQ(runner.batch_sizes(), (std::vector<int>{1, 4, 8})) << runner.capture_error();
+  for (const DecodeGraphSize& s : runner.sizes()) {
+    EXPECT_EQ(s.segments, 2u) << "bs " << s.bs;
+  }
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  const int signs[] = {-1, 1, -1, -1, 1};
+  const int sizes[] = {3, 8, 1, 4, 2};
+  for (int i = 0; i < 5; ++i) {
+    m.set_sign(signs[i], static_cast<uint64_t>(i));
+    const int reads = m.host_reads;
+    std::vector<float> got = to_host_floats(ops::contiguous(runner.replay(sizes[i], *stream)));
+    EXPECT_EQ(m.host_reads, reads + 1) << "the branch must run eagerly at replay";
+    std::vector<float> want = to_host_floats(m.forward(sizes[i]));
+    ASSERT_EQ(got, want) << "replay " << i << " (sign " << signs[i] << ", bs " << sizes[i] << ")";
+  }
+}
+
+// No break: one segment, results bitwise equal to a plain (non-breakable) capture.
+inline void check_breakable_without_breaks_is_a_plain_graph(Device d) {
+  auto s1 = new_stream(d), s2 = new_stream(d);
+  ToyDecode toy(d, 8);
+  DecodeGraphRunner plain(*s1, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({2, 8}, false));
+  DecodeGraphRunner breakable(*s2, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({2, 8}, true));
+  plain.capture([&](int bs) { return toy(bs); });
+  breakable.capture([&](int bs) { return toy(bs); });
+  ASSERT_EQ(breakable.sizes().size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(breakable.sizes()[i].segments, 1u);
+    EXPECT_EQ(breakable.sizes()[i].nodes, plain.sizes()[i].nodes);
+  }
+  StreamGuard guard(*s1);
+  ops::fill_hash_uniform_(toy.x, 77, 0.0f, 1.0f);
+  std::vector<float> a = to_host_floats(ops::contiguous(plain.replay(5, *s1)));
+  std::vector<float> b = to_host_floats(ops::contiguous(breakable.replay(5, *s1)));
+  EXPECT_EQ(a, b);
+}
+
+// Debug mode: the whole forward is one eager step (no segment records work); results as eager.
+inline void check_debug_mode_runs_forward_eagerly(Device d) {
+  auto cap_stream = new_stream(d);
+  BranchyDecode m(d, 8);  // uncapturable, yet fine in debug mode
+  DecodeGraphOptions o = toy_options({2, 8}, false);
+  o.debug_eager = true;
+  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
+  runner.capture([&](int bs) { return m.forward(bs); });
+  ASSERT_EQ(runner.batch_sizes(), (std::vector<int>{2, 8})) << runner.capture_error();
+  EXPECT_EQ(runner.sizes()[0].segments, 0u);
+  StreamGuard guard(*cap_stream);
+  for (int sign : {1, -1}) {
+    m.set_sign(sign, 9);
+    std::vector<float> got = to_host_floats(ops::contiguous(runner.replay(5, *cap_stream)));
+    EXPECT_EQ(got, to_host_floats(m.forward(5)));
+  }
+}
+
+// A toy step that forks a side stream, breaks while the side stream is forked, and joins it
+// after the break.
+struct ForkingDecode {
+  Tensor x, w1, w2;
+  std::shared_ptr<Stream> side;
+  explicit ForkingDecode(Device d, int max_bs) : side(new_stream(d)) {
+    DType dt = graph_test_dtype(d);
+    x = empty(Shape{max_bs, 64}, dt, d);
+    w1 = empty(Shape{64}, dt, d);
+    w2 = empty(Shape{32}, dt, d);
+    ops::fill_hash_uniform_(x, 41, 0.0f, 1.0f);
+    ops::fill_hash_uniform_(w1, 42, 1.0f, 0.5f);
+    ops::fill_hash_uniform_(w2, 43, 1.0f, 0.5f);
+  }
+  Tensor forward(int bs) {
+    Stream& main = current_stream(x.device());
+    Tensor y = ops::rms_norm(x.narrow(0, 0, bs), w1, 1e-6f);
+    auto forked = new_event(x.device());
+    forked->record(main);
+    side->wait(*forked);  // fork
+    Tensor a, b;
+    {
+      StreamGuard on_side(*side);
+      a = ops::silu_and_mul(y);
+    }
+    break_graph();  // while `side` is forked
+    {
+      StreamGuard on_side(*side);
+      b = ops::rms_norm(a, w2, 1e-6f);
+    }
+    auto done = new_event(x.device());
+    done->record(*side);
+    main.wait(*done);  // join
+    return ops::silu_and_mul(b);
+  }
+};
+
+inline void check_fork_join_across_a_break(Device d) {
+  auto cap_stream = new_stream(d);
+  ForkingDecode m(d, 8);
+  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({4, 8}, true));
+  runner.capture([&](int bs) { return m.forward(bs); });
+  ASSERT_EQ(runner.batch_sizes(), (std::vector<int>{4, 8})) << runner.capture_error();
+  EXPECT_EQ(runner.sizes()[0].segments, 2u);
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  for (uint64_t round = 0; round < 3; ++round) {
+    ops::fill_hash_uniform_(m.x, 500 + round, 0.0f, 2.0f);
+    std::vector<float> got = to_host_floats(ops::contiguous(runner.replay(6, *stream)));
+    std::vector<float> want = to_host_floats(m.forward(6));
+    ASSERT_EQ(got, want) << "round " << round;
+  }
+}
+
+// Write-back of a tensor, a struct of tensors with a non-tensor field, and a map.
+struct StepOutput {
+  Tensor logits;
+  Tensor hidden;
+  int chosen = 0;
+  template <class F>
+  void for_each_tensor(F&& f) {
+    f("logits", logits);
+    f("hidden", hidden);
+  }
+};
+
+inline void check_write_back(Device d) {
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  auto filled = [&](Shape s, uint64_t seed) {
+    Tensor t = empty(s, DType::F32, d);
+    ops::fill_hash_uniform_(t, seed, 0.0f, 1.0f);
+    return t;
+  };
+  // Tensor.
+  Tensor dst = filled(Shape{4, 8}, 1);
+  const void* where = dst.data();
+  Tensor src = filled(Shape{4, 8}, 2);
+  write_back(dst, src, "tensor");
+  EXPECT_EQ(dst.data(), where);
+  EXPECT_EQ(to_host_floats(dst), to_host_floats(src));
+  EXPECT_NE(error_of([&] { write_back(dst, filled(Shape{4, 9}, 3), "tensor"); }).find("tensor"),
+            std::string::npos);
+  // Struct: tensor fields in place, the int replaced.
+  StepOutput so{filled(Shape{2, 16}, 4), filled(Shape{2, 8}, 5), 1};
+  const void* logits_at = so.logits.data();
+  StepOutput fresh{filled(Shape{2, 16}, 6), filled(Shape{2, 8}, 7), 42};
+  write_back(so, fresh, "step");
+  EXPECT_EQ(so.logits.data(), logits_at);
+  EXPECT_EQ(so.chosen, 42);
+  EXPECT_EQ(to_host_floats(so.logits), to_host_floats(fresh.logits));
+  EXPECT_EQ(to_host_floats(so.hidden), to_host_floats(fresh.hidden));
+  StepOutput wrong{filled(Shape{2, 16}, 8), filled(Shape{3, 8}, 9), 0};
+  EXPECT_NE(error_of([&] { write_back(so, wrong, "step"); }).find("step.hidden"), std::string::npos);
+  // Map: entry by entry; a missing key is an error naming it.
+  std::map<std::string, Tensor> m{{"a", filled(Shape{3}, 10)}, {"b", filled(Shape{5}, 11)}};
+  const void* b_at = m["b"].data();
+  std::map<std::string, Tensor> n{{"a", filled(Shape{3}, 12)}, {"b", filled(Shape{5}, 13)}};
+  write_back(m, n, "map");
+  EXPECT_EQ(m["b"].data(), b_at);
+  EXPECT_EQ(to_host_floats(m["b"]), to_host_floats(n["b"]));
+  std::map<std::string, Tensor> bad{{"a", filled(Shape{3}, 14)}, {"c", filled(Shape{5}, 15)}};
+  EXPECT_NE(error_of([&] { write_back(m, bad, "map"); }).find("'c'"), std::string::npos);
 }
 
 }  // namespace grt::testing

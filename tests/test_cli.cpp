@@ -34,6 +34,44 @@ TEST(Cli, SeveralPromptsRunAsOneBatchAndMatchAlone) {
   EXPECT_EQ(j["output_ids"][1], json::parse(second.out)["output_ids"]);
 }
 
+// Decode graphs on, off, on for fewer sizes, and in debug mode: the same tokens.
+TEST(Cli, GenerateSameTokensWithAndWithoutGraphs) {
+  const std::string base = "generate --model builtin:tiny" + kCpu +
+                           "--token-ids 1,2,3 --token-ids 7,8,9,10,11 --token-ids 4 --max-new-tokens 10 --json "
+                           "--max-running-requests 8";
+  auto graphs = run_graphrt(base);
+  auto eager = run_graphrt(base + " --disable-cuda-graph");
+  auto debug = run_graphrt(base + " --debug-cuda-graph");
+  auto explicit_bs = run_graphrt(base + " --cuda-graph-bs 1,2");
+  for (const auto* r : {&graphs, &eager, &debug, &explicit_bs}) ASSERT_EQ(r->exit_code, 0) << r->all;
+  EXPECT_NE(graphs.all.find("decode graphs: 4 sizes (1..8)"), std::string::npos) << graphs.all;
+  EXPECT_EQ(eager.all.find("decode graphs"), std::string::npos) << eager.all;
+  EXPECT_NE(explicit_bs.all.find("decode graphs: 2 sizes (1..2)"), std::string::npos) << explicit_bs.all;
+  json want = json::parse(eager.out)["output_ids"];
+  EXPECT_EQ(json::parse(graphs.out)["output_ids"], want);
+  EXPECT_EQ(json::parse(debug.out)["output_ids"], want);
+  EXPECT_EQ(json::parse(explicit_bs.out)["output_ids"], want);
+}
+
+TEST(Cli, InspectJsonReportsDecodeGraphs) {
+  auto r = run_graphrt("inspect --model builtin:tiny" + kCpu + "--cuda-graph-max-bs 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["decode"]["batch_sizes"], json::parse("[1, 2, 4, 8, 12, 16]"));
+  EXPECT_EQ(j["decode"]["per_size"].size(), 6u);
+  EXPECT_GT(j["decode"]["graph_bytes"].get<size_t>(), 0u);
+  EXPECT_GT(j["decode"]["capture_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(j["graph_memory"]["mode"], "pool");
+  EXPECT_EQ(j["graph_memory"]["physical_bytes"], j["decode"]["graph_bytes"]);
+  auto off = run_graphrt("inspect --model builtin:tiny" + kCpu + "--disable-cuda-graph --json");
+  ASSERT_EQ(off.exit_code, 0) << off.all;
+  EXPECT_TRUE(json::parse(off.out)["decode"].is_null());
+  auto bad = run_graphrt("inspect --model builtin:tiny" + kCpu + "--cuda-graph-bs 4,0");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.all.find("--cuda-graph-bs"), std::string::npos) << bad.all;
+}
+
 TEST(Cli, ScoreJson) {
   auto r = run_graphrt("score --model builtin:tiny" + kCpu + "--token-ids 4,5,6,7 --token-ids 9 --json");
   ASSERT_EQ(r.exit_code, 0) << r.all;

@@ -17,6 +17,10 @@ TEST(DecodeGraphs, NonDecodeBatchesAreRefusedWithTheReason) {
   EXPECT_NE(g->decode_graphs()->refusal(b).find("not decode"), std::string::npos);
 }
 
+TEST(DecodeGraphs, BreaksAfterLayersAndDebugModeEqualEager) {
+  testing::check_model_breaks_and_debug_mode(Device::cpu(), 0.0f);
+}
+
 TEST(DecodeGraphs, DisabledMeansNoCapture) {
   auto e = testing::decode_test_runner(Device::cpu(), false, 4);
   EXPECT_EQ(e->decode_graphs(), nullptr);

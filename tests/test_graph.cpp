@@ -32,6 +32,29 @@ TEST(DecodeGraphRunner, EverySizeAndPaddedSizesInRandomOrder) {
 }
 TEST(DecodeGraphRunner, FailedSizeDropsItAndLargerOnes) { testing::check_decode_runner_degrades_per_size(kCpu); }
 
+TEST(BreakableGraph, UncapturableOpFailsCaptureWithoutBreakableMode) {
+  testing::check_uncapturable_op_fails_capture_without_breakable(kCpu);
+}
+TEST(BreakableGraph, ReplayTakesBothBranchesOfAHostDecision) {
+  testing::check_breakable_replay_takes_both_branches(kCpu);
+}
+TEST(BreakableGraph, WithoutBreaksItIsAPlainGraph) { testing::check_breakable_without_breaks_is_a_plain_graph(kCpu); }
+TEST(BreakableGraph, DebugModeRunsTheForwardEagerly) { testing::check_debug_mode_runs_forward_eagerly(kCpu); }
+TEST(BreakableGraph, ForkedSideStreamAcrossABreak) { testing::check_fork_join_across_a_break(kCpu); }
+TEST(BreakableGraph, WriteBackOfTensorStructAndMap) { testing::check_write_back(kCpu); }
+
+TEST(BreakableGraph, EagerOnGraphIsAPlainCallOutsideBreakableCapture) {
+  int calls = 0;
+  auto f = eager_on_graph("count", [&calls](int x) {
+    ++calls;
+    return x + 1;
+  });
+  EXPECT_EQ(f(1), 2);
+  EXPECT_EQ(calls, 1);
+  break_graph();  // nothing to break
+  EXPECT_FALSE(breakable_capture_active());
+}
+
 TEST(CaptureSchedule, DefaultDecodeBatchSizesFollowSGLang) {
   std::vector<int> all = default_decode_batch_sizes(512);
   std::vector<int> head(all.begin(), all.begin() + 8);

@@ -1,7 +1,9 @@
 #include "cli/server_args.h"
 
 #include <charconv>
+#include <cstdlib>
 
+#include "core/logging.h"
 #include "device/device.h"
 #include "model/model_loader.h"
 
@@ -28,7 +30,20 @@ void ServerArgs::add_to(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--cuda-graph-max-bs", cuda_graph_max_bs,
                  "largest decode batch size to capture (default: --max-running-requests)");
+  app.add_flag("--debug-cuda-graph", debug_cuda_graph,
+               "run the whole decode forward eagerly through the graph capture/replay path (debugging)");
 }
+
+namespace {
+// GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1 (SGLang: SGLANG_USE_BREAKABLE_CUDA_GRAPH): eager_on_graph and
+// break_graph split decode graphs.
+bool breakable_from_env() {
+  const char* v = std::getenv("GRAPHRT_USE_BREAKABLE_CUDA_GRAPH");
+  if (!v || !*v || std::string(v) == "0") return false;
+  GRT_CHECK(std::string(v) == "1", "GRAPHRT_USE_BREAKABLE_CUDA_GRAPH must be 0 or 1, got '{}'", v);
+  return true;
+}
+}  // namespace
 
 Device ServerArgs::resolved_device() const {
   Device d = device.empty() ? default_device() : Device::parse(device);
@@ -53,6 +68,10 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.disable_cuda_graph = disable_cuda_graph;
   o.cuda_graph_bs = cuda_graph_bs;
   o.cuda_graph_max_bs = cuda_graph_max_bs;
+  o.debug_cuda_graph = debug_cuda_graph;
+  o.breakable_cuda_graph = breakable_from_env();
+  if (debug_cuda_graph && disable_cuda_graph)
+    GRT_WARN("--debug-cuda-graph has no effect with --disable-cuda-graph");
   GRT_CHECK(cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", cuda_graph_max_bs);
   return o;
 }

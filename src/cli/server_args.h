@@ -25,6 +25,7 @@ struct ServerArgs {
   bool disable_cuda_graph = false;
   std::vector<int> cuda_graph_bs;
   int cuda_graph_max_bs = 0;
+  bool debug_cuda_graph = false;
 
   void add_to(CLI::App& app);
   Device resolved_device() const;

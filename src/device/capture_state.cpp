@@ -6,6 +6,17 @@
 namespace grt {
 namespace {
 thread_local Stream* t_capture_stream = nullptr;
+thread_local ForkObserver* t_fork_observer = nullptr;
+}  // namespace
+
+ForkObserver* set_fork_observer(ForkObserver* observer) {
+  ForkObserver* previous = t_fork_observer;
+  t_fork_observer = observer;
+  return previous;
+}
+
+void note_wait(Stream& stream, bool was_capturing) {
+  if (t_fork_observer && !was_capturing && stream.is_capturing()) t_fork_observer->forked(stream);
 }
 
 Stream* this_thread_capture_stream() { return t_capture_stream; }

@@ -8,6 +8,7 @@
 #include "core/logging.h"
 #include "core/progress.h"
 #include "device/stream.h"
+#include "graph/breakable.h"
 #include "graph/capture_schedule.h"
 
 namespace grt {
@@ -37,8 +38,9 @@ DecodeGraphRunner::Captured DecodeGraphRunner::capture_one(int bs, const Forward
   // Warm-up: first-use work (library handles, algorithm choice per shape) stays out of the graph.
   for (int i = 0; i < options_.warmups; ++i) forward(bs);
   if (options_.before_capture) options_.before_capture(bs);
-  SegmentedCapture capture(stream_, memory_);
-  Tensor out = forward(bs);
+  SegmentedCapture capture(stream_, memory_, options_.breakable);
+  Tensor out = options_.debug_eager ? record_eager_call(capture, "debug-cuda-graph: decode forward", forward, bs)
+                                    : forward(bs);
   GRT_CHECK(out.defined() && out.rank() >= 1 && out.size(0) == bs,
             "the decode forward of batch size {} returned {}, expected [{}, ...]", bs,
             out.defined() ? out.str() : std::string("nothing"), bs);
@@ -66,6 +68,7 @@ void DecodeGraphRunner::capture(const Forward& forward) {
     } catch (const Error& e) {
       // Dropping a size also drops every larger one: a batch must never pad past a hole.
       if (failures++ == 0) {
+        capture_error_ = e.what();
         GRT_WARN("decode graph of batch size {} could not be captured; batch sizes >= {} run eagerly: {}", bs, bs,
                  e.what());
       } else {

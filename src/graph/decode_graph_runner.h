@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -30,6 +31,11 @@ struct DecodeGraphSize {
 struct DecodeGraphOptions {
   std::vector<int> batch_sizes;  // ascending, unique, positive (capture_schedule.h)
   int warmups = 1;               // eager runs before each capture
+  // Breakable capture: eager_on_graph / break_graph in the forward split it into segments.
+  bool breakable = false;
+  // --debug-cuda-graph: the whole forward is one eager step, so every op runs eagerly while the
+  // capture/replay path (persistent inputs, padding, output slicing) is still exercised.
+  bool debug_eager = false;
   bool progress = true;          // progress bar while capturing
   // Called before each size's capture with its batch size: a VMM arena switches to a new space.
   std::function<void(int bs)> before_capture;
@@ -62,6 +68,8 @@ class DecodeGraphRunner {
   Tensor replay(int bs, Stream& stream);
 
   const std::vector<DecodeGraphSize>& sizes() const { return stats_; }
+  // Why the first size that failed to capture failed ("" when all were captured).
+  const std::string& capture_error() const { return capture_error_; }
   double capture_seconds() const { return capture_seconds_; }
   // The stream captures run on.
   Stream& stream() const { return stream_; }
@@ -81,6 +89,7 @@ class DecodeGraphRunner {
   std::vector<Captured> graphs_;  // parallel to captured_
   std::vector<DecodeGraphSize> stats_;
   double capture_seconds_ = 0;
+  std::string capture_error_;
 };
 
 }  // namespace grt

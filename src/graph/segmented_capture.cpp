@@ -2,7 +2,10 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include <algorithm>
+
 #include "device/capture_state.h"
+#include "device/event.h"
 #include "device/graph.h"
 #include "device/stream.h"
 
@@ -38,8 +41,8 @@ size_t SegmentedGraph::node_count() const {
   return n;
 }
 
-SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory)
-    : stream_(stream), memory_(std::move(memory)) {
+SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory, bool breakable)
+    : stream_(stream), memory_(std::move(memory)), breakable_(breakable) {
   GRT_CHECK(memory_.defined(), "a segmented capture needs graph memory (a pool or an arena)");
   GRT_CHECK(&current_stream(stream.device()) == &stream,
             "a segmented capture on stream {} needs it to be the current stream of {} (use a StreamGuard)",
@@ -50,10 +53,25 @@ SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory)
   begin_segment();
   outer_ = t_current;
   t_current = this;
+  previous_observer_ = set_fork_observer(this);
+  observing_ = true;
+}
+
+void SegmentedCapture::stop_observing() {
+  if (observing_) set_fork_observer(previous_observer_);
+  observing_ = false;
 }
 
 SegmentedCapture::~SegmentedCapture() {
+  stop_observing();
   if (t_current == this) t_current = outer_;
+  if (in_segment_) {
+    try {
+      join_forked();  // CUDA refuses to end a capture with a forked stream still in it
+    } catch (const std::exception& e) {
+      GRT_DEBUG("joining forked streams of a discarded capture failed: {}", e.what());
+    }
+  }
   if (in_segment_) {
     try {
       segment_route_.reset();
@@ -66,6 +84,33 @@ SegmentedCapture::~SegmentedCapture() {
 }
 
 SegmentedCapture* SegmentedCapture::current() { return t_current; }
+
+void SegmentedCapture::forked(Stream& s) {
+  if (&s != &stream_ && std::find(forked_.begin(), forked_.end(), &s) == forked_.end()) forked_.push_back(&s);
+}
+
+std::vector<Stream*> SegmentedCapture::join_forked() {
+  std::vector<Stream*> joined;
+  const uint64_t capture = stream_.capture_id();
+  for (Stream* s : forked_) {
+    if (capture == 0 || s->capture_id() != capture) continue;  // already joined by the captured code
+    auto e = new_event(s->device());
+    e->record(*s);
+    stream_.wait(*e);
+    joined.push_back(s);
+  }
+  return joined;
+}
+
+void SegmentedCapture::fork_again(const std::vector<Stream*>& streams) {
+  forked_.clear();
+  for (Stream* s : streams) {
+    auto e = new_event(s->device());
+    e->record(stream_);
+    s->wait(*e);  // joins the new segment's capture; the observer lists it again
+    forked(*s);
+  }
+}
 
 void SegmentedCapture::begin_segment() {
   stream_.begin_capture();
@@ -82,20 +127,28 @@ void SegmentedCapture::end_segment() {
 
 void SegmentedCapture::eager_step(std::string name, std::function<void()> step) {
   GRT_CHECK(!finished_, "eager step '{}' after the segmented capture finished", name);
+  const std::vector<Stream*> side = join_forked();
   end_segment();
+  // The step runs eagerly: code marked eager_on_graph inside it is a plain call.
+  t_current = outer_;
   try {
     step();
   } catch (Error& e) {
+    t_current = this;
     throw e.with_context(fmt::format("running eager step {} ('{}') during a segmented capture", steps_.size(), name));
   }
+  t_current = this;
   steps_.push_back({std::move(name), std::move(step)});
   begin_segment();
+  fork_again(side);
 }
 
 std::unique_ptr<SegmentedGraph> SegmentedCapture::finish() {
   GRT_CHECK(!finished_, "a segmented capture finished twice");
+  join_forked();
   end_segment();
   finished_ = true;
+  stop_observing();
   if (t_current == this) t_current = outer_;
   stream_route_.reset();
   auto out = std::make_unique<SegmentedGraph>();

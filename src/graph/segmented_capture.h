@@ -14,6 +14,11 @@
 // segment's capture too, so tensors allocated by segments and by steps alike live in graph memory
 // at fixed addresses.
 //
+// Side streams: when captured code forks a stream from the capture stream (the side stream waits
+// on an event recorded during the capture), the capture tracks it; before an eager step every
+// stream still forked is joined back, and after the step it is forked again, so no segment ends
+// with a stream still capturing.
+//
 // Ops run on the device's current stream: the capture stream must be current (StreamGuard)
 // from construction to finish(), and is made current again for the steps of a replay.
 #pragma once
@@ -24,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "device/capture_state.h"
 #include "device/graph.h"
 #include "memory/capture_memory.h"
 
@@ -55,11 +61,13 @@ class SegmentedGraph {
   std::vector<Step> steps_;
 };
 
-class SegmentedCapture {
+class SegmentedCapture : private ForkObserver {
  public:
   // Begins the first segment on `stream`, which must be its device's current stream and not
-  // capturing. Allocations go to `memory` until finish() or destruction.
-  SegmentedCapture(Stream& stream, CaptureMemory memory);
+  // capturing. Allocations go to `memory` until finish() or destruction. `breakable`: code
+  // marked with eager_on_graph / break_graph (graph/breakable.h) splits the capture; otherwise
+  // marked code is captured like any other.
+  SegmentedCapture(Stream& stream, CaptureMemory memory, bool breakable = false);
   // An unfinished capture is ended and discarded (after an error in the captured code).
   ~SegmentedCapture();
   SegmentedCapture(const SegmentedCapture&) = delete;
@@ -72,15 +80,28 @@ class SegmentedCapture {
 
   Stream& stream() const { return stream_; }
   const CaptureMemory& memory() const { return memory_; }
+  bool breakable() const { return breakable_; }
+  // Streams forked into the current segment so far (joined or not).
+  size_t forked_stream_count() const { return forked_.size(); }
   // The segmented capture this thread is running, or nullptr (for eager_on_graph / split ops).
   static SegmentedCapture* current();
 
  private:
   void begin_segment();
   void end_segment();
+  void forked(Stream& stream) override;
+  // Joins every stream still in the current segment's capture back into the capture stream;
+  // returns them so they can be forked again.
+  std::vector<Stream*> join_forked();
+  void fork_again(const std::vector<Stream*>& streams);
+  void stop_observing();
 
   Stream& stream_;
   CaptureMemory memory_;
+  bool breakable_ = false;
+  std::vector<Stream*> forked_;
+  ForkObserver* previous_observer_ = nullptr;
+  bool observing_ = false;
   std::optional<MemoryRoute> stream_route_;
   std::optional<MemoryRoute> segment_route_;
   std::vector<std::unique_ptr<Graph>> graphs_;

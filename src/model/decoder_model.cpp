@@ -1,7 +1,9 @@
 #include "model/decoder_model.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "graph/breakable.h"
 #include "ops/activation.h"
 #include "ops/embedding.h"
 #include "ops/kv_store.h"
@@ -78,6 +80,9 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
     ops::fused_add_rms_norm_(hidden, residual, w.post_norm, eps);
     Tensor gate_up = ops::linear(hidden, w.gate_up, Tensor(), dtype_);
     hidden = ops::linear(ops::silu_and_mul(gate_up), w.down, Tensor(), dtype_);
+    if (!in.graph_break_layers.empty() &&
+        std::find(in.graph_break_layers.begin(), in.graph_break_layers.end(), l) != in.graph_break_layers.end())
+      break_graph();
   }
   ops::fused_add_rms_norm_(hidden, residual, weights_.final_norm, eps);
   return hidden;

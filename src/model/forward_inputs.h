@@ -23,6 +23,9 @@ struct ForwardInputs {
   ops::ExtendAttentionMeta extend;  // used when !is_decode
   ops::DecodeAttentionMeta decode;  // used when is_decode
   const std::vector<LayerKvCache>* kv_cache = nullptr;
+  // Layers after which the forward calls break_graph() (a no-op outside a breakable capture):
+  // lets benchmarks and tests place graph breaks without touching the model code.
+  std::vector<int> graph_break_layers;
 };
 
 }  // namespace grt

@@ -12,7 +12,11 @@ namespace grt {
 
 DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<const DecoderModel> model,
                            ReqToTokenPool& req_pool, TokenToKVPool& kv_pool)
-    : model_(std::move(model)), req_pool_(req_pool), kv_pool_(kv_pool), inputs_(model_->device()) {
+    : model_(std::move(model)),
+      req_pool_(req_pool),
+      kv_pool_(kv_pool),
+      inputs_(model_->device()),
+      graph_break_layers_(options.graph_break_layers) {
   GRT_CHECK(!options.batch_sizes.empty(), "decode graphs with no batch size to capture");
   const Device d = model_->device();
   const int64_t max_bs = options.batch_sizes.back();
@@ -33,6 +37,8 @@ DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<c
   ro.batch_sizes = options.batch_sizes;
   ro.warmups = options.warmups;
   ro.progress = options.progress;
+  ro.breakable = options.breakable;
+  ro.debug_eager = options.debug_eager;
   GraphPool* pool = pool_.get();
   ro.graph_bytes = [pool] { return pool->stats().reserved; };
   runner_ = std::make_unique<DecodeGraphRunner>(*capture_stream_, CaptureMemory::of_pool(pool_), ro);
@@ -66,6 +72,7 @@ ForwardInputs DecodeGraphs::inputs_for(int rows) const {
   in.out_cache_loc = inputs_.view(out_cache_loc_, rows);
   in.decode = {req_pool_.table(), inputs_.view(req_pool_indices_, rows), inputs_.view(seq_lens_, rows)};
   in.kv_cache = &kv_pool_.layers();
+  in.graph_break_layers = graph_break_layers_;
   return in;
 }
 

@@ -21,6 +21,9 @@ struct DecodeGraphsOptions {
   std::vector<int> batch_sizes;  // ascending, unique (capture_schedule.h)
   int warmups = 1;
   bool progress = true;
+  bool breakable = false;    // GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1
+  bool debug_eager = false;  // --debug-cuda-graph
+  std::vector<int> graph_break_layers;  // break_graph() after these layers (breakable mode)
 };
 
 class DecodeGraphs {
@@ -57,6 +60,7 @@ class DecodeGraphs {
   int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, logit_rows_;
   std::unique_ptr<DecodeGraphRunner> runner_;
   uint64_t replays_ = 0;
+  std::vector<int> graph_break_layers_;
 };
 
 }  // namespace grt

@@ -66,6 +66,9 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     go.batch_sizes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
                                                : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");
     go.progress = opt.capture_progress;
+    go.breakable = opt.breakable_cuda_graph;
+    go.debug_eager = opt.debug_cuda_graph;
+    go.graph_break_layers = opt.graph_break_layers;
     if (go.batch_sizes.empty()) {
       GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
                "--max-running-requests): decode runs eagerly", cap);

@@ -22,6 +22,13 @@ struct ModelRunnerOptions {
   std::vector<int> cuda_graph_bs;
   int cuda_graph_max_bs = 0;
   bool capture_progress = true;  // progress bar while capturing
+  // Breakable decode graphs (seed 003): eager_on_graph / break_graph split the capture
+  // (GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1); debug: the whole forward runs eagerly through the
+  // capture/replay path (--debug-cuda-graph).
+  bool breakable_cuda_graph = false;
+  bool debug_cuda_graph = false;
+  // Layers after which the model calls break_graph() (for measuring the cost of breaks).
+  std::vector<int> graph_break_layers;
 };
 
 class ModelRunner {

@@ -34,9 +34,37 @@ TEST(DecodeGraphRunnerCuda, FailedSizeDropsItAndLargerOnes) {
   REQUIRE_GPU();
   testing::check_decode_runner_degrades_per_size(kGpu);
 }
+TEST(BreakableGraphCuda, UncapturableOpFailsCaptureWithoutBreakableMode) {
+  REQUIRE_GPU();
+  testing::check_uncapturable_op_fails_capture_without_breakable(kGpu);
+}
+TEST(BreakableGraphCuda, ReplayTakesBothBranchesOfAHostDecision) {
+  REQUIRE_GPU();
+  testing::check_breakable_replay_takes_both_branches(kGpu);
+}
+TEST(BreakableGraphCuda, WithoutBreaksItIsAPlainGraph) {
+  REQUIRE_GPU();
+  testing::check_breakable_without_breaks_is_a_plain_graph(kGpu);
+}
+TEST(BreakableGraphCuda, DebugModeRunsTheForwardEagerly) {
+  REQUIRE_GPU();
+  testing::check_debug_mode_runs_forward_eagerly(kGpu);
+}
+TEST(BreakableGraphCuda, ForkedSideStreamAcrossABreak) {
+  REQUIRE_GPU();
+  testing::check_fork_join_across_a_break(kGpu);
+}
+TEST(BreakableGraphCuda, WriteBackOfTensorStructAndMap) {
+  REQUIRE_GPU();
+  testing::check_write_back(kGpu);
+}
 TEST(DecodeGraphsCuda, ReplayMatchesEagerForCapturedAndPaddedSizes) {
   REQUIRE_GPU();
   testing::check_decode_graphs_match_eager(kGpu, kDecodeTol);
+}
+TEST(DecodeGraphsCuda, BreaksAfterLayersAndDebugModeMatchEager) {
+  REQUIRE_GPU();
+  testing::check_model_breaks_and_debug_mode(kGpu, kDecodeTol);
 }
 TEST(DecodeGraphsCuda, RefusedBatchRunsEagerly) {
   REQUIRE_GPU();

@@ -130,6 +130,8 @@ void CpuStream::wait(const Event& event) {
       auto& me = session->members[this];
       me.known = snap.mark->clock;
       me.count = 1;
+      lock.unlock();
+      note_wait(*this, false);
       return;
     }
     GRT_CHECK(capture_ == session,

@@ -92,8 +92,10 @@ void CudaStream::wait(const Event& event) {
   auto* e = dynamic_cast<const CudaEvent*>(&event);
   GRT_CHECK(e, "stream {} of cuda:{} cannot wait on an event of {}", id(), index_, event.device().str());
   use_device(index_);
+  const bool was_capturing = is_capturing();
   GRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, e->native(), 0), "making stream {} of cuda:{} wait on an event of {}",
                  id(), index_, event.device().str());
+  note_wait(*this, was_capturing);
 }
 
 bool CudaStream::is_capturing() const {
