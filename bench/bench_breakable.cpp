@@ -78,9 +78,9 @@ void run_breakable(const BreakableOpts& o) {
       const double ms = bench::median_ms(d, 3, o.iters, [&] { runner.sample(b, runner.forward(b)); });
       nlohmann::json row = {{"config", c.name}, {"bs", bs}, {"breaks", c.breaks}, {"ms", ms}};
       if (const DecodeGraphs* g = runner.decode_graphs()) {
-        const auto& sizes = g->runner().sizes();
+        const auto& sizes = g->runner().stats();
         for (const auto& s : sizes)
-          if (s.bs == bs) row["segments"] = s.segments, row["capture_seconds"] = s.capture_seconds;
+          if (s.shape == bs) row["segments"] = s.segments, row["capture_seconds"] = s.capture_seconds;
       }
       j["steps"].push_back(row);
     }

@@ -33,7 +33,7 @@ void run_decode(const DecodeOpts& o) {
   const DecoderModel& m = runner->model();
   const Device d = m.device();
   const DecodeGraphs* graphs = runner->decode_graphs();
-  GRT_CHECK(graphs && graphs->runner().max_batch_size() >= max_bs,
+  GRT_CHECK(graphs && graphs->runner().max_shape() >= max_bs,
             "no decode graph holds batch size {} (raise --max-running-requests / --cuda-graph-max-bs)", max_bs);
   for (const auto& layer : runner->kv_pool().layers()) {
     ops::fill_hash_uniform_(layer.k, 11, 0.0f, 1.0f);
@@ -50,9 +50,9 @@ void run_decode(const DecodeOpts& o) {
   j["model"] = args.model;
   j["dtype"] = dtype_name(m.dtype());
   j["copy_GBps"] = bw;
-  const DecodeGraphRunner& gr = graphs->runner();
-  j["capture"] = {{"batch_sizes", gr.batch_sizes()},
-                  {"sizes", gr.batch_sizes().size()},
+  const ShapeGraphRunner& gr = graphs->runner();
+  j["capture"] = {{"batch_sizes", gr.shapes()},
+                  {"sizes", gr.shapes().size()},
                   {"capture_seconds", gr.capture_seconds()},
                   {"graph_bytes", graphs->graph_bytes()},
                   {"input_bytes", graphs->input_bytes()}};
@@ -86,7 +86,7 @@ void run_decode(const DecodeOpts& o) {
     return;
   }
   std::printf("%s on %s (%s): %zu decode graphs captured in %.3f s, %.1f MiB graph memory\n", args.model.c_str(),
-              j["device"].get<std::string>().c_str(), dtype_name(m.dtype()), gr.batch_sizes().size(),
+              j["device"].get<std::string>().c_str(), dtype_name(m.dtype()), gr.shapes().size(),
               gr.capture_seconds(), graphs->graph_bytes() / 1048576.0);
   for (auto& r : j["decode"])
     std::printf("decode bs %3d ctx %d: eager %8.3f ms, graph %8.3f ms (x%.2f), roofline %.3f ms, torch graph %s\n",

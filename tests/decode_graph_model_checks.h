@@ -23,6 +23,7 @@ inline std::unique_ptr<ModelRunner> decode_test_runner(Device d, bool graphs, in
   o.max_context = 64;
   o.max_total_tokens = static_cast<int64_t>(max_requests) * 64;
   o.disable_cuda_graph = !graphs;
+  o.disable_piecewise_cuda_graph = true;
   o.cuda_graph_bs = std::move(cuda_graph_bs);
   o.capture_progress = false;
   return std::make_unique<ModelRunner>(load_model("builtin:tiny", d, dt, 0, 64), o);
@@ -48,7 +49,7 @@ inline void check_decode_graphs_match_eager(Device d, float tol) {
   auto e = decode_test_runner(d, false, n);
   ASSERT_NE(g->decode_graphs(), nullptr);
   ASSERT_EQ(e->decode_graphs(), nullptr);
-  ASSERT_EQ(g->decode_graphs()->runner().max_batch_size(), 64);
+  ASSERT_EQ(g->decode_graphs()->runner().max_shape(), 64);
   const int vocab = static_cast<int>(g->model().config().vocab_size);
 
   std::vector<HeldRequest> hg, he;
@@ -158,6 +159,7 @@ inline void check_model_breaks_and_debug_mode(Device d, float tol) {
     o.cuda_graph_bs = {1, 4, 8};
     o.capture_progress = false;
     o.disable_cuda_graph = !breakable && !debug;
+    o.disable_piecewise_cuda_graph = true;
     o.breakable_cuda_graph = breakable;
     o.debug_cuda_graph = debug;
     o.graph_break_layers = std::move(breaks);
@@ -166,8 +168,8 @@ inline void check_model_breaks_and_debug_mode(Device d, float tol) {
   auto eager = make(false, false, {});
   auto broken = make(true, false, {0});  // tiny has 2 layers: a break after the first
   auto debug = make(false, true, {});
-  ASSERT_EQ(broken->decode_graphs()->runner().sizes().front().segments, 2u);
-  ASSERT_EQ(debug->decode_graphs()->runner().sizes().front().segments, 0u);
+  ASSERT_EQ(broken->decode_graphs()->runner().stats().front().segments, 2u);
+  ASSERT_EQ(debug->decode_graphs()->runner().stats().front().segments, 0u);
   std::vector<ModelRunner*> runners{eager.get(), broken.get(), debug.get()};
   std::vector<std::vector<HeldRequest>> held(3);
   for (size_t r = 0; r < 3; ++r)

@@ -15,7 +15,8 @@
 #include "device/event.h"
 #include "error_of.h"
 #include "graph/breakable.h"
-#include "graph/decode_graph_runner.h"
+#include "graph/shape_graph_runner.h"
+#include "graph/split_ops.h"
 #include "graph/segmented_capture.h"
 #include "graph/write_back.h"
 #include "memory/caching_allocator.h"
@@ -156,12 +157,12 @@ inline void check_decode_runner_sizes_and_padding(Device d) {
   auto cap_stream = new_stream(d);
   const std::vector<int> sizes{1, 2, 4, 8, 16};
   ToyDecode toy(d, 16);
-  DecodeGraphOptions o;
-  o.batch_sizes = sizes;
+  ShapeGraphOptions o;
+  o.shapes = sizes;
   o.progress = false;
-  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
   runner.capture([&](int bs) { return toy(bs); });
-  EXPECT_EQ(runner.batch_sizes(), sizes);
+  EXPECT_EQ(runner.shapes(), sizes);
   EXPECT_EQ(runner.padded_size(3), 4);
   EXPECT_EQ(runner.padded_size(9), 16);
   EXPECT_EQ(runner.padded_size(17), 0);
@@ -184,12 +185,12 @@ inline void check_decode_runner_degrades_per_size(Device d) {
   auto cap_stream = new_stream(d);
   ToyDecode toy(d, 16);
   toy.fail_from = 8;
-  DecodeGraphOptions o;
-  o.batch_sizes = {1, 2, 4, 8, 16};
+  ShapeGraphOptions o;
+  o.shapes = {1, 2, 4, 8, 16};
   o.progress = false;
-  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
   runner.capture([&](int bs) { return toy(bs); });
-  EXPECT_EQ(runner.batch_sizes(), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(runner.shapes(), (std::vector<int>{1, 2, 4}));
   EXPECT_EQ(runner.padded_size(5), 0);
   StreamGuard guard(*cap_stream);
   Tensor got = runner.replay(3, *cap_stream);
@@ -231,11 +232,11 @@ struct BranchyDecode {
   }
 };
 
-inline DecodeGraphOptions toy_options(std::vector<int> sizes, bool breakable) {
-  DecodeGraphOptions o;
-  o.batch_sizes = std::move(sizes);
+inline ShapeGraphOptions toy_options(std::vector<int> sizes, bool breakable) {
+  ShapeGraphOptions o;
+  o.shapes = std::move(sizes);
   o.progress = false;
-  o.breakable = breakable;
+  o.policy = breakable ? CapturePolicy::kBreakable : CapturePolicy::kFull;
   return o;
 }
 
@@ -243,9 +244,9 @@ inline DecodeGraphOptions toy_options(std::vector<int> sizes, bool breakable) {
 inline void check_uncapturable_op_fails_capture_without_breakable(Device d) {
   auto cap_stream = new_stream(d);
   BranchyDecode m(d, 8);
-  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({1, 4, 8}, false));
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({1, 4, 8}, false));
   runner.capture([&](int bs) { return m.forward(bs); });
-  EXPECT_TRUE(runner.batch_sizes().empty());
+  EXPECT_TRUE(runner.shapes().empty());
   EXPECT_NE(runner.capture_error().find("not allowed during stream capture"), std::string::npos)
       << runner.capture_error();
   EXPECT_FALSE(cap_stream->is_capturing());
@@ -256,11 +257,11 @@ inline void check_uncapturable_op_fails_capture_without_breakable(Device d) {
 inline void check_breakable_replay_takes_both_branches(Device d) {
   auto cap_stream = new_stream(d);
   BranchyDecode m(d, 8);
-  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({1, 4, 8}, true));
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({1, 4, 8}, true));
   runner.capture([&](int bs) { return m.forward(bs); });
-  ASSERT_EQ(runner.batch_sizes(), (std::vector<int>{1, 4, 8})) << runner.capture_error();
-  for (const DecodeGraphSize& s : runner.sizes()) {
-    EXPECT_EQ(s.segments, 2u) << "bs " << s.bs;
+  ASSERT_EQ(runner.shapes(), (std::vector<int>{1, 4, 8})) << runner.capture_error();
+  for (const CapturedShape& s : runner.stats()) {
+    EXPECT_EQ(s.segments, 2u) << "bs " << s.shape;
   }
   auto stream = new_stream(d);
   StreamGuard guard(*stream);
@@ -280,14 +281,14 @@ inline void check_breakable_replay_takes_both_branches(Device d) {
 inline void check_breakable_without_breaks_is_a_plain_graph(Device d) {
   auto s1 = new_stream(d), s2 = new_stream(d);
   ToyDecode toy(d, 8);
-  DecodeGraphRunner plain(*s1, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({2, 8}, false));
-  DecodeGraphRunner breakable(*s2, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({2, 8}, true));
+  ShapeGraphRunner plain(*s1, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({2, 8}, false));
+  ShapeGraphRunner breakable(*s2, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({2, 8}, true));
   plain.capture([&](int bs) { return toy(bs); });
   breakable.capture([&](int bs) { return toy(bs); });
-  ASSERT_EQ(breakable.sizes().size(), 2u);
+  ASSERT_EQ(breakable.stats().size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(breakable.sizes()[i].segments, 1u);
-    EXPECT_EQ(breakable.sizes()[i].nodes, plain.sizes()[i].nodes);
+    EXPECT_EQ(breakable.stats()[i].segments, 1u);
+    EXPECT_EQ(breakable.stats()[i].nodes, plain.stats()[i].nodes);
   }
   StreamGuard guard(*s1);
   ops::fill_hash_uniform_(toy.x, 77, 0.0f, 1.0f);
@@ -300,12 +301,12 @@ inline void check_breakable_without_breaks_is_a_plain_graph(Device d) {
 inline void check_debug_mode_runs_forward_eagerly(Device d) {
   auto cap_stream = new_stream(d);
   BranchyDecode m(d, 8);  // uncapturable, yet fine in debug mode
-  DecodeGraphOptions o = toy_options({2, 8}, false);
+  ShapeGraphOptions o = toy_options({2, 8}, false);
   o.debug_eager = true;
-  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
   runner.capture([&](int bs) { return m.forward(bs); });
-  ASSERT_EQ(runner.batch_sizes(), (std::vector<int>{2, 8})) << runner.capture_error();
-  EXPECT_EQ(runner.sizes()[0].segments, 0u);
+  ASSERT_EQ(runner.shapes(), (std::vector<int>{2, 8})) << runner.capture_error();
+  EXPECT_EQ(runner.stats()[0].segments, 0u);
   StreamGuard guard(*cap_stream);
   for (int sign : {1, -1}) {
     m.set_sign(sign, 9);
@@ -354,10 +355,10 @@ struct ForkingDecode {
 inline void check_fork_join_across_a_break(Device d) {
   auto cap_stream = new_stream(d);
   ForkingDecode m(d, 8);
-  DecodeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({4, 8}, true));
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({4, 8}, true));
   runner.capture([&](int bs) { return m.forward(bs); });
-  ASSERT_EQ(runner.batch_sizes(), (std::vector<int>{4, 8})) << runner.capture_error();
-  EXPECT_EQ(runner.sizes()[0].segments, 2u);
+  ASSERT_EQ(runner.shapes(), (std::vector<int>{4, 8})) << runner.capture_error();
+  EXPECT_EQ(runner.stats()[0].segments, 2u);
   auto stream = new_stream(d);
   StreamGuard guard(*stream);
   for (uint64_t round = 0; round < 3; ++round) {
@@ -417,6 +418,96 @@ inline void check_write_back(Device d) {
   EXPECT_EQ(to_host_floats(m["b"]), to_host_floats(n["b"]));
   std::map<std::string, Tensor> bad{{"a", filled(Shape{3}, 14)}, {"c", filled(Shape{5}, 15)}};
   EXPECT_NE(error_of([&] { write_back(m, bad, "map"); }).find("'c'"), std::string::npos);
+}
+
+}  // namespace grt::testing
+
+namespace grt::testing {
+
+// A toy extend step split at a split op: out[:n] = rms_norm(op(rms_norm(x[:n]))), where the split
+// op scales each real row by the live row count it reads through a pointer (so padded metadata
+// would change the answer) and zeroes the padding rows.
+struct ToyPiecewise {
+  Tensor x, w1, w2;
+  int live_rows = 0;       // what the runner sets before every replay
+  int seen_rows = -1;      // what the split op read last
+  bool capturing = false;  // set by before_capture
+  int fail_from = 0;       // the split op throws at capture from this token count on (0: never)
+  ToyPiecewise(Device d, int max_n) {
+    DType dt = graph_test_dtype(d);
+    x = empty(Shape{max_n, 64}, dt, d);
+    w1 = empty(Shape{64}, dt, d);
+    w2 = empty(Shape{64}, dt, d);
+    ops::fill_hash_uniform_(x, 61, 0.0f, 1.0f);
+    ops::fill_hash_uniform_(w1, 62, 1.0f, 0.5f);
+    ops::fill_hash_uniform_(w2, 63, 1.0f, 0.5f);
+  }
+  Tensor forward(int n) {
+    Tensor y = ops::rms_norm(x.narrow(0, 0, n), w1, 1e-6f);
+    auto op = split_op("attention", [this](const Tensor& t, const int* rows) {
+      seen_rows = *rows;
+      if (capturing && fail_from > 0 && t.size(0) >= fail_from) GRT_FAIL("toy split op refuses {} rows", t.size(0));
+      Tensor out = zeros(t.shape(), t.dtype(), t.device());
+      // Real rows: t * (1 + rows / 8), computed as t plus a scaled copy.
+      Tensor real = out.narrow(0, 0, *rows);
+      std::vector<float> scale(static_cast<size_t>(t.size(1)), 1.0f + static_cast<float>(*rows) / 8.0f);
+      ops::copy_(real, ops::rms_norm(t.narrow(0, 0, *rows), from_floats(scale, Shape{t.size(1)}, t.dtype(), t.device()),
+                                     1e-6f));
+      return out;
+    });
+    return ops::rms_norm(op(y, &live_rows), w2, 1e-6f);
+  }
+};
+
+inline ShapeGraphOptions piecewise_toy_options(std::vector<int> counts, ToyPiecewise& m) {
+  ShapeGraphOptions o;
+  o.shapes = std::move(counts);
+  o.progress = false;
+  o.policy = CapturePolicy::kPiecewise;
+  o.prepare = [&m](int n) {
+    m.capturing = false;
+    m.live_rows = n;
+  };
+  o.before_capture = [&m](int) { m.capturing = true; };
+  return o;
+}
+
+// The split op runs eagerly between pieces at replay and sees the real row count.
+inline void check_piecewise_split_op_sees_real_metadata(Device d) {
+  auto cap_stream = new_stream(d);
+  ToyPiecewise m(d, 32);
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)),
+                          piecewise_toy_options({4, 8, 16, 32}, m));
+  runner.capture([&](int n) { return m.forward(n); });
+  ASSERT_EQ(runner.shapes(), (std::vector<int>{4, 8, 16, 32})) << runner.capture_error();
+  EXPECT_EQ(runner.stats().front().segments, 2u);
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  for (int n : {3, 8, 13, 1, 32, 17}) {
+    ops::fill_hash_uniform_(m.x, 700 + static_cast<uint64_t>(n), 0.0f, 1.0f);
+    m.live_rows = n;  // the real batch, not the padded one
+    std::vector<float> got = to_host_floats(ops::contiguous(runner.replay(n, *stream)));
+    EXPECT_EQ(m.seen_rows, n);
+    std::vector<float> want = to_host_floats(m.forward(n));
+    ASSERT_EQ(got, want) << n << " rows padded to " << runner.padded_size(n);
+  }
+}
+
+// A split op failing at capture drops that token count and larger ones; the rest replay fine.
+inline void check_piecewise_failure_degrades_per_size(Device d) {
+  auto cap_stream = new_stream(d);
+  ToyPiecewise m(d, 32);
+  m.fail_from = 16;
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)),
+                          piecewise_toy_options({4, 8, 16, 32}, m));
+  runner.capture([&](int n) { return m.forward(n); });
+  EXPECT_EQ(runner.shapes(), (std::vector<int>{4, 8}));
+  EXPECT_NE(runner.capture_error().find("toy split op refuses"), std::string::npos) << runner.capture_error();
+  m.capturing = false;
+  StreamGuard guard(*cap_stream);
+  m.live_rows = 6;
+  std::vector<float> got = to_host_floats(ops::contiguous(runner.replay(6, *cap_stream)));
+  EXPECT_EQ(got, to_host_floats(m.forward(6)));
 }
 
 }  // namespace grt::testing

@@ -7,30 +7,47 @@
 #include "cli/commands.h"
 #include "cli/server_args.h"
 #include "device/device.h"
+#include "graph/split_ops.h"
 
 namespace grt {
 
 namespace {
 
-nlohmann::json decode_json(const DecodeGraphs& g) {
-  const DecodeGraphRunner& r = g.runner();
+nlohmann::json per_shape_json(const ShapeGraphRunner& r, const char* key) {
   nlohmann::json per_size = nlohmann::json::array();
-  for (const DecodeGraphSize& s : r.sizes())
-    per_size.push_back({{"bs", s.bs},
+  for (const CapturedShape& s : r.stats())
+    per_size.push_back({{key, s.shape},
                         {"capture_seconds", s.capture_seconds},
+                        {"warmup_seconds", s.warmup_seconds},
                         {"graph_bytes", s.graph_bytes},
                         {"nodes", s.nodes},
                         {"segments", s.segments}});
-  return {{"batch_sizes", r.batch_sizes()},
+  return per_size;
+}
+
+nlohmann::json piecewise_json(const PiecewiseGraphs& g) {
+  const ShapeGraphRunner& r = g.runner();
+  return {{"token_counts", r.shapes()},
+          {"pieces", r.stats().empty() ? 0 : r.stats().front().segments},
+          {"split_ops", split_op_names()},
           {"capture_seconds", r.capture_seconds()},
           {"graph_bytes", g.graph_bytes()},
           {"input_bytes", g.input_bytes()},
-          {"per_size", std::move(per_size)}};
+          {"per_size", per_shape_json(r, "tokens")}};
 }
 
-size_t largest_capture_bytes(const DecodeGraphs& g) {
-  size_t most = 0;
-  for (const DecodeGraphSize& s : g.runner().sizes()) most = std::max(most, s.graph_bytes);
+nlohmann::json decode_json(const DecodeGraphs& g) {
+  const ShapeGraphRunner& r = g.runner();
+  return {{"batch_sizes", r.shapes()},
+          {"capture_seconds", r.capture_seconds()},
+          {"graph_bytes", g.graph_bytes()},
+          {"input_bytes", g.input_bytes()},
+          {"per_size", per_shape_json(r, "bs")}};
+}
+
+size_t largest_capture_bytes(const ShapeGraphRunner* r, size_t most) {
+  if (r)
+    for (const CapturedShape& s : r->stats()) most = std::max(most, s.graph_bytes);
   return most;
 }
 
@@ -54,24 +71,31 @@ void register_inspect(CLI::App& app) {
     j["device"] = d.str();
     j["device_name"] = device_name(d);
     j["model"] = args.model;
+    const PiecewiseGraphs* pg = runner->piecewise_graphs();
     j["decode"] = dg ? decode_json(*dg) : nlohmann::json(nullptr);
+    j["piecewise"] = pg ? piecewise_json(*pg) : nlohmann::json(nullptr);
     // Pool mode: one pool shared by every capture, so physical bytes are what the pool holds.
+    const GraphPool* pool = runner->graph_pool();
+    size_t largest = largest_capture_bytes(dg ? &dg->runner() : nullptr, 0);
+    largest = largest_capture_bytes(pg ? &pg->runner() : nullptr, largest);
     j["graph_memory"] = {{"mode", "pool"},
-                         {"physical_bytes", dg ? dg->graph_bytes() : 0},
-                         {"largest_capture_bytes", dg ? largest_capture_bytes(*dg) : 0}};
+                         {"physical_bytes", pool ? pool->stats().reserved : 0},
+                         {"largest_capture_bytes", largest}};
     if (opts->json) {
       std::printf("%s\n", j.dump(2).c_str());
       return;
     }
     std::printf("device: %s (%s)\nmodel: %s\n", d.str().c_str(), device_name(d).c_str(), args.model.c_str());
-    if (!dg) {
-      std::printf("decode graphs: off\n");
-      return;
-    }
-    std::printf("%s\n", dg->summary().c_str());
-    for (const DecodeGraphSize& s : dg->runner().sizes())
-      std::printf("  bs %4d: %7.3f ms capture, %5zu nodes, %10zu graph bytes\n", s.bs, s.capture_seconds * 1e3,
-                  s.nodes, s.graph_bytes);
+    std::printf("%s\n", dg ? dg->summary().c_str() : "decode graphs: off");
+    if (dg)
+      for (const CapturedShape& s : dg->runner().stats())
+        std::printf("  bs %4d: %7.3f ms capture, %5zu nodes, %10zu graph bytes\n", s.shape, s.capture_seconds * 1e3,
+                    s.nodes, s.graph_bytes);
+    std::printf("%s\n", pg ? pg->summary().c_str() : "piecewise graphs: off");
+    if (pg)
+      for (const CapturedShape& s : pg->runner().stats())
+        std::printf("  tokens %5d: %7.3f ms capture, %zu pieces, %5zu nodes, %10zu graph bytes\n", s.shape,
+                    s.capture_seconds * 1e3, s.segments, s.nodes, s.graph_bytes);
   });
 }
 

@@ -1,5 +1,6 @@
 #include "cli/server_args.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -32,6 +33,16 @@ void ServerArgs::add_to(CLI::App& app) {
                  "largest decode batch size to capture (default: --max-running-requests)");
   app.add_flag("--debug-cuda-graph", debug_cuda_graph,
                "run the whole decode forward eagerly through the graph capture/replay path (debugging)");
+  app.add_flag("--disable-piecewise-cuda-graph", disable_piecewise_cuda_graph,
+               "run extend/prefill eagerly (no piecewise graphs)");
+  app.add_flag("--enforce-piecewise-cuda-graph", enforce_piecewise_cuda_graph,
+               "capture piecewise graphs even where auto-disable checks say no (testing only)");
+  app.add_option("--piecewise-cuda-graph-max-tokens", piecewise_cuda_graph_max_tokens,
+                 "largest token count to capture (default: --chunked-prefill-size; 512 on the CPU backend)");
+  app.add_option("--piecewise-cuda-graph-tokens", piecewise_cuda_graph_tokens,
+                 "token counts to capture, ascending, e.g. 4,8,16 (default: 4-32 step 4, 48-256 step 16, 288-512 "
+                 "step 32, 576-1024 step 64, 1280-4096 step 256, then step 512)")
+      ->delimiter(',');
 }
 
 namespace {
@@ -69,6 +80,18 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.cuda_graph_bs = cuda_graph_bs;
   o.cuda_graph_max_bs = cuda_graph_max_bs;
   o.debug_cuda_graph = debug_cuda_graph;
+  o.disable_piecewise_cuda_graph = disable_piecewise_cuda_graph;
+  o.enforce_piecewise_cuda_graph = enforce_piecewise_cuda_graph;
+  o.piecewise_cuda_graph_tokens = piecewise_cuda_graph_tokens;
+  GRT_CHECK(piecewise_cuda_graph_max_tokens >= 0, "--piecewise-cuda-graph-max-tokens {} must be positive",
+            piecewise_cuda_graph_max_tokens);
+  o.piecewise_cuda_graph_max_tokens = piecewise_cuda_graph_max_tokens;
+  if (o.piecewise_cuda_graph_max_tokens == 0) {
+    // The CPU backend exists to test graph logic; its float32 attention is quadratic in tokens,
+    // so capturing thousands of tokens there would take tens of seconds at start-up.
+    o.piecewise_cuda_graph_max_tokens = resolved_device().is_cpu() ? std::min(512, chunked_prefill_size)
+                                                                   : chunked_prefill_size;
+  }
   o.breakable_cuda_graph = breakable_from_env();
   if (debug_cuda_graph && disable_cuda_graph)
     GRT_WARN("--debug-cuda-graph has no effect with --disable-cuda-graph");

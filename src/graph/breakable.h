@@ -27,32 +27,38 @@ namespace grt {
 // True while this thread runs a breakable segmented capture.
 inline bool breakable_capture_active() {
   SegmentedCapture* c = SegmentedCapture::current();
-  return c && c->breakable();
+  return c && c->policy() == CapturePolicy::kBreakable;
 }
 
 // A segment boundary in a breakable capture; nothing otherwise.
 void break_graph();
 
 // Runs fn(args...) as a recorded eager step of `capture` and returns its capture-time result
-// (see above). Arguments are copied into the record.
+// (see above). The record keeps its arguments and the capture-time result with every tensor
+// borrowed: their memory is reused like any intermediate's once the captured code drops them,
+// so whatever a recorded call touches must be graph memory of this capture, persistent buffers
+// or weights — things that live as long as the graph.
 template <class Fn, class... Args>
 auto record_eager_call(SegmentedCapture& capture, const std::string& name, const Fn& fn, Args&&... args) {
   using Bound = std::tuple<std::decay_t<Args>...>;
   using R = std::invoke_result_t<const Fn&, std::decay_t<Args>&...>;
-  auto bound = std::make_shared<Bound>(std::forward<Args>(args)...);
+  auto bound = std::make_shared<Bound>(borrowed(std::decay_t<Args>(args))...);
   if constexpr (std::is_void_v<R>) {
     capture.eager_step(name, [fn, bound] { std::apply(fn, *bound); });
   } else {
     auto out = std::make_shared<std::optional<R>>();
-    capture.eager_step(name, [fn, bound, out, name] {
+    std::optional<R> first;  // the owning capture-time result, handed to the captured code
+    capture.eager_step(name, [fn, bound, out, name, &first] {
       R result = std::apply(fn, *bound);
       if (!out->has_value()) {
-        out->emplace(std::move(result));  // capture time: these buffers are what later segments read
+        // Capture time: these buffers are what later segments read.
+        out->emplace(borrowed(result));
+        first.emplace(std::move(result));
       } else {
         write_back(**out, result, name);
       }
     });
-    return R(**out);
+    return R(std::move(*first));
   }
 }
 

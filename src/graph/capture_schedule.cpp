@@ -26,6 +26,30 @@ std::vector<int> checked_batch_sizes(std::vector<int> sizes, int max_bs, const s
   return sizes;
 }
 
+std::vector<int> default_piecewise_token_counts(int max_tokens) {
+  GRT_CHECK(max_tokens >= 1, "the largest piecewise graph token count must be positive, got {}", max_tokens);
+  std::vector<int> out;
+  const struct {
+    int from, to, step;
+  } ranges[] = {{4, 32, 4}, {48, 256, 16}, {288, 512, 32}, {576, 1024, 64}, {1280, 4096, 256}};
+  for (const auto& r : ranges)
+    for (int t = r.from; t <= r.to && t <= max_tokens; t += r.step) out.push_back(t);
+  for (int t = 4096 + 512; t <= max_tokens; t += 512) out.push_back(t);
+  return out;
+}
+
+std::vector<int> checked_token_counts(const std::vector<int>& counts, int max_tokens, const std::string& flag) {
+  for (size_t i = 0; i < counts.size(); ++i) {
+    GRT_CHECK(counts[i] > 0, "{}: token counts must be positive, got {}", flag, counts[i]);
+    GRT_CHECK(i == 0 || counts[i] > counts[i - 1], "{}: token counts must be ascending and unique, got {} after {}",
+              flag, counts[i], counts[i - 1]);
+  }
+  std::vector<int> out;
+  for (int c : counts)
+    if (max_tokens <= 0 || c <= max_tokens) out.push_back(c);
+  return out;
+}
+
 int smallest_at_least(const std::vector<int>& ascending, int n) {
   auto it = std::lower_bound(ascending.begin(), ascending.end(), n);
   return it == ascending.end() ? 0 : *it;

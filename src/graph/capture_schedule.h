@@ -14,6 +14,14 @@ std::vector<int> default_decode_batch_sizes(int max_bs);
 // above `max_bs` dropped (max_bs <= 0: no cap). Error naming `flag` on a non-positive value.
 std::vector<int> checked_batch_sizes(std::vector<int> sizes, int max_bs, const std::string& flag);
 
+// The seeds' piecewise token counts: 4-32 step 4, 48-256 step 16, 288-512 step 32, 576-1024
+// step 64, 1280-4096 step 256, then step 512, keeping those <= max_tokens (>= 1).
+std::vector<int> default_piecewise_token_counts(int max_tokens);
+
+// An explicit list (`--piecewise-cuda-graph-tokens`): Error naming `flag` unless every value is
+// positive and the list strictly ascending; values above `max_tokens` dropped (<= 0: no cap).
+std::vector<int> checked_token_counts(const std::vector<int>& counts, int max_tokens, const std::string& flag);
+
 // The smallest entry >= n of an ascending list, or 0 when n exceeds the last.
 int smallest_at_least(const std::vector<int>& ascending, int n);
 

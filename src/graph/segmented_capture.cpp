@@ -41,8 +41,8 @@ size_t SegmentedGraph::node_count() const {
   return n;
 }
 
-SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory, bool breakable)
-    : stream_(stream), memory_(std::move(memory)), breakable_(breakable) {
+SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory, CapturePolicy policy)
+    : stream_(stream), memory_(std::move(memory)), policy_(policy) {
   GRT_CHECK(memory_.defined(), "a segmented capture needs graph memory (a pool or an arena)");
   GRT_CHECK(&current_stream(stream.device()) == &stream,
             "a segmented capture on stream {} needs it to be the current stream of {} (use a StreamGuard)",

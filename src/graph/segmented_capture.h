@@ -37,6 +37,13 @@ namespace grt {
 
 class Stream;
 
+// Where a segmented capture splits besides explicit eager_step() calls.
+enum class CapturePolicy {
+  kFull,       // nowhere: marked code is captured like any other (decode graphs)
+  kPiecewise,  // at registered split ops (graph/split_ops.h): piecewise prefill graphs
+  kBreakable,  // at eager_on_graph / break_graph (graph/breakable.h)
+};
+
 // The result of a segmented capture: instantiated segments and recorded steps.
 class SegmentedGraph {
  public:
@@ -64,10 +71,9 @@ class SegmentedGraph {
 class SegmentedCapture : private ForkObserver {
  public:
   // Begins the first segment on `stream`, which must be its device's current stream and not
-  // capturing. Allocations go to `memory` until finish() or destruction. `breakable`: code
-  // marked with eager_on_graph / break_graph (graph/breakable.h) splits the capture; otherwise
-  // marked code is captured like any other.
-  SegmentedCapture(Stream& stream, CaptureMemory memory, bool breakable = false);
+  // capturing. Allocations go to `memory` until finish() or destruction. `policy` says which
+  // marked code splits the capture.
+  SegmentedCapture(Stream& stream, CaptureMemory memory, CapturePolicy policy = CapturePolicy::kFull);
   // An unfinished capture is ended and discarded (after an error in the captured code).
   ~SegmentedCapture();
   SegmentedCapture(const SegmentedCapture&) = delete;
@@ -80,7 +86,7 @@ class SegmentedCapture : private ForkObserver {
 
   Stream& stream() const { return stream_; }
   const CaptureMemory& memory() const { return memory_; }
-  bool breakable() const { return breakable_; }
+  CapturePolicy policy() const { return policy_; }
   // Streams forked into the current segment so far (joined or not).
   size_t forked_stream_count() const { return forked_.size(); }
   // The segmented capture this thread is running, or nullptr (for eager_on_graph / split ops).
@@ -98,7 +104,7 @@ class SegmentedCapture : private ForkObserver {
 
   Stream& stream_;
   CaptureMemory memory_;
-  bool breakable_ = false;
+  CapturePolicy policy_ = CapturePolicy::kFull;
   std::vector<Stream*> forked_;
   ForkObserver* previous_observer_ = nullptr;
   bool observing_ = false;

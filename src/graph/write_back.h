@@ -55,6 +55,32 @@ void write_back(T& dst, const T& src, const std::string& what) {
   dst = std::move(fresh);  // non-tensor fields replaced
 }
 
+// A copy of `value` whose tensors are borrowed (non-owning) views: what a recorded eager call
+// keeps, so that its buffers are reused like any other intermediate of the capture once the
+// captured code drops them (graphs sharing memory never run at once).
+inline Tensor borrowed(const Tensor& t) { return t.defined() ? t.borrow() : t; }
+
+template <TensorStruct T>
+T borrowed(const T& value) {
+  T copy = value;
+  copy.for_each_tensor([](const char*, Tensor& t) { t = borrowed(t); });
+  return copy;
+}
+
+template <class Map>
+  requires std::same_as<typename Map::mapped_type, Tensor>
+Map borrowed(const Map& value) {
+  Map copy = value;
+  for (auto& [key, t] : copy) t = borrowed(t);
+  return copy;
+}
+
+template <class T>
+  requires(!TensorStruct<T> && !std::same_as<T, Tensor> && !requires { typename T::mapped_type; })
+T borrowed(const T& value) {
+  return value;
+}
+
 template <class Map>
   requires std::same_as<typename Map::mapped_type, Tensor>
 void write_back_map(Map& dst, const Map& src, const std::string& what) {

@@ -120,8 +120,12 @@ void* CachingAllocator::allocate(size_t bytes, Stream& stream) {
   }
   Pool& pool = *pools_.at(pool_id);
   Block* b = find_free(pool, small, size, stream.id(), key);
+  // Graph pools: a small request may take a free piece of a large segment. Captures of
+  // different shapes cross the small/large boundary with the same tensors, and keeping the two
+  // apart would make smaller shapes grow new small segments next to free large ones.
+  if (!b && small && pool_id != kDefaultPool) b = find_free(pool, false, size, stream.id(), key);
   if (b) {
-    pool.free_set(small).erase(b);
+    pool.free_set(b->seg->small).erase(b);
   } else {
     b = new_segment(pool, small, size, stream.id(), bytes);
   }
@@ -198,8 +202,9 @@ CachingAllocator::Block* CachingAllocator::new_segment(Pool& pool, bool small, s
 
 void CachingAllocator::split(Pool& pool, Block* b, size_t size) {
   const size_t rest = b->size - size;
-  // A large segment's tail is only worth keeping when a large request fits in it.
-  const size_t min_rest = b->seg->small ? kRound : kLargeRequest;
+  // A large segment's tail is only worth keeping when a large request fits in it (in graph pools,
+  // where small requests use large segments too, any tail is).
+  const size_t min_rest = b->seg->small || pool.id != kDefaultPool ? kRound : kLargeRequest;
   if (rest < min_rest) return;
   auto* r = new Block;
   r->seg = b->seg;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "graph/breakable.h"
+#include "graph/split_ops.h"
 #include "ops/activation.h"
 #include "ops/embedding.h"
 #include "ops/kv_store.h"
@@ -36,6 +37,14 @@ Tensor split_heads(const Tensor& t, int64_t head_dim) {
   int64_t rows = t.size(0), heads = t.size(1) / head_dim;
   return Tensor(t.storage(), Shape{rows, heads, head_dim}, {t.stride(0), head_dim, 1}, t.dtype(), t.offset());
 }
+// Extend attention ends a piece of a piecewise graph (graph/split_ops.h). The metadata comes by
+// pointer: at replay it points at the runner's live inputs, which hold the real batch's request
+// count and lengths, not the padded ones of capture time.
+const auto extend_attention =
+    split_op("attention", [](const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                             const ops::ExtendAttentionMeta* meta, int nq, int nkv, int hd, float scale) {
+      return ops::attention_extend(q, k_cache, v_cache, *meta, nq, nkv, hd, scale);
+    });
 }  // namespace
 
 Tensor DecoderModel::attention_block(int layer, const Tensor& x, const ForwardInputs& in) const {
@@ -55,8 +64,8 @@ Tensor DecoderModel::attention_block(int layer, const Tensor& x, const ForwardIn
   Tensor attn = in.is_decode
                     ? ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq),
                                             static_cast<int>(nkv), static_cast<int>(hd), attn_scale_)
-                    : ops::attention_extend(q, cache.k, cache.v, in.extend, static_cast<int>(nq),
-                                            static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
+                    : extend_attention(q, cache.k, cache.v, &in.extend, static_cast<int>(nq),
+                                       static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
   return ops::linear(attn, w.o_proj, Tensor(), dtype_);
 }
 

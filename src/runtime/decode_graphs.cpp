@@ -11,7 +11,7 @@
 namespace grt {
 
 DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<const DecoderModel> model,
-                           ReqToTokenPool& req_pool, TokenToKVPool& kv_pool)
+                           ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, std::shared_ptr<GraphPool> pool)
     : model_(std::move(model)),
       req_pool_(req_pool),
       kv_pool_(kv_pool),
@@ -32,16 +32,18 @@ DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<c
   inputs_.allocate();
 
   capture_stream_ = new_stream(d);
-  pool_ = GraphPool::create(d);
-  DecodeGraphOptions ro;
-  ro.batch_sizes = options.batch_sizes;
+  pool_ = std::move(pool);
+  ShapeGraphOptions ro;
+  ro.label = "decode graphs";
+  ro.unit = "batch size";
+  ro.shapes = options.batch_sizes;
+  ro.policy = options.breakable ? CapturePolicy::kBreakable : CapturePolicy::kFull;
   ro.warmups = options.warmups;
   ro.progress = options.progress;
-  ro.breakable = options.breakable;
   ro.debug_eager = options.debug_eager;
-  GraphPool* pool = pool_.get();
-  ro.graph_bytes = [pool] { return pool->stats().reserved; };
-  runner_ = std::make_unique<DecodeGraphRunner>(*capture_stream_, CaptureMemory::of_pool(pool_), ro);
+  GraphPool* shared = pool_.get();
+  ro.graph_bytes = [shared] { return shared->stats().reserved; };
+  runner_ = std::make_unique<ShapeGraphRunner>(*capture_stream_, CaptureMemory::of_pool(pool_), ro);
 
   // The KV cache and request table were set up on the current stream; capture runs on its own.
   current_stream(d).synchronize();
@@ -80,10 +82,10 @@ std::string DecodeGraphs::refusal(const ForwardBatch& batch) const {
   if (batch.mode != ForwardMode::DECODE)
     return fmt::format("forward mode is {}, not decode", forward_mode_name(batch.mode));
   if (batch.batch_size() == 0) return "the batch is empty";
-  if (runner_->max_batch_size() == 0) return "no decode graph was captured";
-  if (batch.batch_size() > runner_->max_batch_size())
+  if (runner_->max_shape() == 0) return "no decode graph was captured";
+  if (batch.batch_size() > runner_->max_shape())
     return fmt::format("batch size {} exceeds the largest captured decode graph ({})", batch.batch_size(),
-                       runner_->max_batch_size());
+                       runner_->max_shape());
   if (batch.logit_requests.size() > static_cast<size_t>(batch.batch_size()))
     return fmt::format("{} logit rows for {} requests", batch.logit_requests.size(), batch.batch_size());
   return {};
@@ -109,10 +111,14 @@ Tensor DecodeGraphs::forward(const ForwardBatch& batch) {
   return ops::gather_rows(logits, inputs_.view(logit_rows_, static_cast<int64_t>(rows.size())));
 }
 
-size_t DecodeGraphs::graph_bytes() const { return pool_->stats().reserved; }
+size_t DecodeGraphs::graph_bytes() const {
+  size_t total = 0;
+  for (const CapturedShape& s : runner_->stats()) total += s.graph_bytes;
+  return total;
+}
 
 std::string DecodeGraphs::summary() const {
-  const auto& bs = runner_->batch_sizes();
+  const auto& bs = runner_->shapes();
   if (bs.empty()) return "decode graphs: none captured";
   return fmt::format("decode graphs: {} sizes ({}..{}) captured in {:.3f} s, {:.1f} MiB graph memory", bs.size(),
                      bs.front(), bs.back(), runner_->capture_seconds(), graph_bytes() / 1048576.0);

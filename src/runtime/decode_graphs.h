@@ -1,4 +1,4 @@
-// DecodeGraphs: binds a model's decode forward to a DecodeGraphRunner (DESIGN.md "The forward
+// DecodeGraphs: binds a model's decode forward to a ShapeGraphRunner (DESIGN.md "The forward
 // pass", step 1). Owns the persistent inputs (input ids, positions, KV write locations,
 // request slots, seq lens), captures `model.forward` + logits over them for every batch size,
 // and serves DECODE batches that fit: copy the batch into the leading rows, pad the rest with
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/decode_graph_runner.h"
+#include "graph/shape_graph_runner.h"
 #include "memory/persistent_buffers.h"
 #include "model/decoder_model.h"
 #include "runtime/forward_batch.h"
@@ -30,7 +30,7 @@ class DecodeGraphs {
  public:
   // Allocates the persistent inputs for the largest batch size and captures every size.
   DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<const DecoderModel> model,
-               ReqToTokenPool& req_pool, TokenToKVPool& kv_pool);
+               ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, std::shared_ptr<GraphPool> pool);
   ~DecodeGraphs();
 
   // Empty when a graph can serve `batch`, else why not (mode, batch size).
@@ -39,10 +39,10 @@ class DecodeGraphs {
   // float32 logits [rows, vocab] of batch.logit_rows(), in a fresh tensor. Needs can_run.
   Tensor forward(const ForwardBatch& batch);
 
-  const DecodeGraphRunner& runner() const { return *runner_; }
+  const ShapeGraphRunner& runner() const { return *runner_; }
   // Decode steps served by a graph so far.
   uint64_t replay_count() const { return replays_; }
-  // Bytes of graph memory (pool reserved bytes) and of the persistent inputs.
+  // Graph memory this runner's captures added to the (shared) pool, and persistent input bytes.
   size_t graph_bytes() const;
   size_t input_bytes() const { return inputs_.bytes(); }
   // "decode graphs: 35 sizes (1..256) in 0.31 s, 190.0 MiB graph memory"
@@ -58,7 +58,7 @@ class DecodeGraphs {
   std::shared_ptr<GraphPool> pool_;
   PersistentBuffers inputs_;
   int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, logit_rows_;
-  std::unique_ptr<DecodeGraphRunner> runner_;
+  std::unique_ptr<ShapeGraphRunner> runner_;
   uint64_t replays_ = 0;
   std::vector<int> graph_break_layers_;
 };

@@ -4,6 +4,7 @@
 
 #include "core/logging.h"
 #include "graph/capture_schedule.h"
+#include "graph/split_ops.h"
 #include "device/device.h"
 #include "memory/caching_allocator.h"
 #include "memory/tensor_alloc.h"
@@ -73,9 +74,40 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
       GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
                "--max-running-requests): decode runs eagerly", cap);
     } else {
-      decode_graphs_ = std::make_unique<DecodeGraphs>(go, model_, *req_pool_, *kv_pool_);
+      decode_graphs_ = std::make_unique<DecodeGraphs>(go, model_, *req_pool_, *kv_pool_, shared_graph_pool());
     }
   }
+  if (!opt.disable_piecewise_cuda_graph) {
+    GRT_CHECK(opt.piecewise_cuda_graph_max_tokens >= 0, "--piecewise-cuda-graph-max-tokens {} must be positive",
+              opt.piecewise_cuda_graph_max_tokens);
+    // An extend never holds more tokens than the KV cache or all request rows together.
+    const int64_t kv_cap = std::min<int64_t>(kv_pool_->capacity(), static_cast<int64_t>(opt.max_running_requests) *
+                                                                        req_pool_->max_context());
+    const int cap = static_cast<int>(
+        std::min<int64_t>(opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : 8192, kv_cap));
+    PiecewiseGraphsOptions po;
+    po.progress = opt.capture_progress;
+    po.token_counts = opt.piecewise_cuda_graph_tokens.empty()
+                          ? default_piecewise_token_counts(std::max(cap, 1))
+                          : checked_token_counts(opt.piecewise_cuda_graph_tokens, cap, "--piecewise-cuda-graph-tokens");
+    std::string why;
+    if (po.token_counts.empty()) {
+      why = fmt::format("no token count is <= {} (--piecewise-cuda-graph-max-tokens, KV cache)", cap);
+    } else if (!opt.enforce_piecewise_cuda_graph && !is_split_op("attention")) {
+      // Extend attention sizes its launch from host values: captured, it would replay stale ones.
+      why = "attention is not a split op (graph/split_ops.h), so extend attention would be captured";
+    }
+    if (!why.empty()) {
+      GRT_WARN("piecewise graphs disabled: {}", why);
+    } else {
+      piecewise_graphs_ = std::make_unique<PiecewiseGraphs>(po, model_, *req_pool_, *kv_pool_, shared_graph_pool());
+    }
+  }
+}
+
+std::shared_ptr<GraphPool> ModelRunner::shared_graph_pool() {
+  if (!graph_pool_) graph_pool_ = GraphPool::create(device());
+  return graph_pool_;
 }
 
 Tensor ModelRunner::forward(const ForwardBatch& batch) {
@@ -84,6 +116,11 @@ Tensor ModelRunner::forward(const ForwardBatch& batch) {
     const std::string why = decode_graphs_->refusal(batch);
     if (why.empty()) return decode_graphs_->forward(batch);
     GRT_DEBUG("decode step of {} requests runs eagerly: {}", batch.batch_size(), why);
+  }
+  if (piecewise_graphs_ && batch.mode == ForwardMode::EXTEND) {
+    const std::string why = piecewise_graphs_->refusal(batch);
+    if (why.empty()) return piecewise_graphs_->forward(batch);
+    GRT_DEBUG("extend of {} tokens runs eagerly: {}", batch.num_tokens(), why);
   }
   return forward_eager(batch);
 }

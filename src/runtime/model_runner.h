@@ -7,6 +7,7 @@
 #include "model/decoder_model.h"
 #include "runtime/decode_graphs.h"
 #include "runtime/forward_batch.h"
+#include "runtime/piecewise_graphs.h"
 #include "runtime/kv_cache.h"
 
 namespace grt {
@@ -29,6 +30,14 @@ struct ModelRunnerOptions {
   bool debug_cuda_graph = false;
   // Layers after which the model calls break_graph() (for measuring the cost of breaks).
   std::vector<int> graph_break_layers;
+  // Piecewise graphs for extend (seeds 000/001): on unless disabled or auto-disabled (reason
+  // logged; `enforce` skips those checks). Token counts from `piecewise_cuda_graph_tokens` or the
+  // default schedule, capped by piecewise_cuda_graph_max_tokens (0: 8192, the default
+  // --chunked-prefill-size) and by the KV cache.
+  bool disable_piecewise_cuda_graph = false;
+  bool enforce_piecewise_cuda_graph = false;
+  int piecewise_cuda_graph_max_tokens = 0;
+  std::vector<int> piecewise_cuda_graph_tokens;
 };
 
 class ModelRunner {
@@ -47,14 +56,23 @@ class ModelRunner {
   Tensor forward_eager(const ForwardBatch& batch);
   // Decode graphs, or nullptr when disabled or none could be captured.
   const DecodeGraphs* decode_graphs() const { return decode_graphs_.get(); }
+  // Piecewise graphs, or nullptr when disabled.
+  const PiecewiseGraphs* piecewise_graphs() const { return piecewise_graphs_.get(); }
+  // The pool every graph of this runner captures into (nullptr when no graph is on).
+  const GraphPool* graph_pool() const { return graph_pool_.get(); }
   // One token per entry of batch.logit_requests, from `logits` (rows in that order).
   std::vector<int32_t> sample(const ForwardBatch& batch, const Tensor& logits);
 
  private:
+  std::shared_ptr<GraphPool> shared_graph_pool();
+
   std::shared_ptr<const DecoderModel> model_;
   std::unique_ptr<ReqToTokenPool> req_pool_;
   std::unique_ptr<TokenToKVPool> kv_pool_;
-  std::unique_ptr<DecodeGraphs> decode_graphs_;  // after the pools: its graphs use them
+  std::shared_ptr<GraphPool> graph_pool_;
+  // After the pools: their graphs use them.
+  std::unique_ptr<DecodeGraphs> decode_graphs_;
+  std::unique_ptr<PiecewiseGraphs> piecewise_graphs_;
 };
 
 }  // namespace grt

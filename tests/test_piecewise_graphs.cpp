@@ -1,0 +1,44 @@
+// Piecewise graphs on the CPU backend: the toy split-op runner and the tiny model, bitwise equal
+// to eager.
+#include "graph/capture_schedule.h"
+#include "graph_checks.h"
+#include "piecewise_model_checks.h"
+
+namespace grt {
+namespace {
+
+const Device kCpu = Device::cpu();
+
+TEST(PiecewiseGraphRunner, SplitOpSeesRealMetadata) { testing::check_piecewise_split_op_sees_real_metadata(kCpu); }
+TEST(PiecewiseGraphRunner, FailingSplitOpDegradesThatSizeAndLarger) {
+  testing::check_piecewise_failure_degrades_per_size(kCpu);
+}
+TEST(PiecewiseGraphs, ReplayEqualsEagerForSinglesAndBatchesWithPrefixes) {
+  testing::check_piecewise_matches_eager(kCpu, 0.0f);
+}
+TEST(PiecewiseGraphs, OverLargeAndLogprobBatchesFallBack) { testing::check_piecewise_fallbacks(kCpu, 0.0f); }
+TEST(PiecewiseGraphs, WholeScheduleCostsLittleMoreThanTheLargest) { testing::check_piecewise_schedule_memory(kCpu); }
+
+TEST(PiecewiseGraphs, AutoDisabledWhenAttentionIsNotASplitOp) {
+  set_split_ops({});
+  auto g = testing::piecewise_test_runner(kCpu, true, {4, 8});
+  set_split_ops({"attention"});
+  EXPECT_EQ(g->piecewise_graphs(), nullptr);
+}
+
+TEST(CaptureSchedule, DefaultPiecewiseTokenCountsFollowTheSeeds) {
+  std::vector<int> t = default_piecewise_token_counts(8192);
+  EXPECT_EQ(std::vector<int>(t.begin(), t.begin() + 9), (std::vector<int>{4, 8, 12, 16, 20, 24, 28, 32, 48}));
+  auto has = [&](int v) { return std::find(t.begin(), t.end(), v) != t.end(); };
+  EXPECT_TRUE(has(256) && has(288) && has(512) && has(576) && has(1024) && has(1280) && has(4096) && has(4608));
+  EXPECT_FALSE(has(36) || has(264) || has(544) || has(1088) || has(4352));
+  EXPECT_EQ(t.back(), 8192);
+  EXPECT_EQ(default_piecewise_token_counts(100).back(), 96);
+  EXPECT_EQ(checked_token_counts({4, 16, 64}, 20, "--piecewise-cuda-graph-tokens"), (std::vector<int>{4, 16}));
+  EXPECT_THROW(checked_token_counts({4, 4}, 0, "--piecewise-cuda-graph-tokens"), Error);
+  EXPECT_THROW(checked_token_counts({8, 4}, 0, "--piecewise-cuda-graph-tokens"), Error);
+  EXPECT_THROW(checked_token_counts({0, 4}, 0, "--piecewise-cuda-graph-tokens"), Error);
+}
+
+}  // namespace
+}  // namespace grt
