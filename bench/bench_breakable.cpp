@@ -38,6 +38,7 @@ void run_breakable(const BreakableOpts& o) {
   const int max_bs = *std::max_element(bss.begin(), bss.end());
   ServerArgs args = o.args;
   args.context_length = o.context + 2;
+  args.disable_piecewise_cuda_graph = true;  // decode only: no prefill graphs to capture
   args.max_total_tokens = static_cast<int64_t>(max_bs) * (o.context + 2);
   args.max_running_requests = std::max(args.max_running_requests, max_bs);
   args.cuda_graph_bs = bss;

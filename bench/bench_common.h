@@ -31,4 +31,6 @@ namespace grt {
 void register_bench_decode(CLI::App& bench);
 // `graphrt bench breakable` (bench/bench_breakable.cpp).
 void register_bench_breakable(CLI::App& bench);
+// `graphrt bench prefill` (bench/bench_prefill.cpp).
+void register_bench_prefill(CLI::App& bench);
 }  // namespace grt

@@ -28,6 +28,7 @@ void run_decode(const DecodeOpts& o) {
   ServerArgs args = o.args;
   GRT_CHECK(!args.disable_cuda_graph, "bench decode compares graphs with eager: drop --disable-cuda-graph");
   args.context_length = o.context + 2;
+  args.disable_piecewise_cuda_graph = true;  // decode only: no prefill graphs to capture
   args.max_total_tokens = static_cast<int64_t>(max_bs) * (o.context + 2);
   auto runner = make_runner(args);
   const DecoderModel& m = runner->model();

@@ -167,6 +167,7 @@ void register_bench(CLI::App& app) {
   eager->callback([o] { run_eager(*o); });
   register_bench_decode(*bench);
   register_bench_breakable(*bench);
+  register_bench_prefill(*bench);
 }
 
 }  // namespace grt

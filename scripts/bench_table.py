@@ -16,6 +16,20 @@ def print_decode(j):
               f"{r.get('speedup_vs_torch_graph', nan):14.2f}x")
 
 
+def print_prefill(j):
+    c = j["capture"]
+    nan = float("nan")
+    torch = c.get("torch", {})
+    print(f"{j['model']} on {j['device']}: {c['sizes']} token counts x {c['pieces']} pieces ({c['graph_nodes']} nodes) "
+          f"captured in {c['capture_seconds']:.3f} s, {c['graph_bytes']/2**20:.1f} MiB = {c['memory_vs_largest']:.2f}x "
+          f"the largest alone ({c['largest_alone_bytes']/2**20:.1f} MiB); torch: {torch.get('capture_s', nan)} s, "
+          f"{torch.get('torch_reserved_GB', nan)} GB")
+    print("  tokens  eager_ms  piecewise_ms  speedup  torch_eager_ms  torch_pcg_ms  vs_torch_pcg")
+    for r in j["prefill"]:
+        print(f"  {r['tokens']:6d} {r['eager_ms']:9.3f} {r['piecewise_ms']:13.3f} {r['speedup']:7.2f}x "
+              f"{r.get('torch_eager_ms', nan):15.3f} {r.get('torch_pcg_ms', nan):13.3f} {r.get('speedup_vs_torch_pcg', nan):12.2f}x")
+
+
 def print_breakable(j):
     print(f"{j['model']} on {j['device']}: graph breaks ({j['layers']} layers)")
     print("  config          bs   step_ms  segments  us_per_break")
@@ -25,14 +39,23 @@ def print_breakable(j):
 
 
 def main(paths):
+    docs = []
     for p in paths:
         try:
             j = json.load(open(p))
         except Exception as e:  # a failed bench leaves an empty file
             print(f"{p}: unreadable ({e})")
             continue
-        if "capture" in j:
+        docs.extend(j if isinstance(j, list) else [j])  # gpu_check merges its benches into a list
+    for j in docs:
+        if "unreadable" in j:
+            print(f"{j['unreadable']}: unreadable ({j['error']})")
+            continue
+        if "capture" in j and "decode" in j:
             print_decode(j)
+            continue
+        if "prefill" in j and "capture" in j:
+            print_prefill(j)
             continue
         if "steps" in j:
             print_breakable(j)

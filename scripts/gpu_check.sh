@@ -1,22 +1,20 @@
 #!/usr/bin/env bash
 # On a GPU machine: configure a Release build with CUDA, build, run every test (CPU and the
 # `cuda` label), run the benchmark smoke, and print a one-screen summary last.
-#   scripts/gpu_check.sh [--golden] [--bench-args "..."]
-# --golden also regenerates tests/data with Hugging Face transformers (torch needed).
+#   scripts/gpu_check.sh [--golden] [--no-big]     (env: BENCHES="decode prefill breakable eager", BENCH=0)
+# --golden also regenerates tests/data with Hugging Face transformers (torch needed); --no-big
+# skips the llama-3.1-8b benchmarks.
 # Logs and JSON go to $OUT when set (the device tool brings that folder back), else out/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 GOLDEN=0
-BENCH_ARGS=${BENCH_ARGS:-"--model builtin:qwen3-0.6b --batch-sizes 1,8,64 --context 1024"}
-BENCH_ARGS_BIG=${BENCH_ARGS_BIG:-"--model builtin:llama-3.1-8b --batch-sizes 1,8,64 --context 1024"}
-# Which benchmark: decode (graphs vs eager) or eager (eager decode + prefill, kernel bandwidth).
-BENCH_KIND=${BENCH_KIND:-decode}
+BIG_MODEL=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --golden) GOLDEN=1 ;;
-    --no-big) BENCH_ARGS_BIG="" ;;
+    --no-big) BIG_MODEL=0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -52,18 +50,40 @@ else
 fi
 $BUILD/graphrt inspect --model builtin:qwen3-0.6b --device cuda --json >"$OUT/inspect_small.json" 2>>"$OUT/selftest.log" || selftest_rc=1
 
+# Benchmarks: each writes JSON into $TMP; they are merged into $OUT/bench.json (a list) and
+# their stderr goes to $OUT/bench.log. BENCHES picks which (decode, prefill, breakable, eager).
 bench_rc=0
-[ "${BENCH:-1}" = 0 ] && BENCH_ARGS="" && BENCH_ARGS_BIG=""
-if [ -n "$BENCH_ARGS" ]; then
-  $BUILD/graphrt bench $BENCH_KIND $BENCH_ARGS --json >"$OUT/bench_small.json" 2>"$OUT/bench_small.log" || bench_rc=$?
-fi
-if [ -n "$BENCH_ARGS_BIG" ]; then
-  $BUILD/graphrt bench $BENCH_KIND $BENCH_ARGS_BIG --json >"$OUT/bench_big.json" 2>"$OUT/bench_big.log" || bench_rc=$?
-fi
-
-if [ -n "$BENCH_ARGS" ] && [ "${BREAKABLE:-1}" = 1 ]; then
-  $BUILD/graphrt bench breakable --model builtin:qwen3-0.6b --batch-sizes 1,64 --json >"$OUT/bench_breakable.json" \
-    2>>"$OUT/bench_small.log" || bench_rc=$?
+BENCHES=${BENCHES:-"decode prefill breakable"}
+[ "${BENCH:-1}" = 0 ] && BENCHES=""
+SMALL="--model builtin:qwen3-0.6b"
+BIG="--model builtin:llama-3.1-8b"
+[ "$BIG_MODEL" = 0 ] && BIG=""
+run_bench() {  # name, args...
+  local name=$1; shift
+  echo "== $name: $*" >>"$OUT/bench.log"
+  $BUILD/graphrt bench "$@" --json >"$TMP/bench_$name.json" 2>>"$OUT/bench.log" || { bench_rc=1; echo "FAILED: $name" >>"$OUT/bench.log"; }
+}
+for kind in $BENCHES; do
+  case $kind in
+    decode) run_bench decode_small decode $SMALL --batch-sizes 1,8,64 --context 1024
+            [ -n "$BIG" ] && run_bench decode_big decode $BIG --batch-sizes 1,8,64 --context 1024 ;;
+    prefill) run_bench prefill_small prefill $SMALL --tokens 4,16,64,256,1024,4096
+             [ -n "$BIG" ] && run_bench prefill_big prefill $BIG --tokens 4,256,4096 ;;
+    breakable) run_bench breakable breakable $SMALL --batch-sizes 1,64 ;;
+    eager) run_bench eager_small eager $SMALL --batch-sizes 1,8,64 --context 1024 --prefill-tokens 4,64,256,1024,4096 ;;
+  esac
+done
+if [ -n "$BENCHES" ]; then
+  python3 - "$TMP" "$OUT/bench.json" <<'PY'
+import glob, json, os, sys
+out = []
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "bench_*.json"))):
+    try:
+        out.append(json.load(open(p)))
+    except Exception as e:
+        out.append({"unreadable": os.path.basename(p), "error": str(e)})
+json.dump(out, open(sys.argv[2], "w"), indent=1)
+PY
 fi
 
 echo "================ graphrt GPU check ================"
@@ -73,12 +93,11 @@ grep -E "tests passed|tests failed" "$OUT/ctest_cuda.log" | sed 's/^/cuda tests:
 grep -E "tests passed|tests failed" "$OUT/ctest_cpu.log" | sed 's/^/cpu tests:  /'
 grep -E "\(Failed\)|\(SEGFAULT\)|\(Timeout\)|\*\*\*Exception" "$OUT/ctest_cuda.log" "$OUT/ctest_cpu.log" | head -20
 sed 's/^/selftest:   /' "$OUT/selftest.log"
-if [ -z "$BENCH_ARGS" ]; then
+if [ -z "$BENCHES" ]; then
   echo "bench skipped"
-elif [ $bench_rc = 0 ]; then
-  python3 scripts/bench_table.py "$OUT"/bench_*.json 2>/dev/null || cat "$OUT"/bench_*.json
 else
-  echo "bench failed (rc $bench_rc):"; tail -5 "$OUT"/bench_*.log
+  python3 scripts/bench_table.py "$OUT/bench.json" || tail -20 "$OUT/bench.log"
+  [ $bench_rc = 0 ] || { echo "a benchmark failed:"; grep -B3 FAILED "$OUT/bench.log" | tail -12; }
 fi
 echo "total: $(( $(date +%s) - t0 ))s"
 [ $cuda_rc = 0 ] && [ $cpu_rc = 0 ] && [ $selftest_rc = 0 ] && [ $bench_rc = 0 ]

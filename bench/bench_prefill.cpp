@@ -1,0 +1,116 @@
+// graphrt bench prefill: prefill (extend) time eager vs piecewise graphs through the real runtime
+// path (ModelRunner forward + sampling), next to the PyTorch eager and per-layer-graph anchors;
+// capture time and graph memory of the whole token schedule, and of its largest count alone.
+#include <cstdio>
+
+#include "bench/bench_batches.h"
+#include "bench/bench_common.h"
+#include "cli/server_args.h"
+#include "device/device.h"
+#include "model/model_loader.h"
+
+namespace grt {
+namespace {
+
+struct PrefillOpts {
+  ServerArgs args;
+  std::string tokens = "4,16,64,256,1024,4096";
+  int max_tokens = 4096;  // the schedule's cap: the anchor captured 50 sizes up to 4096
+  int iters = 20;
+  std::string anchor = "bench/anchors/torch_baseline_h100_2026-11-22.json";
+  bool json = false;
+};
+
+void run_prefill(const PrefillOpts& o) {
+  const std::vector<int> toks = bench::parse_int_list(o.tokens);
+  const int max_tok = std::max(o.max_tokens, *std::max_element(toks.begin(), toks.end()));
+  ServerArgs args = o.args;
+  args.context_length = max_tok + 8;
+  args.max_total_tokens = max_tok + 8;
+  args.max_running_requests = std::max(args.max_running_requests, 1);
+  args.disable_cuda_graph = true;  // the pool holds piecewise graphs only
+  args.piecewise_cuda_graph_max_tokens = o.max_tokens;
+  const Device d = args.resolved_device();
+  auto model = load_model(args.model, d, args.resolved_dtype(d), args.seed, args.context_length);
+  const int vocab = model->config().vocab_size;
+  nlohmann::json anchor = bench::load_anchor(o.anchor);
+  const bool small = args.model == "builtin:qwen3-0.6b";
+
+  nlohmann::json j;
+  j["device"] = device_name(d);
+  j["model"] = args.model;
+  size_t largest_alone = 0;
+  double largest_alone_s = 0;
+  {
+    ModelRunnerOptions ro = args.runner_options();
+    ro.piecewise_cuda_graph_tokens = {o.max_tokens};
+    ro.capture_progress = false;
+    ModelRunner alone(model, ro);
+    GRT_CHECK(alone.piecewise_graphs(), "bench prefill: piecewise graphs are off");
+    largest_alone = alone.graph_pool()->stats().reserved;
+    largest_alone_s = alone.piecewise_graphs()->runner().capture_seconds();
+  }
+  ModelRunner runner(model, args.runner_options());
+  const PiecewiseGraphs* pg = runner.piecewise_graphs();
+  GRT_CHECK(pg && pg->runner().max_shape() >= *std::max_element(toks.begin(), toks.end()),
+            "bench prefill: no piecewise graph holds {} tokens", *std::max_element(toks.begin(), toks.end()));
+  const ShapeGraphRunner& gr = pg->runner();
+  size_t nodes = 0;
+  for (const auto& s : gr.stats()) nodes += s.nodes;
+  const size_t whole = runner.graph_pool()->stats().reserved;
+  j["capture"] = {{"token_counts", gr.shapes()},
+                  {"sizes", gr.shapes().size()},
+                  {"pieces", gr.stats().front().segments},
+                  {"graph_nodes", nodes},
+                  {"capture_seconds", gr.capture_seconds()},
+                  {"graph_bytes", whole},
+                  {"largest_alone_bytes", largest_alone},
+                  {"largest_alone_capture_seconds", largest_alone_s},
+                  {"memory_vs_largest", static_cast<double>(whole) / static_cast<double>(largest_alone)}};
+  if (small && anchor.contains("pcg_shared_desc")) j["capture"]["torch"] = anchor["pcg_shared_desc"];
+  for (int t : toks) {
+    bench::Occupancy occ(runner, 1, t);
+    ForwardBatch b = bench::prefill_batch(occ, t, vocab);
+    const int iters = t >= 2048 ? std::max(3, o.iters / 4) : o.iters;
+    const double eager = bench::median_ms(d, 2, iters, [&] { runner.sample(b, runner.forward_eager(b)); });
+    const uint64_t before = pg->replay_count();
+    const double graph = bench::median_ms(d, 2, iters, [&] { runner.sample(b, runner.forward(b)); });
+    GRT_CHECK(pg->replay_count() > before, "bench prefill: {} tokens did not run on a piecewise graph", t);
+    nlohmann::json row = {{"tokens", t}, {"padded", gr.padded_size(t)}, {"eager_ms", eager}, {"piecewise_ms", graph},
+                          {"speedup", eager / graph}};
+    if (small) {
+      const double te = bench::anchor_value(anchor, "small_prefill_eager_vs_pcg", t, "eager_ms");
+      const double tp = bench::anchor_value(anchor, "small_prefill_eager_vs_pcg", t, "pcg_ms");
+      if (te > 0) row["torch_eager_ms"] = te;
+      if (tp > 0) row["torch_pcg_ms"] = tp, row["speedup_vs_torch_pcg"] = tp / graph;
+    }
+    j["prefill"].push_back(row);
+  }
+  if (o.json) {
+    std::printf("%s\n", j.dump(1).c_str());
+    return;
+  }
+  std::printf("%s on %s: %zu token counts x %zu pieces captured in %.3f s, %.1f MiB (largest alone %.1f MiB)\n",
+              args.model.c_str(), j["device"].get<std::string>().c_str(), gr.shapes().size(),
+              gr.stats().front().segments, gr.capture_seconds(), whole / 1048576.0, largest_alone / 1048576.0);
+  for (const auto& r : j["prefill"])
+    std::printf("prefill %5d tokens: eager %8.3f ms, piecewise %8.3f ms (x%.2f)\n", r["tokens"].get<int>(),
+                r["eager_ms"].get<double>(), r["piecewise_ms"].get<double>(), r["speedup"].get<double>());
+}
+
+}  // namespace
+
+void register_bench_prefill(CLI::App& bench) {
+  auto o = std::make_shared<PrefillOpts>();
+  CLI::App* cmd = bench.add_subcommand("prefill", "prefill time eager vs piecewise graphs; capture time and memory");
+  o->args.add_to(*cmd);
+  cmd->add_option("--tokens", o->tokens, "prefill token counts to time")->capture_default_str();
+  cmd->add_option("--schedule-max-tokens", o->max_tokens, "largest token count of the captured schedule")
+      ->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
+  cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print JSON");
+  cmd->callback([o] { run_prefill(*o); });
+}
+
+}  // namespace grt
