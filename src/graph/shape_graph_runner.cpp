@@ -26,7 +26,8 @@ ShapeGraphRunner::ShapeGraphRunner(Stream& stream, CaptureMemory memory, ShapeGr
   GRT_CHECK(std::is_sorted(s.begin(), s.end()) && std::adjacent_find(s.begin(), s.end()) == s.end(),
             "{}: shapes must be ascending and unique", options_.label);
   GRT_CHECK(s.empty() || s.front() > 0, "{}: shapes must be positive", options_.label);
-  GRT_CHECK(options_.warmups >= 0, "{}: warm-ups must be >= 0, got {}", options_.label, options_.warmups);
+  GRT_CHECK(options_.warmups >= 0 && options_.warmups_per_shape >= 0, "{}: warm-ups must be >= 0, got {} and {}",
+            options_.label, options_.warmups, options_.warmups_per_shape);
 }
 
 ShapeGraphRunner::~ShapeGraphRunner() = default;
@@ -36,8 +37,9 @@ ShapeGraphRunner::Captured ShapeGraphRunner::capture_one(int n, const Forward& f
   const auto t0 = std::chrono::steady_clock::now();
   if (options_.prepare) options_.prepare(n);
   // Warm-up: first-use work (library handles, algorithm choice per shape) stays out of the graph.
-  for (int i = 0; i < options_.warmups; ++i) forward(n);
-  if (options_.warmups > 0) stream_.synchronize();
+  const int warmups = first_capture_ ? options_.warmups : options_.warmups_per_shape;
+  for (int i = 0; i < warmups; ++i) forward(n);
+  if (warmups > 0) stream_.synchronize();
   Captured c;
   c.warmup_seconds = seconds_since(t0);
   if (options_.before_capture) options_.before_capture(n);
@@ -65,6 +67,7 @@ void ShapeGraphRunner::capture(const Forward& forward) {
     const size_t before = options_.graph_bytes ? options_.graph_bytes() : 0;
     try {
       done.push_back(capture_one(n, forward));
+      first_capture_ = false;
     } catch (const Error& e) {
       // Dropping a shape also drops every larger one: a batch must never pad past a hole.
       if (failures++ == 0) {

@@ -38,7 +38,13 @@ struct ShapeGraphOptions {
   std::string unit = "shape";    // what a shape counts: "batch size", "tokens"
   std::vector<int> shapes;       // ascending, unique, positive (capture_schedule.h)
   CapturePolicy policy = CapturePolicy::kFull;
-  int warmups = 1;               // eager runs before each capture
+  // Eager runs before the first (largest) shape's capture, and before every other shape's. The
+  // first warm-up loads kernels and creates per-stream library state; our ops keep no other
+  // per-shape state that capture cannot create (cuBLASLt picks an algorithm for a new shape with
+  // a host-only call, which is allowed while capturing), so later shapes need none by default —
+  // it halves capture time. Set warmups_per_shape to 2 for the seed's "warm up twice".
+  int warmups = 1;
+  int warmups_per_shape = 0;
   bool progress = true;          // progress bar while capturing
   // --debug-cuda-graph: the whole forward is one eager step, so every op runs eagerly while the
   // capture/replay path (persistent inputs, padding, output slicing) is still exercised.
@@ -101,6 +107,7 @@ class ShapeGraphRunner {
   std::vector<CapturedShape> stats_;
   double capture_seconds_ = 0;
   std::string capture_error_;
+  bool first_capture_ = true;  // until a shape was captured: it gets options_.warmups
 };
 
 }  // namespace grt
