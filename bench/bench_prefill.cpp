@@ -47,7 +47,7 @@ void run_prefill(const PrefillOpts& o) {
     ro.capture_progress = false;
     ModelRunner alone(model, ro);
     GRT_CHECK(alone.piecewise_graphs(), "bench prefill: piecewise graphs are off");
-    largest_alone = alone.graph_pool()->stats().reserved;
+    largest_alone = alone.graph_memory()->physical_bytes();
     largest_alone_s = alone.piecewise_graphs()->runner().capture_seconds();
   }
   ModelRunner runner(model, args.runner_options());
@@ -57,7 +57,7 @@ void run_prefill(const PrefillOpts& o) {
   const ShapeGraphRunner& gr = pg->runner();
   size_t nodes = 0;
   for (const auto& s : gr.stats()) nodes += s.nodes;
-  const size_t whole = runner.graph_pool()->stats().reserved;
+  const size_t whole = runner.graph_memory()->physical_bytes();
   j["capture"] = {{"token_counts", gr.shapes()},
                   {"sizes", gr.shapes().size()},
                   {"pieces", gr.stats().front().segments},

@@ -30,6 +30,15 @@ def print_prefill(j):
               f"{r.get('torch_eager_ms', nan):15.3f} {r.get('torch_pcg_ms', nan):13.3f} {r.get('speedup_vs_torch_pcg', nan):12.2f}x")
 
 
+def print_memory(j):
+    print(f"{j['model']} on {j['device']}: graph memory by capture mode")
+    print("  schedule   config           shapes  physical_MiB  largest_MiB  capture_s  step_ms")
+    for r in j["runs"]:
+        largest = r.get("largest_capture_bytes", max((c[2] for c in r["curve"][:1]), default=0))
+        print(f"  {r['schedule']:10s} {r['config']:16s} {r['shapes']:6d} {r['physical_bytes']/2**20:13.1f} "
+              f"{largest/2**20:12.1f} {r['capture_seconds']:10.3f} {r['step']['ms']:8.3f}")
+
+
 def print_breakable(j):
     print(f"{j['model']} on {j['device']}: graph breaks ({j['layers']} layers)")
     print("  config          bs   step_ms  segments  us_per_break")
@@ -53,6 +62,9 @@ def main(paths):
             continue
         if "capture" in j and "decode" in j:
             print_decode(j)
+            continue
+        if "runs" in j:
+            print_memory(j)
             continue
         if "prefill" in j and "capture" in j:
             print_prefill(j)

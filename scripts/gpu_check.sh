@@ -53,7 +53,7 @@ $BUILD/graphrt inspect --model builtin:qwen3-0.6b --device cuda --json >"$OUT/in
 # Benchmarks: each writes JSON into $TMP; they are merged into $OUT/bench.json (a list) and
 # their stderr goes to $OUT/bench.log. BENCHES picks which (decode, prefill, breakable, eager).
 bench_rc=0
-BENCHES=${BENCHES:-"decode prefill breakable"}
+BENCHES=${BENCHES:-"decode prefill breakable memory"}
 [ "${BENCH:-1}" = 0 ] && BENCHES=""
 SMALL="--model builtin:qwen3-0.6b"
 BIG="--model builtin:llama-3.1-8b"
@@ -70,6 +70,8 @@ for kind in $BENCHES; do
     prefill) run_bench prefill_small prefill $SMALL --tokens 4,16,64,256,1024,4096
              [ -n "$BIG" ] && run_bench prefill_big prefill $BIG --tokens 4,256,4096 ;;
     breakable) run_bench breakable breakable $SMALL --batch-sizes 1,64 ;;
+    memory) run_bench memory_small memory $SMALL
+            [ -n "$BIG" ] && run_bench memory_big memory $BIG ;;
     eager) run_bench eager_small eager $SMALL --batch-sizes 1,8,64 --context 1024 --prefill-tokens 4,64,256,1024,4096 ;;
   esac
 done
@@ -84,6 +86,9 @@ for p in sorted(glob.glob(os.path.join(sys.argv[1], "bench_*.json"))):
         out.append({"unreadable": os.path.basename(p), "error": str(e)})
 json.dump(out, open(sys.argv[2], "w"), indent=1)
 PY
+  if echo "$BENCHES" | grep -q memory; then
+    python3 scripts/plot_memory.py "$OUT/memory.png" "$OUT/bench.json" >>"$OUT/bench.log" 2>&1 || echo "no plot (matplotlib?)" >>"$OUT/bench.log"
+  fi
 fi
 
 echo "================ graphrt GPU check ================"

@@ -16,7 +16,8 @@
 namespace grt::testing {
 
 inline std::unique_ptr<ModelRunner> decode_test_runner(Device d, bool graphs, int max_requests,
-                                                       std::vector<int> cuda_graph_bs = {}) {
+                                                       std::vector<int> cuda_graph_bs = {},
+                                                       GraphMemoryMode memory = GraphMemoryMode::kPool) {
   DType dt = d.is_cuda() ? DType::BF16 : DType::F32;
   ModelRunnerOptions o;
   o.max_running_requests = max_requests;
@@ -25,6 +26,7 @@ inline std::unique_ptr<ModelRunner> decode_test_runner(Device d, bool graphs, in
   o.disable_cuda_graph = !graphs;
   o.disable_piecewise_cuda_graph = true;
   o.cuda_graph_bs = std::move(cuda_graph_bs);
+  o.graph_memory = memory;
   o.capture_progress = false;
   return std::make_unique<ModelRunner>(load_model("builtin:tiny", d, dt, 0, 64), o);
 }
@@ -43,9 +45,10 @@ inline void expect_logits_match(const std::vector<float>& got, const std::vector
 // ones and ones that need padding), each over a different subset of requests with growing seq
 // lens: graph logits equal eager logits, every step is served by a graph, and the KV caches
 // agree everywhere but slot 0 (where padding rows write).
-inline void check_decode_graphs_match_eager(Device d, float tol) {
+inline void check_decode_graphs_match_eager(Device d, float tol, GraphMemoryMode memory = GraphMemoryMode::kPool) {
   const int n = 64;
-  auto g = decode_test_runner(d, true, n);
+  auto g = decode_test_runner(d, true, n, {}, memory);
+  ASSERT_EQ(g->graph_memory()->mode(), memory);
   auto e = decode_test_runner(d, false, n);
   ASSERT_NE(g->decode_graphs(), nullptr);
   ASSERT_EQ(e->decode_graphs(), nullptr);

@@ -14,7 +14,8 @@
 namespace grt::testing {
 
 inline std::unique_ptr<ModelRunner> piecewise_test_runner(Device d, bool piecewise, std::vector<int> tokens = {},
-                                                          int max_tokens = 0) {
+                                                          int max_tokens = 0,
+                                                          GraphMemoryMode memory = GraphMemoryMode::kPool) {
   DType dt = d.is_cuda() ? DType::BF16 : DType::F32;
   ModelRunnerOptions o;
   o.max_running_requests = 8;
@@ -24,6 +25,7 @@ inline std::unique_ptr<ModelRunner> piecewise_test_runner(Device d, bool piecewi
   o.disable_piecewise_cuda_graph = !piecewise;
   o.piecewise_cuda_graph_tokens = std::move(tokens);
   o.piecewise_cuda_graph_max_tokens = max_tokens;
+  o.graph_memory = memory;
   o.capture_progress = false;
   return std::make_unique<ModelRunner>(load_model("builtin:tiny", d, dt, 0, 160), o);
 }
@@ -60,9 +62,10 @@ inline std::vector<int32_t> toy_tokens(int n, int seed, int vocab) {
 
 // Single requests of many lengths (captured counts and ones needing padding), then batches of
 // several requests with different cached prefixes: piecewise equals eager, each served by a graph.
-inline void check_piecewise_matches_eager(Device d, float tol) {
+inline void check_piecewise_matches_eager(Device d, float tol, GraphMemoryMode memory = GraphMemoryMode::kPool) {
   const std::vector<int> counts{4, 8, 16, 32, 64, 128};
-  auto g = piecewise_test_runner(d, true, counts);
+  auto g = piecewise_test_runner(d, true, counts, 0, memory);
+  ASSERT_EQ(g->graph_memory()->mode(), memory);
   auto e = piecewise_test_runner(d, false);
   ASSERT_NE(g->piecewise_graphs(), nullptr);
   ASSERT_EQ(e->piecewise_graphs(), nullptr);
@@ -148,11 +151,26 @@ inline void check_piecewise_schedule_memory(Device d) {
   const auto& shapes = all->piecewise_graphs()->runner().shapes();
   ASSERT_EQ(shapes.back(), 1024);
   ASSERT_GT(shapes.size(), 30u);
-  const size_t whole = all->graph_pool()->stats().reserved, one = largest->graph_pool()->stats().reserved;
+  const size_t whole = all->graph_memory()->physical_bytes(), one = largest->graph_memory()->physical_bytes();
   EXPECT_GT(one, 0u);
   EXPECT_LE(static_cast<double>(whole), 1.2 * static_cast<double>(one))
-      << shapes.size() << " token counts hold " << whole << " bytes (" << all->graph_pool()->stats().allocated
-      << " allocated), the largest alone " << one << " (" << largest->graph_pool()->stats().allocated << ")";
+      << shapes.size() << " token counts hold " << whole << " bytes, the largest alone " << one;
+}
+
+// VMM graph memory: one space per captured shape; physical bytes are the largest capture's need
+// rounded to the granularity, not the sum over shapes; addresses differ per space.
+inline void check_vmm_physical_is_the_largest_capture(Device d) {
+  auto r = piecewise_test_runner(d, true, {}, 1024, GraphMemoryMode::kVmm);
+  const VmmSpaces* v = r->graph_memory()->vmm();
+  ASSERT_NE(v, nullptr);
+  const VmmStats s = v->stats();
+  const size_t shapes = r->piecewise_graphs()->runner().shapes().size();
+  EXPECT_EQ(s.spaces, shapes);
+  EXPECT_GT(s.largest_space_bytes, 0u);
+  EXPECT_EQ(s.physical_bytes, (s.largest_space_bytes + s.granularity - 1) / s.granularity * s.granularity);
+  EXPECT_LT(s.mapped_bytes, shapes * s.physical_bytes) << "lazy mapping: small shapes map only what they reach";
+  auto pool = piecewise_test_runner(d, true, {}, 1024, GraphMemoryMode::kPool);
+  EXPECT_LE(s.physical_bytes, pool->graph_memory()->physical_bytes());
 }
 
 }  // namespace grt::testing

@@ -8,6 +8,10 @@ TEST(DecodeGraphs, ReplayEqualsEagerForCapturedAndPaddedSizes) {
   testing::check_decode_graphs_match_eager(Device::cpu(), 0.0f);
 }
 
+TEST(DecodeGraphs, VmmReplayEqualsEagerForCapturedAndPaddedSizes) {
+  testing::check_decode_graphs_match_eager(Device::cpu(), 0.0f, GraphMemoryMode::kVmm);
+}
+
 TEST(DecodeGraphs, RefusedBatchRunsEagerly) { testing::check_refused_batch_runs_eagerly(Device::cpu(), 0.0f); }
 
 TEST(DecodeGraphs, NonDecodeBatchesAreRefusedWithTheReason) {

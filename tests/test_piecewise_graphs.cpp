@@ -16,6 +16,10 @@ TEST(PiecewiseGraphRunner, FailingSplitOpDegradesThatSizeAndLarger) {
 TEST(PiecewiseGraphs, ReplayEqualsEagerForSinglesAndBatchesWithPrefixes) {
   testing::check_piecewise_matches_eager(kCpu, 0.0f);
 }
+TEST(PiecewiseGraphs, VmmReplayEqualsEager) {
+  testing::check_piecewise_matches_eager(kCpu, 0.0f, GraphMemoryMode::kVmm);
+}
+TEST(PiecewiseGraphs, VmmPhysicalIsTheLargestCapture) { testing::check_vmm_physical_is_the_largest_capture(kCpu); }
 TEST(PiecewiseGraphs, OverLargeAndLogprobBatchesFallBack) { testing::check_piecewise_fallbacks(kCpu, 0.0f); }
 TEST(PiecewiseGraphs, WholeScheduleCostsLittleMoreThanTheLargest) { testing::check_piecewise_schedule_memory(kCpu); }
 

@@ -51,6 +51,24 @@ size_t largest_capture_bytes(const ShapeGraphRunner* r, size_t most) {
   return most;
 }
 
+nlohmann::json graph_memory_json(const GraphMemory* m, const DecodeGraphs* dg, const PiecewiseGraphs* pg) {
+  if (!m) return {{"mode", nullptr}, {"physical_bytes", 0}, {"largest_capture_bytes", 0}};
+  nlohmann::json j = {{"mode", graph_memory_mode_name(m->mode())}, {"physical_bytes", m->physical_bytes()}};
+  if (const VmmSpaces* v = m->vmm()) {
+    const VmmStats s = v->stats();
+    j["reserved_virtual_bytes"] = s.reserved_virtual_bytes;
+    j["spaces"] = s.spaces;
+    j["mapped_bytes"] = s.mapped_bytes;
+    j["granularity"] = s.granularity;
+    j["largest_capture_bytes"] = s.largest_space_bytes;
+  } else {
+    // A shared pool grows with the capture that needs the most (they run largest first).
+    size_t largest = largest_capture_bytes(dg ? &dg->runner() : nullptr, 0);
+    j["largest_capture_bytes"] = largest_capture_bytes(pg ? &pg->runner() : nullptr, largest);
+  }
+  return j;
+}
+
 }  // namespace
 
 void register_inspect(CLI::App& app) {
@@ -75,12 +93,7 @@ void register_inspect(CLI::App& app) {
     j["decode"] = dg ? decode_json(*dg) : nlohmann::json(nullptr);
     j["piecewise"] = pg ? piecewise_json(*pg) : nlohmann::json(nullptr);
     // Pool mode: one pool shared by every capture, so physical bytes are what the pool holds.
-    const GraphPool* pool = runner->graph_pool();
-    size_t largest = largest_capture_bytes(dg ? &dg->runner() : nullptr, 0);
-    largest = largest_capture_bytes(pg ? &pg->runner() : nullptr, largest);
-    j["graph_memory"] = {{"mode", "pool"},
-                         {"physical_bytes", pool ? pool->stats().reserved : 0},
-                         {"largest_capture_bytes", largest}};
+    j["graph_memory"] = graph_memory_json(runner->graph_memory(), dg, pg);
     if (opts->json) {
       std::printf("%s\n", j.dump(2).c_str());
       return;

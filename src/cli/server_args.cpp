@@ -43,6 +43,10 @@ void ServerArgs::add_to(CLI::App& app) {
                  "token counts to capture, ascending, e.g. 4,8,16 (default: 4-32 step 4, 48-256 step 16, 288-512 "
                  "step 32, 576-1024 step 64, 1280-4096 step 256, then step 512)")
       ->delimiter(',');
+  app.add_option("--graph-memory", graph_memory,
+                 "graph memory: pool (one pool shared by every capture) or vmm (a virtual space per capture "
+                 "over shared physical pages: max(shape), not sum)")
+      ->capture_default_str();
 }
 
 namespace {
@@ -80,6 +84,7 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.cuda_graph_bs = cuda_graph_bs;
   o.cuda_graph_max_bs = cuda_graph_max_bs;
   o.debug_cuda_graph = debug_cuda_graph;
+  o.graph_memory = parse_graph_memory_mode(graph_memory);
   o.disable_piecewise_cuda_graph = disable_piecewise_cuda_graph;
   o.enforce_piecewise_cuda_graph = enforce_piecewise_cuda_graph;
   o.piecewise_cuda_graph_tokens = piecewise_cuda_graph_tokens;

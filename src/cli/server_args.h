@@ -30,6 +30,7 @@ struct ServerArgs {
   bool enforce_piecewise_cuda_graph = false;
   int piecewise_cuda_graph_max_tokens = 0;  // 0: --chunked-prefill-size
   std::vector<int> piecewise_cuda_graph_tokens;
+  std::string graph_memory = "pool";
 
   void add_to(CLI::App& app);
   Device resolved_device() const;

@@ -57,6 +57,7 @@ void ShapeGraphRunner::capture(const Forward& forward) {
   GRT_CHECK(captured_.empty(), "{} captured twice", options_.label);
   const auto start = std::chrono::steady_clock::now();
   std::vector<int> order(options_.shapes.rbegin(), options_.shapes.rend());
+  if (options_.ascending) order.assign(options_.shapes.begin(), options_.shapes.end());
   std::vector<Captured> done;
   std::vector<CapturedShape> stats;
   std::optional<ProgressBar> bar;
@@ -77,9 +78,10 @@ void ShapeGraphRunner::capture(const Forward& forward) {
       } else {
         GRT_DEBUG("{}: {} {} could not be captured either: {}", options_.label, options_.unit, n, e.what());
       }
+      stream_.synchronize();
+      if (options_.ascending) break;  // every later shape is larger
       done.clear();
       stats.clear();
-      stream_.synchronize();
       if (bar) bar->step(fmt::format("{} failed", n));
       continue;
     }
@@ -99,8 +101,10 @@ void ShapeGraphRunner::capture(const Forward& forward) {
     GRT_WARN("{}: none could be captured ({} {}s tried): those steps run eagerly", options_.label, order.size(),
              options_.unit);
   // Ascending order from here on.
-  std::reverse(done.begin(), done.end());
-  std::reverse(stats.begin(), stats.end());
+  if (!options_.ascending) {
+    std::reverse(done.begin(), done.end());
+    std::reverse(stats.begin(), stats.end());
+  }
   for (const CapturedShape& s : stats) captured_.push_back(s.shape);
   graphs_ = std::move(done);
   stats_ = std::move(stats);

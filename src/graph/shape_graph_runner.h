@@ -45,6 +45,9 @@ struct ShapeGraphOptions {
   // it halves capture time. Set warmups_per_shape to 2 for the seed's "warm up twice".
   int warmups = 1;
   int warmups_per_shape = 0;
+  // Capture smallest first instead (only to measure what descending order saves: a shared pool
+  // then grows with every larger shape).
+  bool ascending = false;
   bool progress = true;          // progress bar while capturing
   // --debug-cuda-graph: the whole forward is one eager step, so every op runs eagerly while the
   // capture/replay path (persistent inputs, padding, output slicing) is still exercised.

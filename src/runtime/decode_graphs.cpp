@@ -11,7 +11,8 @@
 namespace grt {
 
 DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<const DecoderModel> model,
-                           ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, std::shared_ptr<GraphPool> pool)
+                           ReqToTokenPool& req_pool, TokenToKVPool& kv_pool,
+                           std::shared_ptr<const GraphMemory> memory)
     : model_(std::move(model)),
       req_pool_(req_pool),
       kv_pool_(kv_pool),
@@ -32,18 +33,20 @@ DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<c
   inputs_.allocate();
 
   capture_stream_ = new_stream(d);
-  pool_ = std::move(pool);
+  memory_ = std::move(memory);
   ShapeGraphOptions ro;
   ro.label = "decode graphs";
   ro.unit = "batch size";
   ro.shapes = options.batch_sizes;
   ro.policy = options.breakable ? CapturePolicy::kBreakable : CapturePolicy::kFull;
   ro.warmups = options.warmups;
+  ro.ascending = options.ascending;
   ro.progress = options.progress;
   ro.debug_eager = options.debug_eager;
-  GraphPool* shared = pool_.get();
-  ro.graph_bytes = [shared] { return shared->stats().reserved; };
-  runner_ = std::make_unique<ShapeGraphRunner>(*capture_stream_, CaptureMemory::of_pool(pool_), ro);
+  const GraphMemory* mem = memory_.get();
+  ro.graph_bytes = [mem] { return mem->physical_bytes(); };
+  ro.before_capture = [mem](int) { mem->begin_capture(); };
+  runner_ = std::make_unique<ShapeGraphRunner>(*capture_stream_, memory_->capture_memory(), ro);
 
   // The KV cache and request table were set up on the current stream; capture runs on its own.
   current_stream(d).synchronize();

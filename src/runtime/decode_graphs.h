@@ -13,6 +13,7 @@
 #include "memory/persistent_buffers.h"
 #include "model/decoder_model.h"
 #include "runtime/forward_batch.h"
+#include "runtime/graph_memory.h"
 #include "runtime/kv_cache.h"
 
 namespace grt {
@@ -21,6 +22,7 @@ struct DecodeGraphsOptions {
   std::vector<int> batch_sizes;  // ascending, unique (capture_schedule.h)
   int warmups = 1;
   bool progress = true;
+  bool ascending = false;  // capture order (benchmarks only)
   bool breakable = false;    // GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1
   bool debug_eager = false;  // --debug-cuda-graph
   std::vector<int> graph_break_layers;  // break_graph() after these layers (breakable mode)
@@ -30,7 +32,7 @@ class DecodeGraphs {
  public:
   // Allocates the persistent inputs for the largest batch size and captures every size.
   DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<const DecoderModel> model,
-               ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, std::shared_ptr<GraphPool> pool);
+               ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, std::shared_ptr<const GraphMemory> memory);
   ~DecodeGraphs();
 
   // Empty when a graph can serve `batch`, else why not (mode, batch size).
@@ -55,7 +57,7 @@ class DecodeGraphs {
   ReqToTokenPool& req_pool_;
   TokenToKVPool& kv_pool_;
   std::shared_ptr<Stream> capture_stream_;
-  std::shared_ptr<GraphPool> pool_;
+  std::shared_ptr<const GraphMemory> memory_;
   PersistentBuffers inputs_;
   int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, logit_rows_;
   std::unique_ptr<ShapeGraphRunner> runner_;

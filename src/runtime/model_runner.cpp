@@ -59,6 +59,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   GRT_DEBUG("KV cache: {} token slots, {:.1f} MiB; {} requests x {} context", slots - 1,
             kv_pool_->bytes() / 1048576.0, opt.max_running_requests, max_context);
 
+  graph_memory_mode_ = opt.graph_memory;
   if (!opt.disable_cuda_graph) {
     GRT_CHECK(opt.cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", opt.cuda_graph_max_bs);
     const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, opt.max_running_requests)
@@ -67,6 +68,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     go.batch_sizes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
                                                : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");
     go.progress = opt.capture_progress;
+    go.ascending = opt.capture_ascending;
     go.breakable = opt.breakable_cuda_graph;
     go.debug_eager = opt.debug_cuda_graph;
     go.graph_break_layers = opt.graph_break_layers;
@@ -74,7 +76,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
       GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
                "--max-running-requests): decode runs eagerly", cap);
     } else {
-      decode_graphs_ = std::make_unique<DecodeGraphs>(go, model_, *req_pool_, *kv_pool_, shared_graph_pool());
+      decode_graphs_ = std::make_unique<DecodeGraphs>(go, model_, *req_pool_, *kv_pool_, shared_graph_memory());
     }
   }
   if (!opt.disable_piecewise_cuda_graph) {
@@ -87,6 +89,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
         std::min<int64_t>(opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : 8192, kv_cap));
     PiecewiseGraphsOptions po;
     po.progress = opt.capture_progress;
+    po.ascending = opt.capture_ascending;
     po.token_counts = opt.piecewise_cuda_graph_tokens.empty()
                           ? default_piecewise_token_counts(std::max(cap, 1))
                           : checked_token_counts(opt.piecewise_cuda_graph_tokens, cap, "--piecewise-cuda-graph-tokens");
@@ -100,14 +103,20 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     if (!why.empty()) {
       GRT_WARN("piecewise graphs disabled: {}", why);
     } else {
-      piecewise_graphs_ = std::make_unique<PiecewiseGraphs>(po, model_, *req_pool_, *kv_pool_, shared_graph_pool());
+      piecewise_graphs_ = std::make_unique<PiecewiseGraphs>(po, model_, *req_pool_, *kv_pool_, shared_graph_memory());
     }
   }
 }
 
-std::shared_ptr<GraphPool> ModelRunner::shared_graph_pool() {
-  if (!graph_pool_) graph_pool_ = GraphPool::create(device());
-  return graph_pool_;
+std::shared_ptr<const GraphMemory> ModelRunner::shared_graph_memory() {
+  if (!graph_memory_) {
+    // VMM chunks are not counted by the caching allocator: give them what its budget leaves.
+    CachingAllocator& alloc = CachingAllocator::get(device());
+    const size_t budget = alloc.budget(), held = alloc.stats().reserved;
+    const size_t vmm_budget = budget == 0 ? 0 : budget > held ? budget - held : 1;
+    graph_memory_ = std::make_shared<GraphMemory>(device(), graph_memory_mode_, vmm_budget);
+  }
+  return graph_memory_;
 }
 
 Tensor ModelRunner::forward(const ForwardBatch& batch) {

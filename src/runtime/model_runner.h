@@ -38,6 +38,10 @@ struct ModelRunnerOptions {
   bool enforce_piecewise_cuda_graph = false;
   int piecewise_cuda_graph_max_tokens = 0;
   std::vector<int> piecewise_cuda_graph_tokens;
+  // Where graphs keep their memory (--graph-memory): one shared pool, or VMM spaces.
+  GraphMemoryMode graph_memory = GraphMemoryMode::kPool;
+  // Capture smallest shapes first (benchmarks measure what descending order saves).
+  bool capture_ascending = false;
 };
 
 class ModelRunner {
@@ -58,18 +62,19 @@ class ModelRunner {
   const DecodeGraphs* decode_graphs() const { return decode_graphs_.get(); }
   // Piecewise graphs, or nullptr when disabled.
   const PiecewiseGraphs* piecewise_graphs() const { return piecewise_graphs_.get(); }
-  // The pool every graph of this runner captures into (nullptr when no graph is on).
-  const GraphPool* graph_pool() const { return graph_pool_.get(); }
+  // The memory every graph of this runner captures into (nullptr when no graph is on).
+  const GraphMemory* graph_memory() const { return graph_memory_.get(); }
   // One token per entry of batch.logit_requests, from `logits` (rows in that order).
   std::vector<int32_t> sample(const ForwardBatch& batch, const Tensor& logits);
 
  private:
-  std::shared_ptr<GraphPool> shared_graph_pool();
+  std::shared_ptr<const GraphMemory> shared_graph_memory();
 
   std::shared_ptr<const DecoderModel> model_;
   std::unique_ptr<ReqToTokenPool> req_pool_;
   std::unique_ptr<TokenToKVPool> kv_pool_;
-  std::shared_ptr<GraphPool> graph_pool_;
+  GraphMemoryMode graph_memory_mode_ = GraphMemoryMode::kPool;
+  std::shared_ptr<GraphMemory> graph_memory_;
   // After the pools: their graphs use them.
   std::unique_ptr<DecodeGraphs> decode_graphs_;
   std::unique_ptr<PiecewiseGraphs> piecewise_graphs_;

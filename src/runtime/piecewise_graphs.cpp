@@ -12,11 +12,12 @@
 namespace grt {
 
 PiecewiseGraphs::PiecewiseGraphs(const PiecewiseGraphsOptions& options, std::shared_ptr<const DecoderModel> model,
-                                 ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, std::shared_ptr<GraphPool> pool)
+                                 ReqToTokenPool& req_pool, TokenToKVPool& kv_pool,
+                                 std::shared_ptr<const GraphMemory> memory)
     : model_(std::move(model)),
       req_pool_(req_pool),
       kv_pool_(kv_pool),
-      pool_(std::move(pool)),
+      memory_(std::move(memory)),
       inputs_(model_->device()),
       max_requests_(req_pool.max_requests()) {
   GRT_CHECK(!options.token_counts.empty(), "piecewise graphs with no token count to capture");
@@ -49,9 +50,11 @@ PiecewiseGraphs::PiecewiseGraphs(const PiecewiseGraphsOptions& options, std::sha
   ro.shapes = options.token_counts;
   ro.policy = CapturePolicy::kPiecewise;
   ro.warmups = options.warmups;
+  ro.ascending = options.ascending;
   ro.progress = options.progress;
-  GraphPool* p = pool_.get();
-  ro.graph_bytes = [p] { return p->stats().reserved; };
+  const GraphMemory* mem = memory_.get();
+  ro.graph_bytes = [mem] { return mem->physical_bytes(); };
+  ro.before_capture = [mem](int) { mem->begin_capture(); };
 
   // Each shape is captured over a dummy batch of its own size: every token padding, covered in
   // order by requests on the padding slot.
@@ -71,7 +74,7 @@ PiecewiseGraphs::PiecewiseGraphs(const PiecewiseGraphsOptions& options, std::sha
     inputs_.upload(*capture_stream_);
     bind_live(n, static_cast<int>(lens.size()), std::min(n, context));
   };
-  runner_ = std::make_unique<ShapeGraphRunner>(*capture_stream_, CaptureMemory::of_pool(pool_), ro);
+  runner_ = std::make_unique<ShapeGraphRunner>(*capture_stream_, memory_->capture_memory(), ro);
   current_stream(d).synchronize();  // KV cache and request table were set up on the current stream
   runner_->capture([this](int n) {
     GRT_CHECK(live_.input_ids.size(0) == n, "piecewise capture of {} tokens over inputs of {}", n,

@@ -16,6 +16,7 @@
 #include "memory/persistent_buffers.h"
 #include "model/decoder_model.h"
 #include "runtime/forward_batch.h"
+#include "runtime/graph_memory.h"
 #include "runtime/kv_cache.h"
 
 namespace grt {
@@ -24,14 +25,15 @@ struct PiecewiseGraphsOptions {
   std::vector<int> token_counts;  // ascending, unique (capture_schedule.h)
   int warmups = 1;
   bool progress = true;
+  bool ascending = false;  // capture order (benchmarks only)
 };
 
 class PiecewiseGraphs {
  public:
   // Allocates the persistent inputs for the largest token count and captures every count into
-  // `pool` (shared with the decode graphs: they never run at the same time).
+  // `memory` (shared with the decode graphs: they never run at the same time).
   PiecewiseGraphs(const PiecewiseGraphsOptions& options, std::shared_ptr<const DecoderModel> model,
-                  ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, std::shared_ptr<GraphPool> pool);
+                  ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, std::shared_ptr<const GraphMemory> memory);
   ~PiecewiseGraphs();
 
   // Empty when a graph can serve `batch`, else why not.
@@ -56,7 +58,7 @@ class PiecewiseGraphs {
   ReqToTokenPool& req_pool_;
   TokenToKVPool& kv_pool_;
   std::shared_ptr<Stream> capture_stream_;
-  std::shared_ptr<GraphPool> pool_;
+  std::shared_ptr<const GraphMemory> memory_;
   PersistentBuffers inputs_;
   int input_ids_, positions_, out_cache_loc_, logit_rows_;
   int req_pool_indices_, prefix_lens_, extend_lens_, extend_start_loc_;

@@ -62,6 +62,10 @@ TEST(DecodeGraphsCuda, ReplayMatchesEagerForCapturedAndPaddedSizes) {
   REQUIRE_GPU();
   testing::check_decode_graphs_match_eager(kGpu, kDecodeTol);
 }
+TEST(DecodeGraphsCuda, VmmReplayMatchesEagerForCapturedAndPaddedSizes) {
+  REQUIRE_GPU();
+  testing::check_decode_graphs_match_eager(kGpu, kDecodeTol, GraphMemoryMode::kVmm);
+}
 TEST(DecodeGraphsCuda, BreaksAfterLayersAndDebugModeMatchEager) {
   REQUIRE_GPU();
   testing::check_model_breaks_and_debug_mode(kGpu, kDecodeTol);

@@ -25,6 +25,14 @@ TEST(PiecewiseGraphsCuda, ReplayMatchesEagerForSinglesAndBatchesWithPrefixes) {
   REQUIRE_GPU();
   testing::check_piecewise_matches_eager(kGpu, kTol);
 }
+TEST(PiecewiseGraphsCuda, VmmReplayMatchesEager) {
+  REQUIRE_GPU();
+  testing::check_piecewise_matches_eager(kGpu, kTol, GraphMemoryMode::kVmm);
+}
+TEST(PiecewiseGraphsCuda, VmmPhysicalIsTheLargestCapture) {
+  REQUIRE_GPU();
+  testing::check_vmm_physical_is_the_largest_capture(kGpu);
+}
 TEST(PiecewiseGraphsCuda, OverLargeAndLogprobBatchesFallBack) {
   REQUIRE_GPU();
   testing::check_piecewise_fallbacks(kGpu, kTol);

@@ -1,0 +1,31 @@
+#include "runtime/graph_memory.h"
+
+#include "core/error.h"
+
+namespace grt {
+
+GraphMemoryMode parse_graph_memory_mode(const std::string& text) {
+  if (text == "pool") return GraphMemoryMode::kPool;
+  if (text == "vmm") return GraphMemoryMode::kVmm;
+  GRT_FAIL("--graph-memory must be pool or vmm, got '{}'", text);
+}
+
+const char* graph_memory_mode_name(GraphMemoryMode mode) { return mode == GraphMemoryMode::kVmm ? "vmm" : "pool"; }
+
+GraphMemory::GraphMemory(Device device, GraphMemoryMode mode, size_t vmm_budget_bytes) : mode_(mode) {
+  if (mode == GraphMemoryMode::kVmm) {
+    vmm_ = std::make_shared<VmmSpaces>(device, vmm_budget_bytes);
+    memory_ = CaptureMemory::of_arena(vmm_);
+  } else {
+    pool_ = GraphPool::create(device);
+    memory_ = CaptureMemory::of_pool(pool_);
+  }
+}
+
+void GraphMemory::begin_capture() const {
+  if (vmm_) vmm_->switch_to_new_virtual_space();
+}
+
+size_t GraphMemory::physical_bytes() const { return vmm_ ? vmm_->stats().physical_bytes : pool_->stats().reserved; }
+
+}  // namespace grt
