@@ -165,8 +165,10 @@ TEST_F(VmmSpacesCuda, DestructionUnmapsAndReleasesEverything) {
     // must not count against the spaces below.
     VmmSpaces warm(kGpu, 64 * MiB);
     warm.switch_to_new_virtual_space();
-    s->memset_async(warm.allocate(MiB, *s), 0, MiB);
+    void* p = warm.allocate(MiB, *s);
+    s->memset_async(p, 0, MiB);
     s->synchronize();
+    warm.free(p);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const size_t free_before = device_free_bytes();
