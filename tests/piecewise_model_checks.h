@@ -168,7 +168,9 @@ inline void check_vmm_physical_is_the_largest_capture(Device d) {
   EXPECT_EQ(s.spaces, shapes);
   EXPECT_GT(s.largest_space_bytes, 0u);
   EXPECT_EQ(s.physical_bytes, (s.largest_space_bytes + s.granularity - 1) / s.granularity * s.granularity);
-  EXPECT_LT(s.mapped_bytes, shapes * s.physical_bytes) << "lazy mapping: small shapes map only what they reach";
+  // Lazy mapping: small shapes map only what they reach (all of it when one chunk holds everything).
+  EXPECT_LE(s.mapped_bytes, shapes * s.physical_bytes);
+  if (s.physical_bytes > 2 * s.granularity) EXPECT_LT(s.mapped_bytes, shapes * s.physical_bytes);
   auto pool = piecewise_test_runner(d, true, {}, 1024, GraphMemoryMode::kPool);
   EXPECT_LE(s.physical_bytes, pool->graph_memory()->physical_bytes());
 }
