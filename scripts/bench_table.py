@@ -31,7 +31,8 @@ def print_prefill(j):
 
 
 def print_memory(j):
-    print(f"{j['model']} on {j['device']}: graph memory by capture mode")
+    cold = ", ".join(f"{c['schedule']} {c['capture_seconds']:.3f} s" for c in j.get("cold", []))
+    print(f"{j['model']} on {j['device']}: graph memory by capture mode (first capture in the process: {cold})")
     print("  schedule   config           shapes  physical_MiB  largest_MiB  capture_s  step_ms")
     for r in j["runs"]:
         largest = r.get("largest_capture_bytes", max((c[2] for c in r["curve"][:1]), default=0))
