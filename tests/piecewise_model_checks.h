@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "decode_graph_model_checks.h"
+#include "device/vmm.h"
 #include "graph/split_ops.h"
 
 namespace grt::testing {
@@ -173,6 +174,35 @@ inline void check_vmm_physical_is_the_largest_capture(Device d) {
   if (s.physical_bytes > 2 * s.granularity) EXPECT_LT(s.mapped_bytes, shapes * s.physical_bytes);
   auto pool = piecewise_test_runner(d, true, {}, 1024, GraphMemoryMode::kPool);
   EXPECT_LE(s.physical_bytes, pool->graph_memory()->physical_bytes());
+}
+
+// VMM graph memory running out while a capture extends it: a clear error, that token count and
+// larger ones run eagerly, the graphs captured before keep working.
+inline void check_vmm_budget_exhaustion_keeps_earlier_graphs(Device d, float tol) {
+  DType dt = d.is_cuda() ? DType::BF16 : DType::F32;
+  ModelRunnerOptions o;
+  o.max_running_requests = 8;
+  o.max_context = 160;
+  o.max_total_tokens = 8 * 160;
+  o.disable_cuda_graph = true;
+  o.piecewise_cuda_graph_tokens = {4, 16, 64, 1024};
+  o.graph_memory = GraphMemoryMode::kVmm;
+  o.graph_memory_budget = vmm_granularity(d);  // one chunk: 1024 tokens need more
+  o.capture_ascending = true;                  // the small shapes are captured first
+  o.capture_progress = false;
+  auto g = std::make_unique<ModelRunner>(load_model("builtin:tiny", d, dt, 0, 160), o);
+  const ShapeGraphRunner& r = g->piecewise_graphs()->runner();
+  EXPECT_EQ(r.shapes(), (std::vector<int>{4, 16, 64}));
+  EXPECT_NE(r.capture_error().find("out of graph memory"), std::string::npos) << r.capture_error();
+  auto e = piecewise_test_runner(d, false);
+  const int vocab = static_cast<int>(g->model().config().vocab_size);
+  for (int len : {3, 50, 120}) {
+    HeldRequest rg = hold(*g, len), re = hold(*e, len);
+    std::vector<int32_t> toks = toy_tokens(len, len, vocab);
+    expect_logits_match(extend_last_logits(*g, {{&rg, toks, 0}}), extend_last_logits(*e, {{&re, toks, 0}}), tol,
+                        std::to_string(len) + " tokens after the budget ran out");
+  }
+  EXPECT_EQ(g->piecewise_graphs()->replay_count(), 2u);  // 3 and 50 tokens on graphs, 120 eagerly
 }
 
 }  // namespace grt::testing

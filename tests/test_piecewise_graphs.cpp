@@ -20,6 +20,9 @@ TEST(PiecewiseGraphs, VmmReplayEqualsEager) {
   testing::check_piecewise_matches_eager(kCpu, 0.0f, GraphMemoryMode::kVmm);
 }
 TEST(PiecewiseGraphs, VmmPhysicalIsTheLargestCapture) { testing::check_vmm_physical_is_the_largest_capture(kCpu); }
+TEST(PiecewiseGraphs, VmmBudgetExhaustionKeepsEarlierGraphs) {
+  testing::check_vmm_budget_exhaustion_keeps_earlier_graphs(kCpu, 0.0f);
+}
 TEST(PiecewiseGraphs, OverLargeAndLogprobBatchesFallBack) { testing::check_piecewise_fallbacks(kCpu, 0.0f); }
 TEST(PiecewiseGraphs, WholeScheduleCostsLittleMoreThanTheLargest) { testing::check_piecewise_schedule_memory(kCpu); }
 

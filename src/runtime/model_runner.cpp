@@ -60,6 +60,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
             kv_pool_->bytes() / 1048576.0, opt.max_running_requests, max_context);
 
   graph_memory_mode_ = opt.graph_memory;
+  graph_memory_budget_ = opt.graph_memory_budget;
   if (!opt.disable_cuda_graph) {
     GRT_CHECK(opt.cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", opt.cuda_graph_max_bs);
     const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, opt.max_running_requests)
@@ -113,7 +114,8 @@ std::shared_ptr<const GraphMemory> ModelRunner::shared_graph_memory() {
     // VMM chunks are not counted by the caching allocator: give them what its budget leaves.
     CachingAllocator& alloc = CachingAllocator::get(device());
     const size_t budget = alloc.budget(), held = alloc.stats().reserved;
-    const size_t vmm_budget = budget == 0 ? 0 : budget > held ? budget - held : 1;
+    size_t vmm_budget = budget == 0 ? 0 : budget > held ? budget - held : 1;
+    if (graph_memory_budget_ > 0) vmm_budget = graph_memory_budget_;
     graph_memory_ = std::make_shared<GraphMemory>(device(), graph_memory_mode_, vmm_budget);
   }
   return graph_memory_;

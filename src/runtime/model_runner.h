@@ -40,6 +40,9 @@ struct ModelRunnerOptions {
   std::vector<int> piecewise_cuda_graph_tokens;
   // Where graphs keep their memory (--graph-memory): one shared pool, or VMM spaces.
   GraphMemoryMode graph_memory = GraphMemoryMode::kPool;
+  // Physical bytes VMM graph memory may take (0: what the memory budget leaves after weights and
+  // KV cache).
+  size_t graph_memory_budget = 0;
   // Capture smallest shapes first (benchmarks measure what descending order saves).
   bool capture_ascending = false;
 };
@@ -74,6 +77,7 @@ class ModelRunner {
   std::unique_ptr<ReqToTokenPool> req_pool_;
   std::unique_ptr<TokenToKVPool> kv_pool_;
   GraphMemoryMode graph_memory_mode_ = GraphMemoryMode::kPool;
+  size_t graph_memory_budget_ = 0;
   std::shared_ptr<GraphMemory> graph_memory_;
   // After the pools: their graphs use them.
   std::unique_ptr<DecodeGraphs> decode_graphs_;

@@ -33,6 +33,10 @@ TEST(PiecewiseGraphsCuda, VmmPhysicalIsTheLargestCapture) {
   REQUIRE_GPU();
   testing::check_vmm_physical_is_the_largest_capture(kGpu);
 }
+TEST(PiecewiseGraphsCuda, VmmBudgetExhaustionKeepsEarlierGraphs) {
+  REQUIRE_GPU();
+  testing::check_vmm_budget_exhaustion_keeps_earlier_graphs(kGpu, kTol);
+}
 TEST(PiecewiseGraphsCuda, OverLargeAndLogprobBatchesFallBack) {
   REQUIRE_GPU();
   testing::check_piecewise_fallbacks(kGpu, kTol);
