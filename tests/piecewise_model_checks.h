@@ -181,13 +181,13 @@ inline void check_vmm_physical_is_the_largest_capture(Device d) {
 inline void check_vmm_budget_exhaustion_keeps_earlier_graphs(Device d, float tol) {
   DType dt = d.is_cuda() ? DType::BF16 : DType::F32;
   ModelRunnerOptions o;
-  o.max_running_requests = 8;
+  o.max_running_requests = 32;
   o.max_context = 160;
-  o.max_total_tokens = 8 * 160;
+  o.max_total_tokens = 32 * 160;
   o.disable_cuda_graph = true;
-  o.piecewise_cuda_graph_tokens = {4, 16, 64, 1024};
+  o.piecewise_cuda_graph_tokens = {4, 16, 64, 4096};
   o.graph_memory = GraphMemoryMode::kVmm;
-  o.graph_memory_budget = vmm_granularity(d);  // one chunk: 1024 tokens need more
+  o.graph_memory_budget = vmm_granularity(d);  // one chunk: 4096 tokens need more
   o.capture_ascending = true;                  // the small shapes are captured first
   o.capture_progress = false;
   auto g = std::make_unique<ModelRunner>(load_model("builtin:tiny", d, dt, 0, 160), o);
