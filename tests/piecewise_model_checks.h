@@ -33,26 +33,7 @@ inline std::unique_ptr<ModelRunner> piecewise_test_runner(Device d, bool piecewi
 
 // One EXTEND batch; logits of each request's last new token (the serving path, not logprobs).
 inline std::vector<float> extend_last_logits(ModelRunner& r, const std::vector<ExtendPart>& parts) {
-  ForwardBatch b;
-  b.mode = ForwardMode::EXTEND;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const ExtendPart& p = parts[i];
-    b.extend_start_loc.push_back(static_cast<int32_t>(b.input_ids.size()));
-    for (size_t j = 0; j < p.tokens.size(); ++j) {
-      int pos = p.prefix + static_cast<int>(j);
-      b.input_ids.push_back(p.tokens[j]);
-      b.positions.push_back(pos);
-      b.out_cache_loc.push_back(p.req->kv[static_cast<size_t>(pos)]);
-    }
-    b.req_pool_indices.push_back(p.req->slot);
-    b.prefix_lens.push_back(p.prefix);
-    b.extend_lens.push_back(static_cast<int32_t>(p.tokens.size()));
-    b.seq_lens.push_back(p.prefix + static_cast<int32_t>(p.tokens.size()));
-    b.sampling.emplace_back();
-    b.sample_steps.push_back(0);
-    b.logit_requests.push_back(static_cast<int32_t>(i));
-  }
-  return to_host_floats(r.forward(b));
+  return to_host_floats(r.forward(extend_batch(parts, false)));
 }
 
 inline std::vector<int32_t> toy_tokens(int n, int seed, int vocab) {

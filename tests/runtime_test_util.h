@@ -38,11 +38,12 @@ struct ExtendPart {
   int prefix;
 };
 
-// One EXTEND batch; returns logits of every new token, [tokens, vocab] as host floats.
-inline std::vector<float> extend_all_logits(ModelRunner& r, const std::vector<ExtendPart>& parts) {
+// One EXTEND batch over `parts`; `all_logits`: logits of every new token (logprobs), else of
+// each request's last one.
+inline ForwardBatch extend_batch(const std::vector<ExtendPart>& parts, bool all_logits) {
   ForwardBatch b;
   b.mode = ForwardMode::EXTEND;
-  b.return_all_logits = true;
+  b.return_all_logits = all_logits;
   for (size_t i = 0; i < parts.size(); ++i) {
     const ExtendPart& p = parts[i];
     b.extend_start_loc.push_back(static_cast<int32_t>(b.input_ids.size()));
@@ -60,7 +61,12 @@ inline std::vector<float> extend_all_logits(ModelRunner& r, const std::vector<Ex
     b.sample_steps.push_back(0);
     b.logit_requests.push_back(static_cast<int32_t>(i));
   }
-  return to_host_floats(r.forward(b));
+  return b;
+}
+
+// One EXTEND batch; returns logits of every new token, [tokens, vocab] as host floats.
+inline std::vector<float> extend_all_logits(ModelRunner& r, const std::vector<ExtendPart>& parts) {
+  return to_host_floats(r.forward(extend_batch(parts, true)));
 }
 
 // One DECODE batch of (request, token, position) triples; returns logits [B, vocab].
