@@ -31,6 +31,10 @@ namespace grt::testing {
 
 inline DType graph_test_dtype(Device d) { return d.is_cuda() ? DType::BF16 : DType::F32; }
 
+// Toy models fill their weights on the current stream, then capture and replay on others:
+// like a model load, the constructor waits for the fills (else a replay may read them unset).
+inline void weights_ready(Device d) { current_stream(d).synchronize(); }
+
 // A two-segment computation: norm | eager step (silu_and_mul into a buffer) | norm.
 struct TwoPieceModel {
   Tensor x, w1, w2;
@@ -42,6 +46,7 @@ struct TwoPieceModel {
     ops::fill_hash_uniform_(x, 1, 0.0f, 1.0f);
     ops::fill_hash_uniform_(w1, 2, 1.0f, 0.5f);
     ops::fill_hash_uniform_(w2, 3, 1.0f, 0.5f);
+    weights_ready(d);
   }
   Tensor eager() const { return ops::rms_norm(ops::silu_and_mul(ops::rms_norm(x, w1, 1e-6f)), w2, 1e-6f); }
 };
@@ -144,6 +149,7 @@ struct ToyDecode {
     w = empty(Shape{64}, dt, d);
     ops::fill_hash_uniform_(x, 11, 0.0f, 1.0f);
     ops::fill_hash_uniform_(w, 12, 1.0f, 0.5f);
+    weights_ready(d);
   }
   Tensor operator()(int bs) const {
     if (fail_from > 0 && bs >= fail_from && this_thread_capture_stream())
@@ -217,6 +223,7 @@ struct BranchyDecode {
     ops::fill_hash_uniform_(w1, 21, 1.0f, 0.5f);
     ops::fill_hash_uniform_(w2, 22, 1.0f, 0.5f);
     ops::fill_hash_uniform_(w3, 23, 1.0f, 0.5f);
+    weights_ready(d);
   }
   // New inputs whose element [0, 0] (and so the branch) has the given sign.
   void set_sign(int sign, uint64_t seed) { ops::fill_hash_uniform_(x, 300 + seed, sign > 0 ? 1.0f : -1.0f, 0.5f); }
@@ -328,6 +335,7 @@ struct ForkingDecode {
     ops::fill_hash_uniform_(x, 41, 0.0f, 1.0f);
     ops::fill_hash_uniform_(w1, 42, 1.0f, 0.5f);
     ops::fill_hash_uniform_(w2, 43, 1.0f, 0.5f);
+    weights_ready(d);
   }
   Tensor forward(int bs) {
     Stream& main = current_stream(x.device());
@@ -441,6 +449,7 @@ struct ToyPiecewise {
     ops::fill_hash_uniform_(x, 61, 0.0f, 1.0f);
     ops::fill_hash_uniform_(w1, 62, 1.0f, 0.5f);
     ops::fill_hash_uniform_(w2, 63, 1.0f, 0.5f);
+    weights_ready(d);
   }
   Tensor forward(int n) {
     Tensor y = ops::rms_norm(x.narrow(0, 0, n), w1, 1e-6f);
