@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -19,9 +20,12 @@
 #include "ops/copy.h"
 #include "ops/embedding.h"
 #include "ops/gather.h"
+#include "ops/kv_store.h"
 #include "ops/linear.h"
+#include "ops/prepare_qkv.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
+#include "qkv_test_util.h"
 
 namespace grt {
 namespace {
@@ -430,6 +434,205 @@ TEST(OpsCpuRope, RejectsBadArguments) {
   msg = error_of([&] { ops::apply_rope_(q, k, ids({0, 1, 2}), random_tensor(Shape{16, 4}, 74), 8); });
   EXPECT_NE(msg.find("cos_sin"), std::string::npos) << msg;
   EXPECT_THROW(ops::rope_cos_sin_cache(p, 0, kCpu), Error);
+}
+
+// ---- prepare_qkv_ (fused q/k norm + rope + K/V store) ------------------------------------------
+
+using testing::heads_view;
+using testing::same_bits;
+
+struct QkvCase {
+  int64_t nq, nkv, hd;
+  bool q_norm, k_norm;
+  bool separate_kv;  // k and v from their own strided buffer rather than the q buffer
+};
+
+// Runs rms_norm_ + apply_rope_ + store_kv on one copy of the inputs and prepare_qkv_ on another,
+// and requires equal bits in q and in both caches; k and v of the fused run stay untouched.
+void check_prepare_qkv_equals_sequence(const QkvCase& c, uint32_t seed) {
+  const int64_t T = 6, P = 32, slots = 9, pad = 3;  // pad: extra columns, so rows are strided
+  const int64_t width = c.nkv * c.hd, W = c.nq * c.hd + (c.separate_kv ? 0 : 2 * width) + pad;
+  const int64_t KW = 2 * width + 5;
+  ops::RopeParams p;
+  p.head_dim = static_cast<int>(c.hd);
+  p.theta = 10000.0f;
+  Tensor cs = ops::rope_cos_sin_cache(p, P, kCpu);
+  // Positions: one out of range (rope skipped); slots: duplicates, -1 and `slots` (store skipped).
+  Tensor pos = ids({0, 7, 31, 32, 5, 2});
+  Tensor loc = ids({3, 8, -1, 1, 3, static_cast<int32_t>(slots)});
+  std::vector<float> main_v = random_values(static_cast<size_t>(T * W), seed, -3.0f, 3.0f);
+  std::vector<float> kv_v = random_values(static_cast<size_t>(T * KW), seed + 1, -3.0f, 3.0f);
+  std::vector<float> cache_v = random_values(static_cast<size_t>(slots * width), seed + 2);
+  Tensor qn = c.q_norm ? tensor(random_values(static_cast<size_t>(c.hd), seed + 3, 0.5f, 1.5f), Shape{c.hd}) : Tensor();
+  Tensor kn = c.k_norm ? tensor(random_values(static_cast<size_t>(c.hd), seed + 4, 0.5f, 1.5f), Shape{c.hd}) : Tensor();
+  struct Run {
+    Tensor main, kvbuf, q, k, v, kc, vc;
+  };
+  auto make = [&] {
+    Run r;
+    r.main = tensor(main_v, Shape{T, W});
+    r.kvbuf = tensor(kv_v, Shape{T, KW});
+    r.q = r.main.slice(1, 0, c.nq * c.hd);
+    Tensor src = c.separate_kv ? r.kvbuf.slice(1, 1, 1 + 2 * width) : r.main.slice(1, c.nq * c.hd, c.nq * c.hd + 2 * width);
+    r.k = src.slice(1, 0, width);
+    r.v = src.slice(1, width, 2 * width);
+    r.kc = tensor(cache_v, Shape{slots, width});
+    r.vc = tensor(cache_v, Shape{slots, width});
+    return r;
+  };
+  Run seq = make(), fused = make();
+  std::vector<float> k_before = values(fused.k), v_before = values(fused.v);
+  if (c.q_norm) ops::rms_norm_(heads_view(seq.q, c.hd), qn, 1e-6f);
+  if (c.k_norm) ops::rms_norm_(heads_view(seq.k, c.hd), kn, 1e-6f);
+  ops::apply_rope_(seq.q, seq.k, pos, cs, static_cast<int>(c.hd));
+  ops::store_kv(seq.k, seq.v, loc, seq.kc, seq.vc);
+  ops::prepare_qkv_(fused.q, fused.k, fused.v, qn, kn, 1e-6f, pos, cs, static_cast<int>(c.hd), loc, fused.kc, fused.vc);
+  const std::string what = "nq=" + std::to_string(c.nq) + " nkv=" + std::to_string(c.nkv) + " hd=" +
+                           std::to_string(c.hd) + " norm=" + std::to_string(c.q_norm) + std::to_string(c.k_norm) +
+                           " separate_kv=" + std::to_string(c.separate_kv);
+  EXPECT_TRUE(same_bits(values(fused.q), values(seq.q))) << what << ": q";
+  EXPECT_TRUE(same_bits(values(fused.kc), values(seq.kc))) << what << ": k cache";
+  EXPECT_TRUE(same_bits(values(fused.vc), values(seq.vc))) << what << ": v cache";
+  EXPECT_TRUE(same_bits(values(fused.k), k_before)) << what << ": k must stay raw in its buffer";
+  EXPECT_TRUE(same_bits(values(fused.v), v_before)) << what << ": v must stay untouched";
+  // Everything outside q (padding columns, the rest of the kv buffer) is untouched as well.
+  std::vector<float> after = values(fused.main);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t col = c.nq * c.hd; col < W; ++col)
+      ASSERT_EQ(after[static_cast<size_t>(t * W + col)], main_v[static_cast<size_t>(t * W + col)]) << what;
+  EXPECT_TRUE(same_bits(values(fused.kvbuf), kv_v)) << what;
+  // Slots nobody writes (0, 2, 4..7) keep their old rows; written ones changed.
+  std::vector<float> kc = values(fused.kc);
+  for (int64_t s : {0, 2, 4, 5, 6, 7})
+    for (int64_t i = 0; i < width; ++i)
+      ASSERT_EQ(kc[static_cast<size_t>(s * width + i)], cache_v[static_cast<size_t>(s * width + i)]) << what;
+  EXPECT_NE(kc[static_cast<size_t>(8 * width)], cache_v[static_cast<size_t>(8 * width)]) << what;
+}
+
+TEST(OpsCpuPrepareQkv, EqualsNormRopeStoreSequenceBitForBit) {
+  uint32_t seed = 600;
+  for (QkvCase base : {QkvCase{4, 2, 8, true, true, false}, QkvCase{3, 3, 10, true, true, false},
+                       QkvCase{8, 1, 16, true, true, false}, QkvCase{2, 1, 64, true, true, false}})
+    for (bool norm : {true, false})
+      for (bool separate : {false, true}) {
+        QkvCase c = base;
+        c.q_norm = c.k_norm = norm;
+        c.separate_kv = separate;
+        check_prepare_qkv_equals_sequence(c, seed += 10);
+      }
+  // One norm without the other.
+  check_prepare_qkv_equals_sequence(QkvCase{4, 2, 8, true, false, true}, 900);
+  check_prepare_qkv_equals_sequence(QkvCase{4, 2, 8, false, true, false}, 910);
+}
+
+TEST(OpsCpuPrepareQkv, NormsAndRotatesAsADoubleReference) {
+  // One token, one q head and one kv head: q ← rope(norm(q)), k_cache[1] ← rope(norm(k)).
+  const int64_t hd = 6, half = 3;
+  ops::RopeParams p;
+  p.head_dim = static_cast<int>(hd);
+  Tensor cs = ops::rope_cos_sin_cache(p, 8, kCpu);
+  std::vector<float> csv = to_host_floats(cs);
+  std::vector<float> qkv_v = random_values(static_cast<size_t>(3 * hd), 950);
+  std::vector<float> wv = random_values(static_cast<size_t>(hd), 951, 0.5f, 1.5f);
+  Tensor qkv = tensor(qkv_v, Shape{1, 3 * hd}), w = tensor(wv, Shape{hd});
+  Tensor kc = zeros(Shape{2, hd}, DType::F32, kCpu), vc = zeros(Shape{2, hd}, DType::F32, kCpu);
+  ops::prepare_qkv_(qkv.slice(1, 0, hd), qkv.slice(1, hd, 2 * hd), qkv.slice(1, 2 * hd, 3 * hd), w, w, 1e-6f, ids({5}), cs,
+                    static_cast<int>(hd), ids({1}), kc, vc);
+  auto want = [&](int64_t off) {
+    double ss = 0;
+    for (int64_t i = 0; i < hd; ++i) ss += double(qkv_v[static_cast<size_t>(off + i)]) * qkv_v[static_cast<size_t>(off + i)];
+    const double inv = 1.0 / std::sqrt(ss / hd + 1e-6);
+    std::vector<double> n(static_cast<size_t>(hd)), out(static_cast<size_t>(hd));
+    for (int64_t i = 0; i < hd; ++i) n[static_cast<size_t>(i)] = wv[static_cast<size_t>(i)] * qkv_v[static_cast<size_t>(off + i)] * inv;
+    for (int64_t j = 0; j < half; ++j) {
+      const double c = csv[static_cast<size_t>(5 * hd + j)], s = csv[static_cast<size_t>(5 * hd + half + j)];
+      const double a = n[static_cast<size_t>(j)], b = n[static_cast<size_t>(j + half)];
+      out[static_cast<size_t>(j)] = a * c - b * s;
+      out[static_cast<size_t>(j + half)] = b * c + a * s;
+    }
+    return out;
+  };
+  expect_near_all(values(qkv.slice(1, 0, hd)), want(0), 1e-6, "q");
+  expect_near_all(values(kc.slice(0, 1, 2)), want(hd), 1e-6, "k cache");
+  std::vector<float> v = values(vc.slice(0, 1, 2));
+  EXPECT_TRUE(same_bits(v, std::vector<float>(qkv_v.begin() + 2 * hd, qkv_v.end())));
+  EXPECT_TRUE(same_bits(values(kc.slice(0, 0, 1)), std::vector<float>(static_cast<size_t>(hd), 0.0f)));
+}
+
+TEST(OpsCpuPrepareQkv, RejectsBadArguments) {
+  const int64_t T = 2, hd = 8;
+  ops::RopeParams p;
+  p.head_dim = static_cast<int>(hd);
+  Tensor cs = ops::rope_cos_sin_cache(p, 16, kCpu);
+  Tensor q = random_tensor(Shape{T, 4 * hd}, 960), k = random_tensor(Shape{T, 2 * hd}, 961);
+  Tensor v = random_tensor(Shape{T, 2 * hd}, 962), w = random_tensor(Shape{hd}, 963);
+  Tensor kc = zeros(Shape{4, 2 * hd}, DType::F32, kCpu), vc = zeros(Shape{4, 2 * hd}, DType::F32, kCpu);
+  Tensor pos = ids({0, 1}), loc = ids({1, 2});
+  auto run = [&](const Tensor& q_, const Tensor& k_, const Tensor& v_, const Tensor& w_, const Tensor& pos_,
+                 const Tensor& cs_, int hd_, const Tensor& loc_, const Tensor& kc_, const Tensor& vc_) {
+    return error_of([&] { ops::prepare_qkv_(q_, k_, v_, w_, w_, 1e-6f, pos_, cs_, hd_, loc_, kc_, vc_); });
+  };
+  EXPECT_EQ(run(q, k, v, w, pos, cs, 8, loc, kc, vc), "<no error>");
+  auto expect_msg = [](const std::string& msg, const char* part) {
+    EXPECT_NE(msg.find("prepare_qkv_"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(part), std::string::npos) << msg;
+  };
+  expect_msg(run(q, k, v, w, pos, cs, 7, loc, kc, vc), "head_dim");
+  expect_msg(run(q, k, random_tensor(Shape{T, hd}, 964), w, pos, cs, 8, loc, kc, vc), "[2, 8]");
+  expect_msg(run(random_tensor(Shape{3, 4 * hd}, 965), k, v, w, pos, cs, 8, loc, kc, vc), "[3, 32]");
+  expect_msg(run(q, k, v, random_tensor(Shape{hd + 1}, 966), pos, cs, 8, loc, kc, vc), "q_norm");
+  expect_msg(run(q, k, v, w, pos, cs, 8, ids({1}), kc, vc), "out_cache_loc");
+  expect_msg(run(q, k, v, w, pos, random_tensor(Shape{16, 4}, 967), 8, loc, kc, vc), "cos_sin");
+  expect_msg(run(q, k, v, w, pos, cs, 8, loc, zeros(Shape{4, hd}, DType::F32, kCpu), vc), "caches");
+  Tensor kt = random_tensor(Shape{2 * hd, T}, 968).transpose(0, 1);  // last dim not contiguous
+  expect_msg(run(q, kt, v, w, pos, cs, 8, loc, kc, vc), "contiguous");
+  Tensor qb = ops::cast(q, DType::BF16), kb = ops::cast(k, DType::BF16), vb = ops::cast(v, DType::BF16);
+  expect_msg(run(qb, kb, vb, Tensor(), pos, cs, 8, loc, ops::cast(kc, DType::BF16), ops::cast(vc, DType::BF16)),
+             "f32 only");
+  expect_msg(run(q, kb, v, w, pos, cs, 8, loc, kc, vc), "dtype");
+}
+
+// Captured on a CPU stream, prepare_qkv_ replays on new positions, slots and values exactly as
+// eager calls compute them (everything is read when the closure runs).
+TEST(OpsCpuPrepareQkv, ReplayOfACaptureMatchesEager) {
+  auto stream = new_stream(kCpu);
+  StreamGuard guard(*stream);
+  const int64_t T = 4, nq = 4, nkv = 2, hd = 8, W = (nq + 2 * nkv) * hd, slots = 6;
+  ops::RopeParams p;
+  p.head_dim = static_cast<int>(hd);
+  Tensor cs = ops::rope_cos_sin_cache(p, 64, kCpu);
+  Tensor qkv = random_tensor(Shape{T, W}, 970), pos = ids({0, 1, 2, 3}), loc = ids({1, 2, 3, 4});
+  Tensor qn = random_tensor(Shape{hd}, 971), kn = random_tensor(Shape{hd}, 972);
+  Tensor kc = zeros(Shape{slots, nkv * hd}, DType::F32, kCpu), vc = zeros(Shape{slots, nkv * hd}, DType::F32, kCpu);
+  auto run = [&](const Tensor& buf, const Tensor& k_cache, const Tensor& v_cache) {
+    ops::prepare_qkv_(buf.slice(1, 0, nq * hd), buf.slice(1, nq * hd, (nq + nkv) * hd), buf.slice(1, (nq + nkv) * hd, W),
+                      qn, kn, 1e-6f, pos, cs, static_cast<int>(hd), loc, k_cache, v_cache);
+  };
+  run(qkv, kc, vc);  // warm-up
+  auto pool = GraphPool::create(kCpu);
+  std::unique_ptr<Graph> graph;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    run(qkv, kc, vc);
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  for (uint32_t round = 0; round < 2; ++round) {
+    std::vector<float> fresh = random_values(static_cast<size_t>(T * W), 980 + round);
+    ops::copy_(qkv, tensor(fresh, Shape{T, W}));
+    ops::copy_(pos, ids({static_cast<int32_t>(10 + round), 40, 3, 63}));
+    ops::copy_(loc, ids({5, static_cast<int32_t>(round), 2, 4}));
+    Tensor ekc = tensor(values(kc), Shape{slots, nkv * hd});  // the caches before the replay
+    Tensor evc = tensor(values(vc), Shape{slots, nkv * hd});
+    exec->launch(*stream);
+    Tensor eager = tensor(fresh, Shape{T, W});
+    run(eager, ekc, evc);
+    EXPECT_TRUE(same_bits(values(qkv), values(eager))) << "round " << round;
+    EXPECT_TRUE(same_bits(values(kc), values(ekc))) << "round " << round;
+    EXPECT_TRUE(same_bits(values(vc), values(evc))) << "round " << round;
+    EXPECT_FALSE(same_bits(values(qkv), fresh)) << "replay did not prepare q";
+  }
 }
 
 // ---- linear -----------------------------------------------------------------------------------

@@ -7,8 +7,8 @@
 #include "graph/split_ops.h"
 #include "ops/activation.h"
 #include "ops/embedding.h"
-#include "ops/kv_store.h"
 #include "ops/linear.h"
+#include "ops/prepare_qkv.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 
@@ -32,11 +32,6 @@ DecoderModel::DecoderModel(ModelConfig config, ModelWeights weights, Device devi
 }
 
 namespace {
-// [T, heads*hd] (rows possibly strided) seen as [T, heads, hd] for per-head norms.
-Tensor split_heads(const Tensor& t, int64_t head_dim) {
-  int64_t rows = t.size(0), heads = t.size(1) / head_dim;
-  return Tensor(t.storage(), Shape{rows, heads, head_dim}, {t.stride(0), head_dim, 1}, t.dtype(), t.offset());
-}
 // Extend attention ends a piece of a piecewise graph (graph/split_ops.h). The metadata comes by
 // pointer: at replay it points at the runner's live inputs, which hold the real batch's request
 // count and lengths, not the padded ones of capture time.
@@ -54,13 +49,12 @@ Tensor DecoderModel::attention_block(int layer, const Tensor& x, const ForwardIn
   Tensor q = qkv.slice(1, 0, nq * hd);
   Tensor k = qkv.slice(1, nq * hd, (nq + nkv) * hd);
   Tensor v = qkv.slice(1, (nq + nkv) * hd, (nq + 2 * nkv) * hd);
-  if (config_.qk_norm) {
-    ops::rms_norm_(split_heads(q, hd), w.q_norm, static_cast<float>(config_.rms_norm_eps));
-    ops::rms_norm_(split_heads(k, hd), w.k_norm, static_cast<float>(config_.rms_norm_eps));
-  }
-  ops::apply_rope_(q, k, in.positions, rope_cache_, static_cast<int>(hd));
   const LayerKvCache& cache = (*in.kv_cache)[static_cast<size_t>(layer)];
-  ops::store_kv(k, v, in.out_cache_loc, cache.k, cache.v);
+  // One kernel: Qwen3's per-head q/k norm, rope on q and k, K/V into the cache (q is prepared in
+  // place; k is prepared only in its cache row). Bit for bit rms_norm_ + apply_rope_ + store_kv.
+  ops::prepare_qkv_(q, k, v, config_.qk_norm ? w.q_norm : Tensor(), config_.qk_norm ? w.k_norm : Tensor(),
+                    static_cast<float>(config_.rms_norm_eps), in.positions, rope_cache_, static_cast<int>(hd),
+                    in.out_cache_loc, cache.k, cache.v);
   Tensor attn = in.is_decode
                     ? ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq),
                                             static_cast<int>(nkv), static_cast<int>(hd), attn_scale_)

@@ -32,4 +32,26 @@ struct Strided4 {
   constexpr int64_t numel() const { return shape[0] * shape[1] * shape[2] * shape[3]; }
 };
 
+// The raw arguments of prepare_qkv_ (ops/prepare_qkv.h). Strides in elements; norm weights null
+// when that norm is off; q, k, v, the weights and the caches share `dtype`.
+struct PrepareQkvArgs {
+  void* q;
+  int64_t q_stride, q_heads;
+  const void* k;
+  int64_t k_stride;
+  const void* v;
+  int64_t v_stride, kv_heads;
+  const void* q_norm;
+  const void* k_norm;
+  float eps;
+  const int32_t* positions;
+  const float* cos_sin;
+  int64_t max_positions;
+  const int32_t* out_cache_loc;
+  void* k_cache;
+  void* v_cache;
+  int64_t num_slots, tokens, head_dim;
+  DType dtype;
+};
+
 }  // namespace grt::ops

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -227,7 +228,9 @@ TEST(OpsCudaRmsNorm, FusedAddMatchesCpu) {
         Pair r = random_pair(Shape{T, H}, static_cast<uint32_t>(T + 2 * H), dt, -4.0f, 4.0f);
         ops::fused_add_rms_norm_(x.gpu, r.gpu, w.gpu, 1e-5f);
         ops::fused_add_rms_norm_(x.cpu, r.cpu, w.cpu, 1e-5f);
-        const double tol = dt == DType::F32 ? 1e-5 : 1e-2;
+        // bf16 rounds twice (after the norm, after rope; the f32 CPU reference never does) and rope's
+  // x1 cos - x2 sin cancels, so a few bf16 ulps (2^-8 each) of the larger term show up: 3e-2.
+  const double tol = dt == DType::F32 ? 1e-5 : 3e-2;
         std::string what = label("fused_add_rms_norm_", T, H) + " " + dtype_name(dt);
         expect_close(host(r.gpu), host(r.cpu), tol, what + " residual");
         expect_close(host(x.gpu), host(x.cpu), tol, what + " x");
@@ -300,12 +303,14 @@ struct LinearCase {
   int64_t N, K;
 };
 
-void check_linear(int64_t M, int64_t N, int64_t K, DType in, DType out, bool with_bias, bool strided) {
+// bias_dt: the bias dtype when it differs from the input's.
+void check_linear(int64_t M, int64_t N, int64_t K, DType in, DType out, bool with_bias, bool strided,
+                  std::optional<DType> bias_dt = std::nullopt) {
   const uint32_t seed = static_cast<uint32_t>(M * 7919 + N * 31 + K);
   const int64_t pad = strided ? 24 : 0;  // x is then a column slice of a [M, K + 24] buffer at column 8
   Pair xb = random_pair(Shape{M, K + pad}, seed, in);
   Pair w = random_pair(Shape{N, K}, seed + 1, in, -0.1f, 0.1f);
-  Pair b = random_pair(Shape{N}, seed + 2, in);
+  Pair b = random_pair(Shape{N}, seed + 2, bias_dt.value_or(in));
   Tensor xg = strided ? xb.gpu.slice(1, 8, 8 + K) : xb.gpu, xc = strided ? xb.cpu.slice(1, 8, 8 + K) : xb.cpu;
   poison();
   Tensor g = ops::linear(xg, w.gpu, with_bias ? b.gpu : Tensor(), out);
@@ -314,7 +319,8 @@ void check_linear(int64_t M, int64_t N, int64_t K, DType in, DType out, bool wit
   const double tol = out == DType::BF16 ? 1e-2 : (in == DType::F32 ? 1e-4 : 1e-3);
   expect_close(host(g), host(ops::linear(xc, w.cpu, with_bias ? b.cpu : Tensor(), DType::F32)), tol,
                "linear M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " " +
-                   dtype_name(in) + "->" + dtype_name(out) + (with_bias ? " bias" : "") + (strided ? " strided" : ""));
+                   dtype_name(in) + "->" + dtype_name(out) + (with_bias ? " bias" : "") + (strided ? " strided" : "") +
+                   (bias_dt ? std::string(" bias ") + dtype_name(*bias_dt) : std::string()));
 }
 
 TEST(OpsCudaLinear, Bf16MatchesCpu) {
@@ -341,6 +347,66 @@ TEST(OpsCudaLinear, RejectsUnsupportedDtypes) {
     FAIL() << "bf16 -> f16 accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("M=2 N=3 K=4"), std::string::npos) << e.what();
+  }
+}
+
+// ---- linear, few rows (the weight-streaming kernel of gemv.cu, M <= 16) ------------------------
+
+// M = 1..9, 16 and 17 (17: cuBLASLt again) over shapes that exercise the kernel's split: on an
+// H100, 4096x1024 and 1000x1024 take clusters of 2 blocks per 32-column tile, 1024x3072 of 4,
+// 48x8192 of 8, 6144x1024 one block per tile; 77x136 has partial tiles (N % 32, K % 64 != 0).
+TEST(OpsCudaLinear, SmallMMatchesCpu) {
+  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17}) {
+    check_linear(M, 4096, 1024, DType::BF16, DType::BF16, false, false);
+    check_linear(M, 1024, 3072, DType::BF16, DType::BF16, false, false);
+    check_linear(M, 48, 8192, DType::BF16, DType::F32, false, false);
+    check_linear(M, 6144, 1024, DType::BF16, DType::BF16, false, false);
+    check_linear(M, 1000, 1024, DType::BF16, DType::F32, false, false);  // logits-style
+    check_linear(M, 77, 136, DType::BF16, DType::BF16, false, false);
+    check_linear(M, 40, 8, DType::BF16, DType::BF16, false, false);       // the smallest K it takes
+    check_linear(M, 520, 264, DType::F16, DType::F16, false, false);
+    check_linear(M, 520, 264, DType::F16, DType::F32, false, false);
+  }
+}
+
+TEST(OpsCudaLinear, SmallMBiasStridedAndFallbacks) {
+  for (int64_t M : {1, 2, 3, 5, 8, 9, 13, 16, 17}) {
+    check_linear(M, 384, 256, DType::BF16, DType::BF16, true, false);
+    check_linear(M, 384, 256, DType::BF16, DType::F32, true, false);
+    check_linear(M, 384, 256, DType::BF16, DType::BF16, true, false, DType::F32);  // f32 bias, bf16 out
+    check_linear(M, 200, 136, DType::F16, DType::F16, true, false);
+    if (M <= 16) check_linear(M, 200, 136, DType::F16, DType::F16, true, false, DType::F32);  // not in cuBLASLt's path
+    check_linear(M, 200, 136, DType::BF16, DType::BF16, true, true);  // row-strided x, 16-byte aligned
+    check_linear(M, 1024, 2048, DType::BF16, DType::F32, true, true);
+    check_linear(M, 64, 100, DType::BF16, DType::BF16, true, false);  // K % 8 != 0: cuBLASLt
+    // x rows 8-byte aligned only (column offset 4, row stride 140): cuBLASLt.
+    Pair xb = random_pair(Shape{M, 140}, static_cast<uint32_t>(M) + 40);
+    Pair w = random_pair(Shape{96, 136}, 41, DType::BF16, -0.1f, 0.1f);
+    poison();
+    Tensor g = ops::linear(xb.gpu.slice(1, 4, 140), w.gpu);
+    expect_close(host(g), host(ops::linear(xb.cpu.slice(1, 4, 140), w.cpu)), 1e-2,
+                 "8-byte aligned linear M=" + std::to_string(M));
+  }
+}
+
+// Row r of the result is bit for bit the same whatever the other rows and their number (decode
+// graphs pad the batch with dummy rows), and from call to call.
+TEST(OpsCudaLinear, SmallMRowsDoNotDependOnTheBatch) {
+  const int64_t R = 3;
+  for (LinearCase c : {LinearCase{4096, 1024}, LinearCase{1024, 3072}, LinearCase{48, 8192}, LinearCase{77, 136}}) {
+    Pair x = random_pair(Shape{16, c.K}, static_cast<uint32_t>(c.N + c.K));
+    Pair w = random_pair(Shape{c.N, c.K}, 51, DType::BF16, -0.1f, 0.1f);
+    Pair b = random_pair(Shape{c.N}, 52);
+    for (DType out : {DType::BF16, DType::F32}) {
+      const std::vector<float> ref = host(ops::linear(x.gpu.slice(0, 0, R), w.gpu, b.gpu, out));
+      for (int64_t M : {3, 4, 8, 9, 16}) {
+        std::vector<float> got = host(ops::linear(x.gpu.slice(0, 0, M), w.gpu, b.gpu, out));
+        ASSERT_EQ(got.size(), static_cast<size_t>(M * c.N));
+        EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)))
+            << "rows 0.." << R - 1 << " of M=" << M << " differ from M=" << R << " (N=" << c.N << " K=" << c.K
+            << " out " << dtype_name(out) << ")";
+      }
+    }
   }
 }
 
@@ -401,9 +467,10 @@ TEST(OpsCudaCapture, ReplayEqualsEager) {
 }
 
 // linear first met on a stream while it captures: no workspace is allocated inside the capture
-// (workspace-free algorithms), and the replay computes the product.
+// (workspace-free algorithms), and the replay computes the product. M = 24: cuBLASLt, not the
+// small-M kernel.
 TEST(OpsCudaCapture, LinearFirstUsedWhileCapturing) {
-  const int64_t M = 7, N = 300, K = 512;
+  const int64_t M = 24, N = 300, K = 512;
   Pair x = random_pair(Shape{M, K}, 21), w = random_pair(Shape{N, K}, 22, DType::BF16, -0.1f, 0.1f);
   ops::linear(x.gpu, w.gpu);  // the handle exists (default stream); the new stream has no workspace
   auto stream = new_stream(kGpu);
@@ -424,6 +491,35 @@ TEST(OpsCudaCapture, LinearFirstUsedWhileCapturing) {
   expect_close(to_host_floats(out), host(ops::linear(x2.cpu, w.cpu)), 1e-3, "captured linear");
 }
 
+// The small-M kernel (here with clusters of 4 blocks on an H100) captured after a warm-up replays
+// on new inputs bit for bit as it runs eagerly.
+TEST(OpsCudaCapture, SmallMLinearReplaysOnNewInputs) {
+  const int64_t M = 5, N = 1024, K = 3072;
+  Pair x = random_pair(Shape{M, K}, 61), w = random_pair(Shape{N, K}, 62, DType::BF16, -0.1f, 0.1f);
+  Pair b = random_pair(Shape{N}, 63);
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  ops::linear(x.gpu, w.gpu, b.gpu);  // warm-up
+  auto pool = GraphPool::create(kGpu);
+  Tensor out;
+  std::unique_ptr<Graph> graph;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    out = ops::linear(x.gpu, w.gpu, b.gpu);
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  for (uint32_t round = 0; round < 2; ++round) {
+    Pair x2 = random_pair(Shape{M, K}, 64 + round);
+    ops::copy_(x.gpu, x2.gpu);
+    exec->launch(*stream);
+    std::vector<float> replayed = to_host_floats(out);
+    EXPECT_EQ(replayed, to_host_floats(ops::linear(x.gpu, w.gpu, b.gpu))) << "round " << round;
+    expect_close(replayed, host(ops::linear(x2.cpu, w.cpu, b.cpu)), 1e-2, "captured small-M linear");
+  }
+}
+
 // A 2-byte-aligned column slice with an odd row stride still finds a cuBLASLt algorithm.
 TEST(OpsCudaLinear, UnalignedColumnSlice) {
   for (int64_t M : {1, 7, 64}) {
@@ -432,6 +528,156 @@ TEST(OpsCudaLinear, UnalignedColumnSlice) {
     poison();
     Tensor g = ops::linear(xb.gpu.slice(1, 1, 78), w.gpu);
     expect_close(host(g), host(ops::linear(xb.cpu.slice(1, 1, 78), w.cpu)), 1e-2, "unaligned linear M=" + std::to_string(M));
+  }
+}
+
+}  // namespace
+}  // namespace grt
+
+// ---- prepare_qkv_ (fused q/k norm + rope + K/V store) ------------------------------------------
+// Against the unfused CUDA sequence rms_norm_ + apply_rope_ + store_kv: bit for bit (same float32
+// expressions, same reduction order, same roundings). Against the CPU f32 reference: the
+// 1e-5 for f32, 3e-2 for bf16 (see check_prepare_qkv_cuda).
+#include "ops/kv_store.h"
+#include "ops/prepare_qkv.h"
+#include "qkv_test_util.h"
+
+namespace grt {
+namespace {
+
+using testing::same_bits;
+
+struct PrepareQkvCase {
+  int64_t nq, nkv, hd;
+};
+
+// One configuration: inputs in a [T, (nq + 2 nkv) hd + pad] buffer (q, k, v column slices; pad
+// makes rows strided, and an odd pad misaligns them for the 16-byte paths). Three copies: the
+// unfused CUDA sequence, prepare_qkv_ on CUDA, prepare_qkv_ on the CPU (f32).
+void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_t T, int64_t pad, uint32_t seed) {
+  const int64_t P = 1024, width = c.nkv * c.hd, W = (c.nq + 2 * c.nkv) * c.hd + pad, slots = 2 * T + 3;
+  ops::RopeParams p;
+  p.head_dim = static_cast<int>(c.hd);
+  p.theta = 1000000.0f;
+  Tensor cs_g = ops::rope_cos_sin_cache(p, P, kGpu), cs_c = ops::rope_cos_sin_cache(p, P, kCpu);
+  std::vector<int32_t> pos(static_cast<size_t>(T)), loc(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    pos[static_cast<size_t>(t)] = static_cast<int32_t>((t * 977 + 3) % P);
+    loc[static_cast<size_t>(t)] = static_cast<int32_t>(2 * t + 1);  // distinct slots (duplicates race)
+  }
+  if (T > 2) {
+    pos[1] = static_cast<int32_t>(P);  // out of range: no rope for token 1
+    loc[2] = -1;                       // out of range: nothing stored for token 2
+  }
+  Pair positions = ids_pair(pos), locations = ids_pair(loc);
+  std::vector<float> buf = bf16_values(static_cast<size_t>(T * W), seed, -3.0f, 3.0f);
+  std::vector<float> cache = bf16_values(static_cast<size_t>(slots * width), seed + 1);
+  Pair qn = random_pair(Shape{c.hd}, seed + 2, dt, 0.5f, 1.5f), kn = random_pair(Shape{c.hd}, seed + 3, dt, 0.5f, 1.5f);
+  struct Run {
+    Tensor buf, q, k, v, kc, vc;
+  };
+  auto make = [&](Device d, DType t) {
+    Run r;
+    r.buf = from_floats(buf, Shape{T, W}, t, d);
+    r.q = r.buf.slice(1, 0, c.nq * c.hd);
+    r.k = r.buf.slice(1, c.nq * c.hd, c.nq * c.hd + width);
+    r.v = r.buf.slice(1, c.nq * c.hd + width, c.nq * c.hd + 2 * width);
+    r.kc = from_floats(cache, Shape{slots, width}, t, d);
+    r.vc = from_floats(cache, Shape{slots, width}, t, d);
+    return r;
+  };
+  Run seq = make(kGpu, dt), fused = make(kGpu, dt), ref = make(kCpu, DType::F32);
+  if (norm) {
+    ops::rms_norm_(testing::heads_view(seq.q, c.hd), qn.gpu, 1e-6f);
+    ops::rms_norm_(testing::heads_view(seq.k, c.hd), kn.gpu, 1e-6f);
+  }
+  ops::apply_rope_(seq.q, seq.k, positions.gpu, cs_g, static_cast<int>(c.hd));
+  ops::store_kv(seq.k, seq.v, locations.gpu, seq.kc, seq.vc);
+  ops::prepare_qkv_(fused.q, fused.k, fused.v, norm ? qn.gpu : Tensor(), norm ? kn.gpu : Tensor(), 1e-6f, positions.gpu,
+                    cs_g, static_cast<int>(c.hd), locations.gpu, fused.kc, fused.vc);
+  ops::prepare_qkv_(ref.q, ref.k, ref.v, norm ? qn.cpu : Tensor(), norm ? kn.cpu : Tensor(), 1e-6f, positions.cpu,
+                    cs_c, static_cast<int>(c.hd), locations.cpu, ref.kc, ref.vc);
+  const std::string what = "prepare_qkv_ nq=" + std::to_string(c.nq) + " nkv=" + std::to_string(c.nkv) +
+                           " hd=" + std::to_string(c.hd) + " T=" + std::to_string(T) + " pad=" + std::to_string(pad) +
+                           (norm ? " norm " : " ") + dtype_name(dt);
+  std::vector<float> fq = host(fused.q), fkc = host(fused.kc), fvc = host(fused.vc);
+  EXPECT_TRUE(same_bits(fq, host(seq.q))) << what << ": q differs from the unfused sequence";
+  EXPECT_TRUE(same_bits(fkc, host(seq.kc))) << what << ": k cache differs from the unfused sequence";
+  EXPECT_TRUE(same_bits(fvc, host(seq.vc))) << what << ": v cache differs from the unfused sequence";
+  // bf16 rounds twice (after the norm, after rope; the f32 CPU reference never does) and rope's
+  // x1 cos - x2 sin cancels, so a few bf16 ulps (2^-8 each) of the larger term show up: 3e-2.
+  const double tol = dt == DType::F32 ? 1e-5 : 3e-2;
+  expect_close(fq, host(ref.q), tol, what + " q vs CPU");
+  expect_close(fkc, host(ref.kc), tol, what + " k cache vs CPU");
+  expect_close(fvc, host(ref.vc), 0.0, what + " v cache vs CPU");
+  // Only q changes in the buffer: k stays raw, v and the padding untouched.
+  std::vector<float> after = host(fused.buf);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t col = c.nq * c.hd; col < W; ++col)
+      ASSERT_EQ(after[static_cast<size_t>(t * W + col)], buf[static_cast<size_t>(t * W + col)]) << what << " col " << col;
+}
+
+TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
+  uint32_t seed = 7000;
+  // Qwen3-0.6B / 8B heads, Llama-like GQA, an odd head_dim (scalar paths), and wide heads (the
+  // norm's reduction then spans 2 or 4 warps of rms_norm_kernel).
+  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}, {4, 1, 64}, {3, 3, 10}, {2, 1, 256}, {1, 1, 512}})
+    for (DType dt : {DType::BF16, DType::F32})
+      for (bool norm : {true, false})
+        for (int64_t T : {1, 3, 17, 257})
+          for (int64_t pad : {int64_t{0}, int64_t{8}, int64_t{3}}) {
+            if (T == 257 && pad != 0) continue;
+            check_prepare_qkv_cuda(c, dt, norm, T, pad, seed += 13);
+          }
+}
+
+// Captured (as the decode graphs capture it), prepare_qkv_ replays on new values, positions and
+// slots exactly as eager calls compute them.
+TEST(OpsCudaPrepareQkv, CapturedReplayEqualsEager) {
+  const int64_t T = 8, nq = 16, nkv = 8, hd = 128, width = nkv * hd, W = (nq + 2 * nkv) * hd, slots = 32;
+  ops::RopeParams rp;
+  rp.head_dim = static_cast<int>(hd);
+  Tensor cs = ops::rope_cos_sin_cache(rp, 512, kGpu);
+  Pair qn = random_pair(Shape{hd}, 1, DType::BF16, 0.5f, 1.5f), kn = random_pair(Shape{hd}, 2, DType::BF16, 0.5f, 1.5f);
+  Tensor qkv = from_floats(bf16_values(static_cast<size_t>(T * W), 3), Shape{T, W}, DType::BF16, kGpu);
+  Tensor pos = from_vector(std::vector<int32_t>(static_cast<size_t>(T), 0), Shape{T}, DType::I32, kGpu);
+  Tensor loc = from_vector(std::vector<int32_t>(static_cast<size_t>(T), 0), Shape{T}, DType::I32, kGpu);
+  Tensor kc = zeros(Shape{slots, width}, DType::BF16, kGpu), vc = zeros(Shape{slots, width}, DType::BF16, kGpu);
+  auto run = [&](const Tensor& b, const Tensor& k_cache, const Tensor& v_cache) {
+    ops::prepare_qkv_(b.slice(1, 0, nq * hd), b.slice(1, nq * hd, nq * hd + width), b.slice(1, nq * hd + width, W),
+                      qn.gpu, kn.gpu, 1e-6f, pos, cs, static_cast<int>(hd), loc, k_cache, v_cache);
+  };
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  run(qkv, kc, vc);
+  auto pool = GraphPool::create(kGpu);
+  std::unique_ptr<Graph> graph;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    run(qkv, kc, vc);
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> fresh = bf16_values(static_cast<size_t>(T * W), 10 + static_cast<uint32_t>(round));
+    std::vector<int32_t> pv(static_cast<size_t>(T)), lv(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      pv[static_cast<size_t>(t)] = static_cast<int32_t>((t * 37 + round * 101) % 512);
+      lv[static_cast<size_t>(t)] = static_cast<int32_t>((t * 3 + round) % slots);
+    }
+    ops::copy_(qkv, from_floats(fresh, Shape{T, W}, DType::BF16, kGpu));
+    ops::copy_(pos, from_vector(pv, Shape{T}, DType::I32, kGpu));
+    ops::copy_(loc, from_vector(lv, Shape{T}, DType::I32, kGpu));
+    // The eager run starts from copies of the inputs and of the caches as they are before the replay.
+    Tensor eager = from_floats(fresh, Shape{T, W}, DType::BF16, kGpu);
+    Tensor ekc = from_floats(host(kc), Shape{slots, width}, DType::BF16, kGpu);
+    Tensor evc = from_floats(host(vc), Shape{slots, width}, DType::BF16, kGpu);
+    exec->launch(*stream);
+    run(eager, ekc, evc);
+    EXPECT_TRUE(same_bits(host(qkv), host(eager))) << "qkv, round " << round;
+    EXPECT_TRUE(same_bits(host(kc), host(ekc))) << "k cache, round " << round;
+    EXPECT_TRUE(same_bits(host(vc), host(evc))) << "v cache, round " << round;
   }
 }
 

@@ -5,6 +5,7 @@
 #include "device/cpu/cpu_launch.h"
 #include "device/stream.h"
 #include "ops/cpu/dense_cpu.h"
+#include "ops/cpu/dense_cpu_rows.h"
 
 namespace grt::cpu {
 namespace {
@@ -18,6 +19,11 @@ float inv_rms(const float* v, int64_t n, float eps) {
 
 }  // namespace
 
+void rms_norm_row(const float* x, float* out, const float* w, int64_t n, float eps) {
+  float inv = inv_rms(x, n, eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = w[i] * (x[i] * inv);
+}
+
 void rms_norm(Device d, DType dt, const void* x, const ops::RowLayout& xl, void* out, const ops::RowLayout& ol,
               const void* w, int64_t hidden, float eps) {
   GRT_CHECK(dt == DType::F32, "rms_norm on the CPU supports f32 only, got {}", dtype_name(dt));
@@ -26,10 +32,7 @@ void rms_norm(Device d, DType dt, const void* x, const ops::RowLayout& xl, void*
     auto* ws = static_cast<const float*>(w);
     auto* os = static_cast<float*>(out);
     for (int64_t r = 0; r < xl.rows; ++r) {
-      const float* xr = xs + xl.row_offset(r);
-      float* orow = os + ol.row_offset(r);
-      float inv = inv_rms(xr, hidden, eps);
-      for (int64_t i = 0; i < hidden; ++i) orow[i] = ws[i] * (xr[i] * inv);
+      rms_norm_row(xs + xl.row_offset(r), os + ol.row_offset(r), ws, hidden, eps);
     }
   });
 }
@@ -43,8 +46,7 @@ void fused_add_rms_norm(Device d, DType dt, void* x, int64_t x_stride, void* res
       float* xr = static_cast<float*>(x) + r * x_stride;
       float* rr = static_cast<float*>(residual) + r * residual_stride;
       for (int64_t i = 0; i < hidden; ++i) rr[i] = xr[i] + rr[i];
-      float inv = inv_rms(rr, hidden, eps);
-      for (int64_t i = 0; i < hidden; ++i) xr[i] = ws[i] * (rr[i] * inv);
+      rms_norm_row(rr, xr, ws, hidden, eps);
     }
   });
 }

@@ -28,6 +28,15 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { re
 template <typename T>
 __device__ __forceinline__ float round_to(float v) { return to_float(from_float<T>(v)); }
 
+// The neox rotation of the pair (a, b) = (x[j], x[j + head_dim/2]) by (c, s) = (cos, sin):
+// lo = a*c - b*s, hi = b*c + a*s, each product and sum rounded to float32 on its own (the _rn
+// intrinsics are never contracted into FMAs), so every kernel calling this — apply_rope_ and
+// prepare_qkv_ — gets the same bits, which are also the CPU reference's.
+__device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float& lo, float& hi) {
+  lo = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+  hi = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+}
+
 // Elements of T per 16-byte chunk.
 template <typename T>
 constexpr int kChunk = 16 / static_cast<int>(sizeof(T));

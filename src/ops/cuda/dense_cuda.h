@@ -32,4 +32,7 @@ void silu_and_mul(Device d, DType dt, const void* x, int64_t x_stride, void* out
 void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
             DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K);
 
+// prepare_qkv_ (ops/prepare_qkv.h): q/k per-head RMSNorm, rope, K/V cache store, one launch.
+void prepare_qkv(Device d, const ops::PrepareQkvArgs& args);
+
 }  // namespace grt::cuda

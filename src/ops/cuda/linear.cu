@@ -11,6 +11,9 @@
 //
 // Bias: the BIAS epilogue when the bias has the output's dtype (and an algorithm accepts it),
 // else a small broadcast-add kernel after the matmul.
+//
+// Decode-shaped calls (M <= kGemvMaxRows, bf16/f16) go to the weight-streaming kernel of gemv.cu
+// instead: there cuBLASLt reaches only about a third of the memory bandwidth.
 #include <cublasLt.h>
 
 #include <map>
@@ -21,6 +24,7 @@
 #include "device/device.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
+#include "ops/cuda/gemv.h"
 
 namespace grt::cuda {
 namespace {
@@ -217,6 +221,7 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
   use_device(d.index);
   Stream& stream = current_stream(d);
   cudaStream_t s = native_stream(stream);
+  if (linear_small_m(d, s, x, x_stride, in_dtype, w, bias, bias_dtype, out, out_dtype, M, N, K)) return;
   const Call c{sh, x_stride, in_dtype, out_dtype, bias_dtype, x, w, bias, out};
   const bool want_epilogue = bias && bias_dtype == out_dtype;
 

@@ -20,7 +20,7 @@ __global__ void rms_norm_kernel(const T* x, ops::RowLayout xl, T* out, ops::RowL
   for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < n; c += static_cast<int64_t>(blockDim.x) * V) {
     load_chunk(xr, c, n, vec, v);
 #pragma unroll
-    for (int j = 0; j < V; ++j) ss += v[j] * v[j];
+    for (int j = 0; j < V; ++j) ss = __fmaf_rn(v[j], v[j], ss);  // explicit: prepare_qkv_ repeats it bit for bit
   }
   const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n) + eps);
   for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < n; c += static_cast<int64_t>(blockDim.x) * V) {

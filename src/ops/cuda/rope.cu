@@ -21,9 +21,10 @@ __global__ void rope_kernel(T* q, int64_t qs, int64_t nq, T* k, int64_t ks, int6
     const int64_t head = i / half, j = i % half;
     T* p = head < nq ? q + t * qs + head * hd : k + t * ks + (head - nq) * hd;
     const float a = to_float(p[j]), b = to_float(p[j + half]);
-    const float c = cs[j], s = cs[half + j];
-    p[j] = from_float<T>(a * c - b * s);
-    p[j + half] = from_float<T>(b * c + a * s);
+    float lo, hi;
+    rope_rotate(a, b, cs[j], cs[half + j], lo, hi);
+    p[j] = from_float<T>(lo);
+    p[j + half] = from_float<T>(hi);
   }
 }
 

@@ -1,0 +1,301 @@
+// linear for decode-shaped x (M <= 16 rows): out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias). Reading w
+// is all the work, so the kernel streams it exactly once with 16-byte loads that skip L1 (x, which
+// every block rereads, keeps L1), and multiplies on the tensor cores (mma m16n8k16, f32
+// accumulation), where the M rows cost nothing.
+//
+// Work split. A block (8 warps) owns a tile of 32 output columns (rows of w). K is cut into groups
+// of 64; the block's warps — and, on sm_90, the C blocks of a thread block cluster (C = 1..8, so
+// that a small N still covers every SM) — take the groups round-robin. Each warp sums its groups
+// in registers; the warps' sums meet in shared memory, the cluster's in distributed shared memory
+// (no scratch buffer, no atomics). The grid is at most two blocks per SM, which the launch bounds
+// keep resident, so it runs in one wave.
+//
+// Fragments straight from 16-byte loads. Per mma, A = 16 rows of w x 16 k and B = 16 k x 8 rows of
+// x (B's columns are x's rows). Lane (g = lane / 4, t = lane % 4) holds A's k = {2t, 2t+1, 2t+8,
+// 2t+9} of rows g and g+8 and B's same k of column g. A dot product may visit k in any order, so
+// these four logical k stand for four consecutive elements of what lane t loaded, the same in A
+// and B: one 16-byte load (8 elements) of a row of w, or of x, feeds two mmas with no shuffles.
+//
+// Determinism and row independence. Every step of the sum of output (m, n) is fixed by N, K and
+// the GPU (SM count, cluster support), never by M or by other rows: which warp of which block
+// takes which k, the order of a warp's groups, the mma (its output column m reads only x row m),
+// the warp order in shared memory, the cluster rank order, then the bias add and the rounding. M
+// only decides which rows of x are loaded (the others are zeros) and which outputs are stored; the
+// second column tile (rows 8..15) adds mmas on other accumulators. So row r is bit-identical for
+// M = 3 or M = 4 with a padding row (decode graphs pad batches), and from run to run.
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <map>
+#include <mutex>
+#include <type_traits>
+
+#include "ops/cuda/dense_common.cuh"
+#include "ops/cuda/gemv.h"
+
+namespace grt::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileN = 32;                 // output columns per block: two mma row tiles of 16
+constexpr int kStepK = 32;                 // k per pair of mmas: 4 lanes x 8 elements
+constexpr int kUnroll = 2;                 // steps per group: a lane has 2 x 4 w loads in flight
+constexpr int kGroupK = kStepK * kUnroll;  // 64
+constexpr int kMaxCluster = 8;             // the portable cluster size
+constexpr int kLd = kTileN + 4;            // padded reduction row: the lanes' stores hit 32 banks
+
+// Element kinds of the epilogue (bias and output), chosen at run time: one kernel per input dtype
+// and column-tile count, not per output dtype.
+enum Kind : int { kNone = -1, kF32 = 0, kBF16 = 1, kF16 = 2 };
+
+struct Params {
+  const void* x;
+  const void* w;
+  const void* bias;
+  void* out;
+  int64_t x_stride;
+  int M, N, K;
+  int groups;   // ceil(K / kGroupK)
+  int cluster;  // blocks per column tile (a cluster when > 1)
+  int bias_kind, out_kind;
+};
+
+// 16 bytes of w: read once, so not kept in L1; the L2 fetches the surrounding 256 bytes, which
+// the neighbouring warps read next. volatile: never speculated past its bounds check.
+__device__ __forceinline__ uint4 load_weight(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// c += A·B for one m16n8k16 tile, f32 accumulators.
+template <typename T>
+__device__ __forceinline__ void mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                    uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+__device__ __forceinline__ float load_kind(const void* p, int kind, int64_t i) {
+  if (kind == kF32) return static_cast<const float*>(p)[i];
+  if (kind == kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  return __half2float(static_cast<const __half*>(p)[i]);
+}
+
+// Output element e of the block's tile (row e / kTileN, column n0 + e % kTileN) from its sum.
+__device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float s) {
+  const int m = e / kTileN;
+  const int64_t n = n0 + e % kTileN;
+  if (m >= p.M || n >= p.N) return;
+  if (p.bias_kind != kNone) s += load_kind(p.bias, p.bias_kind, n);
+  const int64_t o = m * static_cast<int64_t>(p.N) + n;
+  if (p.out_kind == kF32) static_cast<float*>(p.out)[o] = s;
+  else if (p.out_kind == kBF16) static_cast<__nv_bfloat16*>(p.out)[o] = __float2bfloat16_rn(s);
+  else static_cast<__half*>(p.out)[o] = __float2half_rn(s);
+}
+
+// NT column tiles of 8 rows of x: 1 for M <= 8, 2 for M <= 16.
+template <typename T, int NT>
+__global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
+  __shared__ float red[kWarps][NT * 8 * kLd];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int C = p.cluster;
+  const int rank = static_cast<int>(blockIdx.x % C);
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x / C) * kTileN;
+
+  // The lane's rows of w (n0 + 8j + g; j = 2r + h is row tile r, half h) and of x (8h + g).
+  const T* wr[4];
+  bool wok[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t n = n0 + 8 * j + g;
+    wok[j] = n < p.N;
+    wr[j] = static_cast<const T*>(p.w) + (wok[j] ? n : 0) * p.K;
+  }
+  const T* xr[NT];
+  bool xok[NT];
+#pragma unroll
+  for (int h = 0; h < NT; ++h) {
+    const int m = 8 * h + g;
+    xok[h] = m < p.M;
+    xr[h] = static_cast<const T*>(p.x) + (xok[h] ? m : 0) * p.x_stride;
+  }
+
+  float acc[2][NT][4] = {};
+  for (int grp = rank * kWarps + warp; grp < p.groups; grp += C * kWarps) {
+    // All loads of the group first, so they are in flight together; past K they are zeros.
+    uint4 a[kUnroll][4], b[kUnroll][NT];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int k = grp * kGroupK + u * kStepK + t * 8;
+      const bool kok = k < p.K;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) a[u][j] = kok && wok[j] ? load_weight(wr[j] + k) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int h = 0; h < NT; ++h)
+        b[u][h] = kok && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int h = 0; h < NT; ++h) {
+          // Elements 0-3 of the lane's 16 bytes, then 4-7 (A regs: row g, row g+8, row g hi, row g+8 hi).
+          mma<T>(acc[r][h], a[u][2 * r].x, a[u][2 * r + 1].x, a[u][2 * r].y, a[u][2 * r + 1].y, b[u][h].x, b[u][h].y);
+          mma<T>(acc[r][h], a[u][2 * r].z, a[u][2 * r + 1].z, a[u][2 * r].w, a[u][2 * r + 1].w, b[u][h].z, b[u][h].w);
+        }
+  }
+
+  // Accumulator i of tile (r, h) is column r*16 + g (+8 for i >= 2) of x row 8h + 2t (+1 for odd i).
+  float* mine = red[warp];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int h = 0; h < NT; ++h) {
+      const int col = r * 16 + g, m = 8 * h + 2 * t;
+      mine[m * kLd + col] = acc[r][h][0];
+      mine[(m + 1) * kLd + col] = acc[r][h][1];
+      mine[m * kLd + col + 8] = acc[r][h][2];
+      mine[(m + 1) * kLd + col + 8] = acc[r][h][3];
+    }
+  __syncthreads();
+  constexpr int E = NT * 8 * kTileN;  // outputs of the tile, row-major over (row of x, column)
+  for (int e = threadIdx.x; e < E; e += kThreads) {
+    const int i = (e / kTileN) * kLd + e % kTileN;
+    float s = red[0][i];
+#pragma unroll
+    for (int v = 1; v < kWarps; ++v) s += red[v][i];
+    if (C == 1) store(p, n0, e, s);
+    else red[0][i] = s;  // only this thread touches element i: no barrier before the cluster's
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (C > 1) {
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();  // every block's partial sums are in its red[0]
+    const int per = E / C;
+    for (int e = rank * per + static_cast<int>(threadIdx.x); e < (rank + 1) * per; e += kThreads) {
+      float* own = &red[0][(e / kTileN) * kLd + e % kTileN];
+      float s = *cluster.map_shared_rank(own, 0);
+      for (int q = 1; q < C; ++q) s += *cluster.map_shared_rank(own, q);
+      store(p, n0, e, s);
+    }
+    cluster.sync();  // this block's shared memory stays until the others have read it
+  }
+#endif
+}
+
+struct DeviceInfo {
+  int sms = 0;
+  bool clusters = false;
+};
+
+DeviceInfo device_info(int index) {
+  static std::mutex mu;
+  static std::map<int, DeviceInfo> infos;
+  std::lock_guard<std::mutex> lock(mu);
+  DeviceInfo& info = infos[index];
+  if (info.sms == 0) {
+    int major = 0, cluster_launch = 0;
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index),
+                   "reading the compute capability of cuda:{}", index);
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, index),
+                   "reading cluster support of cuda:{}", index);
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, index),
+                   "reading the SM count of cuda:{}", index);
+    info.clusters = major >= 9 && cluster_launch != 0;  // the sm_80 build has no cluster code
+  }
+  return info;
+}
+
+// Blocks per column tile: doubled while the grid stays within two blocks per SM (one wave) and
+// every warp of the cluster still gets a group of K. Depends on N, K and the GPU only, never on
+// M: it fixes the summation order (see the top of the file).
+int cluster_size(int64_t tiles, int64_t groups, const DeviceInfo& info) {
+  int c = 1;
+  while (info.clusters && c < kMaxCluster && tiles * c <= info.sms && groups >= 2 * c * kWarps) c *= 2;
+  return c;
+}
+
+int kind_of(DType dt) {
+  switch (dt) {
+    case DType::F32: return kF32;
+    case DType::BF16: return kBF16;
+    case DType::F16: return kF16;
+    default: return kNone;
+  }
+}
+
+template <typename T, int NT>
+void launch(cudaStream_t stream, const Params& p, int64_t blocks) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = p.cluster > 1 ? 1 : 0;
+  (void)cudaLaunchKernelEx(&cfg, gemv_kernel<T, NT>, p);  // its error is also the last error, checked next
+}
+
+}  // namespace
+
+bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride, DType in_dtype, const void* w,
+                    const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
+  if (M < 1 || M > kGemvMaxRows || (in_dtype != DType::BF16 && in_dtype != DType::F16)) return false;
+  if (out_dtype != in_dtype && out_dtype != DType::F32) return false;
+  if (bias && kind_of(bias_dtype) == kNone) return false;
+  // 16-byte loads of every row of w and x (x_stride only matters with a second row).
+  if (K % 8 != 0 || !dense::aligned16(w, K, 2) || !dense::aligned16(x, M > 1 ? x_stride : 0, 2)) return false;
+  if (N > (int64_t{1} << 30) || K > (int64_t{1} << 30)) return false;
+  const DeviceInfo info = device_info(d.index);
+  const int64_t tiles = (N + kTileN - 1) / kTileN;
+  const int64_t groups = (K + kGroupK - 1) / kGroupK;
+  Params p{};
+  p.x = x;
+  p.w = w;
+  p.bias = bias;
+  p.out = out;
+  p.x_stride = x_stride;
+  p.M = static_cast<int>(M);
+  p.N = static_cast<int>(N);
+  p.K = static_cast<int>(K);
+  p.groups = static_cast<int>(groups);
+  p.cluster = cluster_size(tiles, groups, info);
+  p.bias_kind = bias ? kind_of(bias_dtype) : kNone;
+  p.out_kind = kind_of(out_dtype);
+  const int64_t blocks = tiles * p.cluster;
+  const bool two = M > 8;
+  if (in_dtype == DType::BF16) {
+    if (two) launch<__nv_bfloat16, 2>(stream, p, blocks);
+    else launch<__nv_bfloat16, 1>(stream, p, blocks);
+  } else {
+    if (two) launch<__half, 2>(stream, p, blocks);
+    else launch<__half, 1>(stream, p, blocks);
+  }
+  GRT_CUDA_CHECK_LAUNCH("linear (small M) M={} N={} K={} {} -> {} cluster {}", M, N, K, dtype_name(in_dtype),
+                        dtype_name(out_dtype), p.cluster);
+  return true;
+}
+
+}  // namespace grt::cuda

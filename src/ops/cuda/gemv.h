@@ -1,0 +1,23 @@
+// The small-M (decode-shaped) path of linear on CUDA: a weight-streaming kernel used instead of
+// cuBLASLt, which reaches only about a third of the memory bandwidth when x has a few rows.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/device_id.h"
+#include "core/dtype.h"
+
+namespace grt::cuda {
+
+// Most rows of x the small-M kernel takes (two mma column tiles of 8); above, cuBLASLt.
+constexpr int64_t kGemvMaxRows = 16;
+
+// out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null), launched on
+// `stream` of device `d` (already current) when the small-M kernel handles the call: bf16/f16
+// inputs, output of the input dtype or f32, bias f32/bf16/f16, 1 <= M <= kGemvMaxRows,
+// K % 8 == 0, w and every row of x 16-byte aligned. Returns false, launching nothing, otherwise.
+bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride, DType in_dtype, const void* w,
+                    const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K);
+
+}  // namespace grt::cuda
