@@ -3,6 +3,7 @@
 #include "graph/capture_schedule.h"
 #include "graph_checks.h"
 #include "piecewise_model_checks.h"
+#include "proc_maps.h"
 
 namespace grt {
 namespace {
@@ -31,6 +32,31 @@ TEST(PiecewiseGraphs, AutoDisabledWhenAttentionIsNotASplitOp) {
   auto g = testing::piecewise_test_runner(kCpu, true, {4, 8});
   set_split_ops({"attention"});
   EXPECT_EQ(g->piecewise_graphs(), nullptr);
+}
+
+// Destroying a runner whose decode and piecewise graphs live in VMM spaces unmaps every chunk
+// from every space and closes every chunk (/proc/self/maps and /proc/self/fd as before).
+TEST(PiecewiseGraphs, DestroyingVmmRunnersReleasesEveryMappingAndChunk) {
+  const size_t lines_before = testing::vmm_map_lines(), fds_before = testing::open_fds();
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    ModelRunnerOptions o;
+    o.max_running_requests = 8;
+    o.max_context = 160;
+    o.max_total_tokens = 8 * 160;
+    o.piecewise_cuda_graph_max_tokens = 512;
+    o.graph_memory = GraphMemoryMode::kVmm;
+    o.capture_progress = false;
+    auto r = std::make_unique<ModelRunner>(load_model("builtin:tiny", kCpu, DType::F32, 0, 160), o);
+    ASSERT_NE(r->decode_graphs(), nullptr);
+    ASSERT_NE(r->piecewise_graphs(), nullptr);
+    const VmmStats s = r->graph_memory()->vmm()->stats();
+    EXPECT_EQ(s.spaces, r->decode_graphs()->runner().shapes().size() + r->piecewise_graphs()->runner().shapes().size());
+    EXPECT_EQ(testing::vmm_map_lines() - lines_before, s.mapped_bytes / s.granularity) << "cycle " << cycle;
+    EXPECT_EQ(testing::open_fds() - fds_before, s.physical_bytes / s.granularity) << "cycle " << cycle;
+    r.reset();
+    EXPECT_EQ(testing::vmm_map_lines(), lines_before) << "cycle " << cycle;
+    EXPECT_EQ(testing::open_fds(), fds_before) << "cycle " << cycle;
+  }
 }
 
 TEST(CaptureSchedule, DefaultPiecewiseTokenCountsFollowTheSeeds) {

@@ -25,9 +25,15 @@
 #include "device/stream.h"
 #include "memory/caching_allocator.h"
 #include "memory/vmm_spaces.h"
+#include "proc_maps.h"
 
 namespace grt {
 namespace {
+
+using testing::maps_line;
+using testing::open_fds;
+using testing::shows_chunk;
+using testing::vmm_map_lines;
 
 const Device kCpu = Device::cpu();
 constexpr size_t KiB = 1024;
@@ -45,42 +51,6 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 #define EXPECT_HAS(text, needle) EXPECT_NE(std::string(text).find(needle), std::string::npos) << (text)
-
-std::string read_maps() {
-  std::ifstream f("/proc/self/maps");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Lines of /proc/self/maps that show a memfd chunk ("graphrt-vmm"): one per chunk mapping.
-size_t vmm_map_lines() {
-  std::istringstream in(read_maps());
-  std::string line;
-  size_t n = 0;
-  while (std::getline(in, line))
-    if (line.find("graphrt-vmm") != std::string::npos) ++n;
-  return n;
-}
-
-// The /proc/self/maps line covering `addr`, or "" when nothing is at that address.
-std::string maps_line(const void* addr) {
-  std::istringstream in(read_maps());
-  std::string line;
-  const auto a = reinterpret_cast<uintptr_t>(addr);
-  while (std::getline(in, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) return line;
-  }
-  return "";
-}
-bool shows_chunk(const void* addr) { return maps_line(addr).find("graphrt-vmm") != std::string::npos; }
-
-size_t open_fds() {
-  size_t n = 0;
-  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
 
 // A "forward pass" of scale s: a hidden state of s bytes, and for each layer an intermediate of
 // 2s that replaces the hidden state. Its peak (and with reuse, its footprint) is 3s; without

@@ -1,10 +1,26 @@
 #include "device/vmm.h"
 
+#include <exception>
+
 #include "core/error.h"
+#include "core/logging.h"
 #include "device/backend.h"
 #include "device/device.h"
 
 namespace grt {
+
+namespace {
+// Destructors cannot throw: a failed unmap or release (a dying context, a driver error) is
+// logged and the resource given up, instead of terminating the process.
+template <class F>
+void release_in_destructor(const char* what, F&& release) noexcept {
+  try {
+    release();
+  } catch (const std::exception& e) {
+    GRT_WARN("{} failed while destroying it: {}", what, e.what());
+  }
+}
+}  // namespace
 
 size_t vmm_granularity(Device d) {
   check_device(d);
@@ -22,7 +38,9 @@ VirtualRange::VirtualRange(Device d, size_t bytes) : device_(d), size_(vmm_round
 }
 
 VirtualRange::~VirtualRange() {
-  if (base_) backend(device_.type).vmm_release_range(device_.index, base_, size_);
+  if (base_)
+    release_in_destructor("releasing a virtual range",
+                          [&] { backend(device_.type).vmm_release_range(device_.index, base_, size_); });
 }
 
 VirtualRange::VirtualRange(VirtualRange&& o) noexcept : device_(o.device_), base_(o.base_), size_(o.size_) {
@@ -36,7 +54,9 @@ PhysicalChunk::PhysicalChunk(Device d, size_t bytes) : device_(d), size_(vmm_rou
 }
 
 PhysicalChunk::~PhysicalChunk() {
-  if (size_) backend(device_.type).vmm_release_chunk(device_.index, handle_, size_);
+  if (size_)
+    release_in_destructor("releasing a physical chunk",
+                          [&] { backend(device_.type).vmm_release_chunk(device_.index, handle_, size_); });
 }
 
 PhysicalChunk::PhysicalChunk(PhysicalChunk&& o) noexcept : device_(o.device_), size_(o.size_), handle_(o.handle_) {
@@ -57,7 +77,8 @@ ChunkMapping::ChunkMapping(const VirtualRange& range, size_t offset, const Physi
 }
 
 ChunkMapping::~ChunkMapping() {
-  if (address_) backend(device_.type).vmm_unmap(device_.index, address_, size_);
+  if (address_)
+    release_in_destructor("unmapping a chunk", [&] { backend(device_.type).vmm_unmap(device_.index, address_, size_); });
 }
 
 ChunkMapping::ChunkMapping(ChunkMapping&& o) noexcept : device_(o.device_), address_(o.address_), size_(o.size_) {
