@@ -65,6 +65,8 @@ nlohmann::json measure(const MemoryOpts& o, std::shared_ptr<const DecoderModel> 
     j["largest_capture_bytes"] = s.largest_space_bytes;
     j["reserved_virtual_bytes"] = s.reserved_virtual_bytes;
     j["mapped_bytes"] = s.mapped_bytes;
+    j["chunks"] = s.chunks;
+    j["mappings"] = s.mappings;
     j["spaces"] = s.spaces;
   }
   // One replayed step, to show VMM replays as fast as a pool.

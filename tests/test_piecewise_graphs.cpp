@@ -51,8 +51,8 @@ TEST(PiecewiseGraphs, DestroyingVmmRunnersReleasesEveryMappingAndChunk) {
     ASSERT_NE(r->piecewise_graphs(), nullptr);
     const VmmStats s = r->graph_memory()->vmm()->stats();
     EXPECT_EQ(s.spaces, r->decode_graphs()->runner().shapes().size() + r->piecewise_graphs()->runner().shapes().size());
-    EXPECT_EQ(testing::vmm_map_lines() - lines_before, s.mapped_bytes / s.granularity) << "cycle " << cycle;
-    EXPECT_EQ(testing::open_fds() - fds_before, s.physical_bytes / s.granularity) << "cycle " << cycle;
+    EXPECT_EQ(testing::vmm_map_lines() - lines_before, s.mappings) << "cycle " << cycle;
+    EXPECT_EQ(testing::open_fds() - fds_before, s.chunks) << "cycle " << cycle;
     r.reset();
     EXPECT_EQ(testing::vmm_map_lines(), lines_before) << "cycle " << cycle;
     EXPECT_EQ(testing::open_fds(), fds_before) << "cycle " << cycle;

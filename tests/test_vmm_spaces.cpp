@@ -26,6 +26,7 @@
 #include "memory/caching_allocator.h"
 #include "memory/vmm_spaces.h"
 #include "proc_maps.h"
+#include "vmm_checks.h"
 
 namespace grt {
 namespace {
@@ -92,7 +93,8 @@ TEST(VmmSpaces, TwentyCapturesHoldTheLargestNotTheSum) {
       outputs.push_back(fake_forward(spaces, *s, scale, 4));
       const VmmSpaceStats st = spaces.space_stats(id);
       EXPECT_EQ(st.high_water_bytes, 3 * scale) << "capture " << k << ": reuse failed";
-      EXPECT_EQ(st.mapped_bytes, round_up(3 * scale, g)) << "capture " << k << ": not lazily mapped";
+      EXPECT_EQ(st.mapped_bytes, testing::covering_prefix_end(spaces.chunk_bytes(), 3 * scale))
+          << "capture " << k << ": not lazily mapped";
       EXPECT_EQ(st.live_blocks, 1u);
       EXPECT_EQ(st.live_bytes, scale);
       largest_need = std::max(largest_need, 3 * scale);
@@ -108,7 +110,7 @@ TEST(VmmSpaces, TwentyCapturesHoldTheLargestNotTheSum) {
     EXPECT_EQ(st.reserved_virtual_bytes, 20 * spaces.space_bytes());
     EXPECT_EQ(st.mapped_bytes, sum_mapped);
     EXPECT_EQ(st.live_blocks, 20u);
-    EXPECT_EQ(vmm_map_lines() - lines_before, st.mapped_bytes / g);  // one line per chunk mapping
+    EXPECT_EQ(vmm_map_lines() - lines_before, st.mappings);  // one line per chunk mapping
 
     // Distinct, disjoint virtual ranges.
     std::vector<std::pair<char*, size_t>> sorted = ranges;
@@ -165,10 +167,16 @@ TEST(VmmSpaces, ANewSpaceMapsOnlyTheChunksItsAllocationsReach) {
   auto s = new_stream(kCpu);
   VmmSpaces spaces(kCpu, 32 * MiB);
   const size_t g = spaces.granularity();
+  ASSERT_EQ(g, 2 * MiB);
   spaces.switch_to_new_virtual_space();
-  void* big = spaces.allocate(9 * MiB, *s);  // 5 chunks
+  // Each growth creates one chunk covering the shortfall: [0, 2), [2, 4), [4, 10) MiB.
+  void* first = spaces.allocate(1 * MiB, *s);
+  void* second = spaces.allocate(3 * MiB, *s);
+  void* third_block = spaces.allocate(5 * MiB, *s);
+  EXPECT_EQ(spaces.chunk_bytes(), (std::vector<size_t>{g, g, 3 * g}));
   EXPECT_EQ(spaces.stats().physical_bytes, 5 * g);
   EXPECT_EQ(spaces.space_stats(1).mapped_bytes, 5 * g);
+  EXPECT_EQ(spaces.space_stats(1).mappings, 3u);
 
   const uint64_t small_id = spaces.switch_to_new_virtual_space();
   auto* base = static_cast<char*>(spaces.space_stats(small_id).base);
@@ -181,30 +189,32 @@ TEST(VmmSpaces, ANewSpaceMapsOnlyTheChunksItsAllocationsReach) {
   EXPECT_FALSE(shows_chunk(base + g));  // still the PROT_NONE reservation
   EXPECT_NE(maps_line(base + g), "");
   EXPECT_EQ(spaces.stats().physical_bytes, 5 * g);  // no new chunk
-  EXPECT_EQ(spaces.stats().mapped_bytes, 6 * g);
-  EXPECT_EQ(vmm_map_lines() - lines_before, 6u);
+  EXPECT_EQ(vmm_map_lines() - lines_before, 4u);
 
-  // Growing the small space maps what it reaches, then creates chunks past the last one; the
-  // first space does not get the new chunks.
+  // Growing the small space maps the chunks it reaches, whole; past the last chunk, one new
+  // chunk covers the shortfall; the first space does not get it.
   void* more = spaces.allocate(5 * MiB, *s);  // [1024, 1024 + 5 MiB): chunks 0..2
-  EXPECT_EQ(spaces.space_stats(small_id).mapped_bytes, 3 * g);
-  EXPECT_TRUE(shows_chunk(base + 2 * g));
-  EXPECT_FALSE(shows_chunk(base + 3 * g));
-  void* huge = spaces.allocate(8 * MiB, *s);  // reaches chunk 6
+  EXPECT_EQ(spaces.space_stats(small_id).mapped_bytes, 5 * g);
+  EXPECT_TRUE(shows_chunk(base + 10 * MiB - 1));
+  EXPECT_FALSE(shows_chunk(base + 10 * MiB));
+  void* huge = spaces.allocate(8 * MiB, *s);  // reaches offset 13 MiB + 1024: chunk [10, 14) MiB
   const size_t end = spaces.space_stats(small_id).high_water_bytes;
   EXPECT_EQ(end, 1024 + 5 * MiB + 8 * MiB);
+  EXPECT_EQ(spaces.chunk_bytes(), (std::vector<size_t>{g, g, 3 * g, 2 * g}));
   EXPECT_EQ(spaces.stats().physical_bytes, round_up(end, g));
   EXPECT_EQ(spaces.space_stats(small_id).mapped_bytes, round_up(end, g));
   EXPECT_EQ(spaces.space_stats(1).mapped_bytes, 5 * g);
   EXPECT_EQ(spaces.stats().largest_space_bytes, end);
+  EXPECT_EQ(testing::lazy_mapping_error(spaces), "");
 
   // extend_mapping maps existing chunks into the current space ahead of its allocations.
   const uint64_t third = spaces.switch_to_new_virtual_space();
   spaces.extend_mapping(spaces.stats().physical_bytes);
   EXPECT_EQ(spaces.space_stats(third).mapped_bytes, spaces.stats().physical_bytes);
   EXPECT_EQ(spaces.space_stats(third).high_water_bytes, 0u);
-  EXPECT_EQ(vmm_map_lines() - lines_before, spaces.stats().mapped_bytes / g);
-  for (void* p : {big, small, more, huge}) spaces.free(p);
+  EXPECT_EQ(spaces.stats().mappings, 3u + 4u + 4u);
+  EXPECT_EQ(vmm_map_lines() - lines_before, spaces.stats().mappings);
+  for (void* p : {first, second, third_block, small, more, huge}) spaces.free(p);
 }
 
 // ---- reuse within a space ---------------------------------------------------------------------
@@ -495,8 +505,8 @@ TEST(VmmSpaces, DestructionReleasesEveryMappingRangeAndChunk) {
       bases.push_back(static_cast<char*>(spaces.allocate((k + 1) * 1536 * KiB, *s)));
       s->memset_async(bases.back(), k, 4096);  // queued work: the destructor waits for it
     }
-    EXPECT_EQ(vmm_map_lines() - lines_before, spaces.stats().mapped_bytes / spaces.granularity());
-    EXPECT_EQ(open_fds() - fds_before, spaces.stats().physical_bytes / spaces.granularity());
+    EXPECT_EQ(vmm_map_lines() - lines_before, spaces.stats().mappings);
+    EXPECT_EQ(open_fds() - fds_before, spaces.stats().chunks);
     // Blocks left live: the destructor warns, and still releases everything.
   }
   EXPECT_EQ(vmm_map_lines(), lines_before);

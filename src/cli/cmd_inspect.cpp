@@ -59,6 +59,8 @@ nlohmann::json graph_memory_json(const GraphMemory* m, const DecodeGraphs* dg, c
     j["reserved_virtual_bytes"] = s.reserved_virtual_bytes;
     j["spaces"] = s.spaces;
     j["mapped_bytes"] = s.mapped_bytes;
+    j["chunks"] = s.chunks;
+    j["mappings"] = s.mappings;
     j["granularity"] = s.granularity;
     j["largest_capture_bytes"] = s.largest_space_bytes;
   } else {

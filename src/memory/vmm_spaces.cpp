@@ -13,7 +13,7 @@
 namespace grt {
 
 // One virtual address space: its range, the chunk mappings it has so far (mappings[i] shows
-// chunk i at offset i * granularity: always a prefix of the chunks), and its blocks. Blocks tile
+// chunk i at its offset: always a prefix of the chunks, ending at mapped_end), and its blocks. Blocks tile
 // [0, frontier) in address order; the frontier only grows (it is the space's high-water mark).
 // Free neighbours with the same stream tag are always merged.
 struct VmmSpaces::Space {
@@ -21,6 +21,7 @@ struct VmmSpaces::Space {
   uint64_t id;
   VirtualRange range;
   std::vector<ChunkMapping> mappings;
+  size_t mapped_end = 0;
   std::map<size_t, Block> blocks;                   // by offset
   std::set<std::pair<size_t, size_t>> free_blocks;  // (size, offset) of free blocks
   size_t frontier = 0;
@@ -32,7 +33,6 @@ struct VmmSpaces::Space {
 
 namespace {
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
-size_t chunks_for(size_t bytes, size_t granularity) { return (bytes + granularity - 1) / granularity; }
 }  // namespace
 
 VmmSpaces::VmmSpaces(Device device, size_t physical_budget_bytes, size_t space_bytes)
@@ -77,8 +77,11 @@ void VmmSpaces::release_all() noexcept {
   for (auto& space : spaces_) space->mappings.clear();
   spaces_.clear();
   chunks_.clear();
+  chunk_offsets_.clear();
   live_.clear();
   mapped_bytes_ = 0;
+  mappings_ = 0;
+  physical_bytes_ = 0;
   live_bytes_ = 0;
 }
 
@@ -110,34 +113,34 @@ VmmSpaces::Space& VmmSpaces::current_locked(const char* what, size_t bytes) {
 }
 
 void VmmSpaces::map_prefix_locked(Space& space, size_t end, size_t request) {
-  const size_t g = granularity_;
-  const size_t chunks = chunks_for(end, g);
-  if (chunks <= space.mappings.size()) return;
-  if (chunks > chunks_.size()) {
-    GRT_CHECK(budget_ == 0 || chunks * g <= budget_,
+  if (end <= space.mapped_end) return;
+  if (end > physical_bytes_) {
+    const size_t need = round_up(end, granularity_);
+    GRT_CHECK(budget_ == 0 || need <= budget_,
               "out of graph memory on {}: space {} asked {} bytes, which reach offset {} and need {} bytes of "
               "physical chunks; holding {} bytes physical ({} bytes live in {} blocks), budget {} bytes",
-              device_.str(), space.id, request, end, chunks * g, chunks_.size() * g, live_bytes_, live_.size(),
-              budget_);
-    while (chunks_.size() < chunks) {
-      try {
-        chunks_.emplace_back(device_, g);
-      } catch (const Error& e) {
-        throw e.with_context(
-            fmt::format("growing the graph memory of {} from {} to {} bytes for {} bytes asked in space {}",
-                        device_.str(), chunks_.size() * g, chunks * g, request, space.id));
-      }
+              device_.str(), space.id, request, end, need, physical_bytes_, live_bytes_, live_.size(), budget_);
+    try {
+      chunks_.emplace_back(device_, need - physical_bytes_);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("growing the graph memory of {} from {} to {} bytes for {} bytes asked in space {}",
+                                       device_.str(), physical_bytes_, need, request, space.id));
     }
+    chunk_offsets_.push_back(physical_bytes_);
+    physical_bytes_ = need;
   }
-  while (space.mappings.size() < chunks) {
+  while (space.mapped_end < end) {
     const size_t i = space.mappings.size();
     try {
-      space.mappings.emplace_back(space.range, i * g, chunks_[i]);
+      space.mappings.emplace_back(space.range, chunk_offsets_[i], chunks_[i]);
     } catch (const Error& e) {
-      throw e.with_context(fmt::format("mapping chunk {} into VMM space {} of {} for {} bytes asked", i, space.id,
-                                       device_.str(), request));
+      throw e.with_context(fmt::format("mapping chunk {} ({} bytes at offset {}) into VMM space {} of {} for {} bytes "
+                                       "asked",
+                                       i, chunks_[i].size(), chunk_offsets_[i], space.id, device_.str(), request));
     }
-    mapped_bytes_ += g;
+    space.mapped_end += chunks_[i].size();
+    mapped_bytes_ += chunks_[i].size();
+    ++mappings_;
   }
 }
 
@@ -264,7 +267,9 @@ void VmmSpaces::extend_mapping(size_t bytes) {
 VmmStats VmmSpaces::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   VmmStats s;
-  s.physical_bytes = chunks_.size() * granularity_;
+  s.physical_bytes = physical_bytes_;
+  s.chunks = chunks_.size();
+  s.mappings = mappings_;
   for (const auto& sp : spaces_) s.reserved_virtual_bytes += sp->range.size();
   s.spaces = spaces_.size();
   s.mapped_bytes = mapped_bytes_;
@@ -277,6 +282,13 @@ VmmStats VmmSpaces::stats() const {
   return s;
 }
 
+std::vector<size_t> VmmSpaces::chunk_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<size_t> sizes;
+  for (const PhysicalChunk& c : chunks_) sizes.push_back(c.size());
+  return sizes;
+}
+
 VmmSpaceStats VmmSpaces::space_stats(uint64_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
   GRT_CHECK(id >= 1 && id <= spaces_.size(), "VMM space {} of {} does not exist ({} spaces)", id, device_.str(),
@@ -286,7 +298,8 @@ VmmSpaceStats VmmSpaces::space_stats(uint64_t id) const {
   s.id = id;
   s.base = sp.range.base();
   s.reserved_bytes = sp.range.size();
-  s.mapped_bytes = sp.mappings.size() * granularity_;
+  s.mapped_bytes = sp.mapped_end;
+  s.mappings = sp.mappings.size();
   s.high_water_bytes = sp.frontier;
   s.live_bytes = sp.live_bytes;
   s.live_blocks = sp.live_blocks;

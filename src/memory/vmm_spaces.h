@@ -9,11 +9,16 @@
 //     spaces->switch_to_new_virtual_space();
 //     ... capture, allocating through spaces->allocate() (routed by the caching allocator) ...
 //
-// Layout: physical chunks of vmm_granularity() bytes are shared by every space; chunk i always
-// backs offset i * granularity of every space. A space maps a prefix of the chunks, and only as
-// far as its own allocations reach (lazy mapping): a new space maps nothing, a small capture
-// maps only the chunks it touches. New chunks are created when an allocation of the current
-// space reaches past the last chunk (the largest capture grows), up to the physical budget.
+// Layout: physical chunks (multiples of vmm_granularity()) are shared by every space and tile
+// offsets [0, physical) in creation order; a chunk backs the same offsets in every space. A
+// space maps a prefix of the chunks, and only as far as its own allocations reach (lazy
+// mapping): a new space maps nothing, a small capture maps only the chunks it touches. When an
+// allocation of the current space reaches past the last chunk (the largest capture grows), ONE
+// new chunk is created covering exactly the shortfall (rounded to the granularity), up to the
+// physical budget. Chunks grow by need, not by granule, because the driver's cost of granting
+// access and unmapping is per chunk, not per byte (H100, driver 580: ~28 us per chunk whether
+// it holds 2 MiB or 256 MiB, bench/results/h100_2026-11-23/vmm_chunk_cost.txt), and every
+// space maps the chunks again.
 // Frees never give chunks back; destruction unmaps every mapping, then releases the ranges and
 // the chunks.
 //
@@ -46,14 +51,16 @@ namespace grt {
 class Stream;
 
 struct VmmStats {
-  size_t physical_bytes = 0;          // chunks created (each granularity bytes), shared by all spaces
+  size_t physical_bytes = 0;          // bytes of the chunks created, shared by all spaces
+  size_t chunks = 0;                  // chunks created
+  size_t mappings = 0;                // chunk mappings, summed over spaces
   size_t reserved_virtual_bytes = 0;  // address ranges reserved, over all spaces
   size_t spaces = 0;                  // spaces created
   size_t mapped_bytes = 0;            // bytes mapped, summed over spaces (lazy: <= spaces * physical)
   size_t largest_space_bytes = 0;     // high-water offset of the largest space ("largest_capture_bytes")
   size_t live_bytes = 0;              // bytes in live blocks (rounded sizes)
   uint64_t live_blocks = 0;
-  size_t granularity = 0;             // bytes per chunk
+  size_t granularity = 0;             // chunk sizes are multiples of it
   size_t space_bytes = 0;             // virtual size of each space
   size_t budget_bytes = 0;            // physical budget, 0: unlimited
   bool operator==(const VmmStats&) const = default;
@@ -63,7 +70,8 @@ struct VmmSpaceStats {
   uint64_t id = 0;
   void* base = nullptr;         // first address of the space
   size_t reserved_bytes = 0;    // virtual size
-  size_t mapped_bytes = 0;      // chunks mapped into this space
+  size_t mapped_bytes = 0;      // bytes of the chunks mapped into this space (a prefix)
+  size_t mappings = 0;          // chunks mapped into this space
   size_t high_water_bytes = 0;  // the highest offset its blocks ever reached
   size_t live_bytes = 0;
   uint64_t live_blocks = 0;
@@ -121,6 +129,8 @@ class VmmSpaces : public CaptureArena {
   void extend_mapping(size_t bytes);
 
   VmmStats stats() const;
+  // Sizes of the chunks in offset order (they sum to stats().physical_bytes).
+  std::vector<size_t> chunk_bytes() const;
   // Throws Error for an unknown id.
   VmmSpaceStats space_stats(uint64_t id) const;
 
@@ -134,7 +144,8 @@ class VmmSpaces : public CaptureArena {
   struct Space;
 
   Space& current_locked(const char* what, size_t bytes);
-  // Maps the chunks of `space` covering offsets [0, end), creating chunks past the last one.
+  // Maps the chunks of `space` covering offsets [0, end), creating one chunk for what lies past
+  // the last one.
   // Checks the budget first; on a driver failure, what was created and mapped stays (and is
   // accounted). `request` is the byte count asked, for errors.
   void map_prefix_locked(Space& space, size_t end, size_t request);
@@ -148,7 +159,10 @@ class VmmSpaces : public CaptureArena {
 
   mutable std::mutex mu_;
   // Destroyed in release_all(): every space's mappings, then the ranges, then the chunks.
-  std::vector<PhysicalChunk> chunks_;  // chunk i backs offset i * granularity_ of every space
+  std::vector<PhysicalChunk> chunks_;   // in offset order
+  std::vector<size_t> chunk_offsets_;  // chunk i backs offsets [chunk_offsets_[i], + its size)
+  size_t physical_bytes_ = 0;          // the end of the last chunk
+  size_t mappings_ = 0;
   std::vector<std::unique_ptr<Space>> spaces_;  // spaces_[id - 1]
   // Live blocks of every space by address: (space index, offset).
   std::unordered_map<const void*, std::pair<size_t, size_t>> live_;

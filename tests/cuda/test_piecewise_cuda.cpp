@@ -53,7 +53,7 @@ TEST(PiecewiseGraphsCuda, WholeScheduleCostsLittleMoreThanTheLargest) {
 // Creating and destroying a runner whose decode and piecewise graphs live in VMM spaces, several
 // times: device memory after each destruction does not grow (every chunk, mapping and range is
 // given back; what stays after the first cycle is the caching allocator's and the driver's).
-TEST(PiecewiseGraphsCuda, DestroyingVmmRunnersReturnsDeviceMemory) {
+TEST(PiecewiseGraphsCuda, DestroyingVmmRunnersReleasesDeviceMemory) {
   REQUIRE_GPU();
   constexpr size_t MiB = size_t{1} << 20;
   auto used = [] {

@@ -65,7 +65,7 @@ TEST_F(VmmSpacesCuda, BytesWrittenThroughOneSpaceShowInAnother) {
   auto s = new_stream(kGpu);
   VmmSpaces spaces(kGpu, 64 * MiB);
   const size_t g = spaces.granularity();
-  const size_t n = g + g / 2;  // chunks 0 and 1
+  const size_t n = g + g / 2;  // one chunk of two granules
   spaces.switch_to_new_virtual_space();
   void* a = spaces.allocate(n, *s);
   const std::vector<unsigned char> h = pattern(n, 5);
@@ -95,7 +95,11 @@ TEST_F(VmmSpacesCuda, ANewSpaceMapsOnlyTheChunksItsAllocationsReach) {
   VmmSpaces spaces(kGpu, 64 * MiB);
   const size_t g = spaces.granularity();
   spaces.switch_to_new_virtual_space();
-  void* big = spaces.allocate(4 * g + g / 2, *s);  // 5 chunks
+  // Each growth creates one chunk covering the shortfall: [0, g), [g, 2g), [2g, 5g).
+  void* first = spaces.allocate(g / 2, *s);
+  void* second = spaces.allocate(g, *s);
+  void* third = spaces.allocate(3 * g, *s);
+  EXPECT_EQ(spaces.chunk_bytes(), (std::vector<size_t>{g, g, 3 * g}));
   EXPECT_EQ(spaces.stats().physical_bytes, 5 * g);
 
   const uint64_t id = spaces.switch_to_new_virtual_space();
@@ -113,8 +117,7 @@ TEST_F(VmmSpacesCuda, ANewSpaceMapsOnlyTheChunksItsAllocationsReach) {
   s->memset_async(small, 0x11, 1000);
   s->synchronize();
   EXPECT_EQ(read_back(small, 1000), std::vector<unsigned char>(1000, 0x11));
-  spaces.free(big);
-  spaces.free(small);
+  for (void* p : {first, second, third, small}) spaces.free(p);
 }
 
 // Creating chunks, mapping them (cuMemCreate, cuMemMap, cuMemSetAccess) and reserving a new space
@@ -124,7 +127,7 @@ TEST_F(VmmSpacesCuda, AllocatesMapsAndReservesDuringACapture) {
   auto s = new_stream(kGpu);
   VmmSpaces spaces(kGpu, 64 * MiB);
   const size_t g = spaces.granularity();
-  const size_t n = 2 * g + 4096;  // 3 chunks, all created during the capture
+  const size_t n = 2 * g + 4096;  // one chunk of 3 granules, created during the capture
   spaces.switch_to_new_virtual_space();
   void* p = nullptr;
   void* q = nullptr;
@@ -160,7 +163,7 @@ TEST_F(VmmSpacesCuda, AllocatesMapsAndReservesDuringACapture) {
   spaces.free(q);
 }
 
-TEST_F(VmmSpacesCuda, DestructionUnmapsAndReleasesEverything) {
+TEST_F(VmmSpacesCuda, DestructionUnmapsAndReleasesDeviceMemory) {
   auto s = new_stream(kGpu);
   {
     // One-time growth of the context (the stream's first work, the driver's VMM bookkeeping)
@@ -174,8 +177,8 @@ TEST_F(VmmSpacesCuda, DestructionUnmapsAndReleasesEverything) {
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const size_t free_before = device_free_bytes();
-  // Several create/destroy cycles: the driver may keep some bookkeeping after the first (on the
-  // H100, driver 580, cudaMemGetInfo kept ~220 MiB), but a leak would grow with every cycle.
+  // Several create/destroy cycles: the driver may keep some bookkeeping after the first, but a
+  // leak would grow with every cycle. (cudaMemGetInfo is device-wide: ctest runs this test alone.)
   std::vector<size_t> used_after;
   for (int cycle = 0; cycle < 4; ++cycle) {
     std::vector<char*> bases;
