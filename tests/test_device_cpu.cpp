@@ -67,6 +67,32 @@ TEST(CpuDeviceStream, RunsWorkInOrder) {
   for (int i = 0; i < 64; ++i) EXPECT_EQ(host[i], i < 32 ? 7 : 3) << i;
 }
 
+// Per-stream caches above the device layer hear of a stream's destruction, with its id, once.
+TEST(CpuDeviceStream, DestroyedListenersHearTheStreamsId) {
+  static std::atomic<uint64_t> heard{0};
+  static std::atomic<int> calls{0};
+  static std::atomic<uint64_t> watched{0};
+  static bool added = false;
+  if (!added) {
+    add_stream_destroyed_listener([](uint64_t id) {
+      if (id == watched.load()) {
+        heard = id;
+        ++calls;
+      }
+    });
+    added = true;
+  }
+  auto s = new_stream(Device::cpu());
+  const uint64_t id = s->id();
+  watched = id;
+  std::atomic<bool> ran{false};
+  cpu::launch(*s, [&] { ran = true; });
+  s.reset();
+  EXPECT_TRUE(ran.load());  // queued work ran before the stream went
+  EXPECT_EQ(heard.load(), id);
+  EXPECT_EQ(calls.load(), 1);
+}
+
 TEST(CpuDeviceStream, HostReturnsBeforeWorkRuns) {
   auto s = new_stream(kCpu);
   std::latch gate(1);

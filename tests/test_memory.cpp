@@ -61,6 +61,23 @@ TEST(CachingAllocator, DoesNotReuseAnotherStreamsBlock) {
   a.free(q);
 }
 
+// A destroyed stream's cached segments go back to the device (no other stream may reuse
+// them): at once when fully free, else when their last block is freed.
+TEST(CachingAllocator, DestroyedStreamsSegmentsAreReleased) {
+  auto& a = cpu_alloc();
+  auto s1 = fresh_stream(), s2 = fresh_stream();
+  const size_t before = a.stats().reserved;
+  void* p = a.allocate(4096, *s1);
+  a.free(p);
+  void* q = a.allocate(3 * CachingAllocator::kLargeRequest, *s2);  // its own segment
+  EXPECT_GT(a.stats().reserved, before);
+  s1.reset();  // p's segment is fully free: released now
+  s2.reset();  // q's is live: released when q is freed
+  EXPECT_GT(a.stats().reserved, before);
+  a.free(q);
+  EXPECT_EQ(a.stats().reserved, before);
+}
+
 TEST(CachingAllocator, SplitsAndMergesNeighbours) {
   auto s = fresh_stream();
   auto& a = cpu_alloc();

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "device/backend.h"
 #include "device/device.h"
@@ -16,9 +17,35 @@ std::atomic<uint64_t> g_next_stream_id{1};
 int device_key(Device d) { return d.is_cpu() ? -1 : d.index; }
 
 thread_local std::map<int, Stream*> t_current;
+
+struct DestroyedListeners {
+  std::mutex mu;
+  std::vector<std::function<void(uint64_t)>> listeners;
+};
+// Leaked on purpose: streams may be destroyed during static destruction.
+DestroyedListeners& destroyed_listeners() {
+  static auto* l = new DestroyedListeners();
+  return *l;
+}
 }  // namespace
 
 Stream::Stream() : id_(g_next_stream_id.fetch_add(1)) {}
+
+Stream::~Stream() {
+  DestroyedListeners& l = destroyed_listeners();
+  std::vector<std::function<void(uint64_t)>> listeners;
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    listeners = l.listeners;
+  }
+  for (const auto& f : listeners) f(id_);
+}
+
+void add_stream_destroyed_listener(std::function<void(uint64_t stream_id)> listener) {
+  DestroyedListeners& l = destroyed_listeners();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.listeners.push_back(std::move(listener));
+}
 
 std::shared_ptr<Stream> new_stream(Device d) {
   check_device(d);

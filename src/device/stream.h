@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "core/device_id.h"
@@ -14,7 +15,8 @@ class Graph;
 
 class Stream {
  public:
-  virtual ~Stream() = default;
+  // Tells the stream-destroyed listeners (below) after the backend has let the stream go.
+  virtual ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
@@ -50,6 +52,12 @@ class Stream {
  private:
   uint64_t id_;
 };
+
+// Called with a stream's id as it is destroyed (work it queued still runs to completion), so
+// per-stream caches above this layer (e.g. a cuBLASLt workspace) can let go of what they keep
+// for it. Listeners run on the destroying thread, in the order added, and are never removed;
+// they must not throw, nor create or destroy streams.
+void add_stream_destroyed_listener(std::function<void(uint64_t stream_id)> listener);
 
 // A new stream on `device` (checked to exist).
 std::shared_ptr<Stream> new_stream(Device device);

@@ -1,5 +1,6 @@
 #include "memory/caching_allocator.h"
 
+#include <mutex>
 #include <vector>
 
 #include "core/error.h"
@@ -67,6 +68,17 @@ CachingAllocator& CachingAllocator::get(Device device) {
   static std::mutex mu;
   // Leaked on purpose: tensors held by statics may be freed during exit.
   static auto* table = new std::map<int, CachingAllocator*>();
+  static std::once_flag listening;
+  std::call_once(listening, [] {
+    add_stream_destroyed_listener([](uint64_t stream_id) {
+      std::vector<CachingAllocator*> all;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        for (auto& [key, a] : *table) all.push_back(a);
+      }
+      for (CachingAllocator* a : all) a->forget_stream(stream_id);
+    });
+  });
   check_device(device);
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = (*table)[device.is_cpu() ? -1 : device.index];
@@ -278,7 +290,21 @@ void CachingAllocator::free(void* ptr) {
   if (!pool.handle_alive && b->seg->fully_free()) {
     release_segment(pool, b->seg);
     maybe_erase_pool(pool_id);
+  } else if (pool_id == kDefaultPool && dead_streams_.count(b->stream) && b->seg->fully_free() &&
+             !this_thread_capture_stream()) {
+    release_segment(pool, b->seg);  // its stream is gone: nobody else may reuse it
   }
+}
+
+void CachingAllocator::forget_stream(uint64_t stream_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  dead_streams_.insert(stream_id);
+  if (this_thread_capture_stream()) return;
+  Pool& pool = *pools_.at(kDefaultPool);
+  std::vector<Segment*> victims;
+  for (auto& [base, seg] : pool.segments)
+    if (seg->first->stream == stream_id && seg->fully_free()) victims.push_back(seg.get());
+  for (Segment* seg : victims) release_segment(pool, seg);
 }
 
 size_t CachingAllocator::block_size(void* ptr) const {

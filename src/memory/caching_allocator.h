@@ -31,6 +31,7 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/device_id.h"
 #include "memory/capture_arena.h"
@@ -83,6 +84,12 @@ class CachingAllocator {
   // Gives fully free segments of the default pool back to the device. Graph pools keep theirs
   // while a GraphPool handle lives. Does nothing while this thread captures.
   void empty_cache();
+
+  // Stream `stream_id` was destroyed: its fully free default-pool segments go back to the
+  // device now, the others when their last block is freed (no other stream could reuse them).
+  // Called by the device layer's stream-destroyed listener; does nothing more while this thread
+  // captures (releasing would end the capture) than remember the stream.
+  void forget_stream(uint64_t stream_id);
 
   AllocatorStats stats() const;
   void reset_peak_stats();
@@ -157,6 +164,7 @@ class CachingAllocator {
   std::unordered_map<uint64_t, Route> routes_;       // route key → pool or arena
   std::unordered_map<void*, Block*> live_;           // allocated blocks by address
   std::unordered_map<void*, std::shared_ptr<CaptureArena>> arena_live_;  // blocks from arenas
+  std::unordered_set<uint64_t> dead_streams_;  // destroyed streams whose segments may remain
   size_t budget_ = 0;
   AllocatorStats stats_;
 };

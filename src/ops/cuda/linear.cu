@@ -7,7 +7,9 @@
 // while capturing runs workspace-free algorithms instead: no allocation inside a capture, and no
 // two streams share scratch memory). Per shape: the matmul descriptor, layouts and the heuristic's
 // algorithm, cached, so a call after the first only sets pointers and launches — nothing is
-// allocated or synchronised, and the call can be captured.
+// allocated or synchronised, and the call can be captured. A stream's workspace is freed when
+// the stream is destroyed (device_free waits for the device first); a graph captured on a stream
+// that had one uses it, so such graphs must be destroyed before their capture stream.
 //
 // Bias: the BIAS epilogue when the bias has the output's dtype (and an algorithm accepts it),
 // else a small broadcast-add kernel after the matmul.
@@ -20,8 +22,12 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
+#include "core/logging.h"
+#include "device/capture_state.h"
 #include "device/device.h"
+#include "device/stream.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/gemv.h"
@@ -90,7 +96,12 @@ struct Workspace {
   void* ptr = nullptr;
   explicit Workspace(Device d) : device(d), ptr(device_malloc(d, kWorkspaceBytes)) {}
   ~Workspace() {
-    if (ptr) device_free(device, ptr);
+    if (!ptr) return;
+    try {
+      device_free(device, ptr);
+    } catch (const std::exception& e) {
+      GRT_WARN("freeing a cuBLASLt workspace of {} failed: {}", device.str(), e.what());
+    }
   }
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
@@ -105,11 +116,37 @@ struct LtDevice {
 
 // Never destroyed: handles and device memory must not be released from static destructors,
 // after the CUDA runtime may already have shut down.
-LtDevice& lt_device(int index) {
-  static std::mutex registry_mu;
+std::mutex& lt_registry_mu() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+std::map<int, std::unique_ptr<LtDevice>>& lt_registry() {
   static auto* registry = new std::map<int, std::unique_ptr<LtDevice>>();
-  std::lock_guard<std::mutex> lock(registry_mu);
-  auto& slot = (*registry)[index];
+  return *registry;
+}
+
+// A destroyed stream's workspaces are freed, else every stream ever used would keep 32 MiB.
+void free_workspaces_of(uint64_t stream_id) {
+  if (this_thread_capture_stream()) return;  // freeing would end this thread's capture: keep it
+  std::vector<std::unique_ptr<Workspace>> dead;
+  {
+    std::lock_guard<std::mutex> lock(lt_registry_mu());
+    for (auto& [index, dev] : lt_registry()) {
+      std::lock_guard<std::mutex> dev_lock(dev->mu);
+      auto it = dev->workspaces.find(stream_id);
+      if (it == dev->workspaces.end()) continue;
+      dead.push_back(std::move(it->second));
+      dev->workspaces.erase(it);
+    }
+  }
+  dead.clear();  // device_free outside the locks
+}
+
+LtDevice& lt_device(int index) {
+  static std::once_flag listening;
+  std::call_once(listening, [] { add_stream_destroyed_listener(free_workspaces_of); });
+  std::lock_guard<std::mutex> lock(lt_registry_mu());
+  auto& slot = lt_registry()[index];
   if (!slot) {
     auto dev = std::make_unique<LtDevice>();
     cublasStatus_t st = cublasLtCreate(&dev->handle);
