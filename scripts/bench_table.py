@@ -3,13 +3,14 @@
 import json
 import sys
 
+nan = float("nan")
+
 
 def print_decode(j):
     c = j["capture"]
     print(f"{j['model']} {j['dtype']} on {j['device']}: {c['sizes']} decode graphs captured in "
           f"{c['capture_seconds']:.3f} s, graph memory {c['graph_bytes']/2**20:.1f} MiB")
     print("  bs  eager_ms  graph_ms  graph/eager  roofline_ms  of_roof  torch_graph_ms  vs_torch_graph")
-    nan = float("nan")
     for r in j.get("decode", []):
         print(f"  {r['bs']:3d} {r['eager_ms']:9.3f} {r['graph_ms']:9.3f} {r['graph_speedup']:11.2f}x "
               f"{r['roofline_ms']:12.3f} {r['graph_roofline_fraction']:8.2f} {r.get('torch_graph_ms', nan):15.3f} "
@@ -18,7 +19,6 @@ def print_decode(j):
 
 def print_prefill(j):
     c = j["capture"]
-    nan = float("nan")
     torch = c.get("torch", {})
     print(f"{j['model']} on {j['device']}: {c['sizes']} token counts x {c['pieces']} pieces ({c['graph_nodes']} nodes) "
           f"captured in {c['capture_seconds']:.3f} s, {c['graph_bytes']/2**20:.1f} MiB = {c['memory_vs_largest']:.2f}x "
@@ -33,11 +33,13 @@ def print_prefill(j):
 def print_memory(j):
     cold = ", ".join(f"{c['schedule']} {c['capture_seconds']:.3f} s" for c in j.get("cold", []))
     print(f"{j['model']} on {j['device']}: graph memory by capture mode (first capture in the process: {cold})")
-    print("  schedule   config           shapes  physical_MiB  largest_MiB  capture_s  step_ms")
+    print("  schedule   config           shapes  physical_MiB  largest_MiB  capture_s  vs_pool  step_ms")
+    pool = {r["schedule"]: r["capture_seconds"] for r in j["runs"] if r["config"] == "pool-descending"}
     for r in j["runs"]:
         largest = r.get("largest_capture_bytes", max((c[2] for c in r["curve"][:1]), default=0))
+        ratio = r["capture_seconds"] / pool[r["schedule"]] if pool.get(r["schedule"]) else nan
         print(f"  {r['schedule']:10s} {r['config']:16s} {r['shapes']:6d} {r['physical_bytes']/2**20:13.1f} "
-              f"{largest/2**20:12.1f} {r['capture_seconds']:10.3f} {r['step']['ms']:8.3f}")
+              f"{largest/2**20:12.1f} {r['capture_seconds']:10.3f} {ratio:7.2f}x {r['step']['ms']:8.3f}")
 
 
 def print_breakable(j):
