@@ -71,6 +71,7 @@ nlohmann::json measure(const MemoryOpts& o, std::shared_ptr<const DecoderModel> 
     j["mapped_bytes"] = s.mapped_bytes;
     j["chunks"] = s.chunks;
     j["mappings"] = s.mappings;
+    j["consolidations"] = s.consolidations;
     j["spaces"] = s.spaces;
   }
   // One replayed step, to show VMM replays as fast as a pool.

@@ -217,6 +217,46 @@ TEST(VmmSpaces, ANewSpaceMapsOnlyTheChunksItsAllocationsReach) {
   for (void* p : {first, second, third_block, small, more, huge}) spaces.free(p);
 }
 
+// The first capture leaves several chunks; with none of its blocks live, the next space begins
+// by merging them into one, remapped at the same addresses: the first space's memory stays
+// usable (same bytes seen through both spaces), later spaces map one chunk.
+TEST(VmmSpaces, ChunksOfAFinishedCaptureAreConsolidatedIntoOne) {
+  const size_t lines_before = vmm_map_lines(), fds_before = open_fds();
+  auto s = new_stream(kCpu);
+  VmmSpaces spaces(kCpu, 32 * MiB);
+  const size_t g = spaces.granularity();
+  spaces.switch_to_new_virtual_space();
+  auto* base1 = static_cast<char*>(spaces.space_stats(1).base);
+  std::vector<void*> blocks;
+  for (size_t n : {MiB, 3 * MiB, 5 * MiB}) blocks.push_back(spaces.allocate(n, *s));  // chunks of g, g, 3g
+  EXPECT_EQ(spaces.stats().chunks, 3u);
+  for (void* p : blocks) spaces.free(p);
+  spaces.switch_to_new_virtual_space();
+  VmmStats st = spaces.stats();
+  EXPECT_EQ(st.consolidations, 1u);
+  EXPECT_EQ(spaces.chunk_bytes(), (std::vector<size_t>{5 * g}));
+  EXPECT_EQ(st.physical_bytes, 5 * g);
+  EXPECT_EQ(spaces.space_stats(1).mapped_bytes, 5 * g);
+  EXPECT_EQ(spaces.space_stats(1).mappings, 1u);
+  EXPECT_EQ(spaces.space_stats(2).mapped_bytes, 0u);
+  EXPECT_EQ(open_fds() - fds_before, 1u);
+  EXPECT_TRUE(shows_chunk(base1 + 9 * MiB));
+  char* b = static_cast<char*>(spaces.allocate(9 * MiB, *s));  // maps the one chunk
+  EXPECT_EQ(spaces.space_stats(2).mappings, 1u);
+  std::memset(b + 8 * MiB, 0x3C, 64);
+  EXPECT_EQ(base1[8 * MiB + 5], 0x3C);  // the first space's addresses show the same new chunk
+  EXPECT_EQ(vmm_map_lines() - lines_before, spaces.stats().mappings);
+  EXPECT_EQ(testing::lazy_mapping_error(spaces), "");
+  // A live block keeps the chunks as they are (its bytes must survive).
+  void* more = spaces.allocate(4 * MiB, *s);  // a second chunk
+  ASSERT_EQ(spaces.stats().chunks, 2u);
+  spaces.switch_to_new_virtual_space();
+  EXPECT_EQ(spaces.stats().consolidations, 1u);
+  EXPECT_EQ(spaces.stats().chunks, 2u);
+  spaces.free(b);
+  spaces.free(more);
+}
+
 // ---- reuse within a space ---------------------------------------------------------------------
 
 TEST(VmmSpaces, BlocksAreAlignedReusedAndMerged) {

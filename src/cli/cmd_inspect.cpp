@@ -61,6 +61,7 @@ nlohmann::json graph_memory_json(const GraphMemory* m, const DecodeGraphs* dg, c
     j["mapped_bytes"] = s.mapped_bytes;
     j["chunks"] = s.chunks;
     j["mappings"] = s.mappings;
+    j["consolidations"] = s.consolidations;
     j["granularity"] = s.granularity;
     j["largest_capture_bytes"] = s.largest_space_bytes;
   } else {

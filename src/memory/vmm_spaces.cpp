@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <optional>
 
 #include "core/error.h"
 #include "core/logging.h"
@@ -85,8 +86,37 @@ void VmmSpaces::release_all() noexcept {
   live_bytes_ = 0;
 }
 
+void VmmSpaces::consolidate_locked() {
+  device_synchronize(device_);  // no queued work may use the chunks while they are swapped
+  std::optional<PhysicalChunk> merged;
+  try {
+    merged.emplace(device_, physical_bytes_);
+  } catch (const Error& e) {
+    GRT_DEBUG("VMM spaces of {}: not consolidating {} chunks: {}", device_.str(), chunks_.size(), e.what());
+    return;
+  }
+  std::vector<size_t> mapped_ends;
+  for (auto& sp : spaces_) {
+    mapped_ends.push_back(sp->mapped_end);
+    sp->mappings.clear();  // unmapped before the old chunks are released
+    sp->mapped_end = 0;
+  }
+  chunks_.clear();
+  chunk_offsets_.clear();
+  chunks_.push_back(std::move(*merged));
+  chunk_offsets_.push_back(0);
+  mapped_bytes_ = 0;
+  mappings_ = 0;
+  ++consolidations_;
+  for (size_t i = 0; i < spaces_.size(); ++i)
+    if (mapped_ends[i] > 0) map_prefix_locked(*spaces_[i], mapped_ends[i], 0);
+}
+
 uint64_t VmmSpaces::switch_to_new_virtual_space() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (chunks_.size() > 1 && mappings_ <= kConsolidateMaxMappings && live_.empty() && !this_thread_capture_stream() &&
+      (budget_ == 0 || 2 * physical_bytes_ <= budget_))
+    consolidate_locked();
   const uint64_t id = spaces_.size() + 1;
   try {
     spaces_.push_back(std::make_unique<Space>(id, device_, space_bytes_));
@@ -269,6 +299,7 @@ VmmStats VmmSpaces::stats() const {
   VmmStats s;
   s.physical_bytes = physical_bytes_;
   s.chunks = chunks_.size();
+  s.consolidations = consolidations_;
   s.mappings = mappings_;
   for (const auto& sp : spaces_) s.reserved_virtual_bytes += sp->range.size();
   s.spaces = spaces_.size();

@@ -22,6 +22,13 @@
 // Frees never give chunks back; destruction unmaps every mapping, then releases the ranges and
 // the chunks.
 //
+// Consolidation: the first capture (the largest, in descending order) grows the memory in many
+// small steps, leaving several chunks that every later space would map one by one. So when a
+// new space is begun with several chunks, few mappings so far, and no live block (graph memory
+// holds nothing between replays: every graph writes what it reads), the spaces are synchronised,
+// their chunks replaced by ONE chunk of the same total size, and the mapped spaces remapped at
+// the same addresses: captured graphs stay valid, later spaces map one chunk.
+//
 // Within a space, blocks are carved best-fit at 512-byte granularity from a bump frontier, with
 // free-block reuse, splitting and neighbour merging, so a forward pass costs its peak live
 // bytes, not the sum of its intermediates. Like a graph pool during its capture, a freed block
@@ -52,7 +59,8 @@ class Stream;
 
 struct VmmStats {
   size_t physical_bytes = 0;          // bytes of the chunks created, shared by all spaces
-  size_t chunks = 0;                  // chunks created
+  size_t chunks = 0;                  // chunks held now
+  size_t consolidations = 0;          // times the chunks were merged into one
   size_t mappings = 0;                // chunk mappings, summed over spaces
   size_t reserved_virtual_bytes = 0;  // address ranges reserved, over all spaces
   size_t spaces = 0;                  // spaces created
@@ -83,6 +91,7 @@ class VmmSpaces : public CaptureArena {
   static constexpr size_t kAlignment = 512;  // every block offset and size is a multiple
   static constexpr size_t kSlackGranules = 4;
   static constexpr uint64_t kNoSpace = 0;
+  static constexpr size_t kConsolidateMaxMappings = 64;
 
   // `physical_budget_bytes`: the most physical memory the chunks may take (0: unlimited),
   // rounded down to whole chunks. `space_bytes`: the virtual size of each space (0: the budget
@@ -103,6 +112,9 @@ class VmmSpaces : public CaptureArena {
 
   // Reserves a fresh address range of space_bytes() with nothing mapped; it becomes the
   // current space. Returns its id (1, 2, ...). Earlier spaces and their blocks stay valid.
+  // May first consolidate the chunks (see above; only while this thread does not capture, with
+  // at most kConsolidateMaxMappings mappings, no live block, and room in the budget for the old
+  // and the new chunk at once); that synchronises the device.
   uint64_t switch_to_new_virtual_space();
   // The current space's id, kNoSpace before the first switch.
   uint64_t current_space() const;
@@ -150,6 +162,8 @@ class VmmSpaces : public CaptureArena {
   // accounted). `request` is the byte count asked, for errors.
   void map_prefix_locked(Space& space, size_t end, size_t request);
   const Block* find_live_locked(const void* ptr, const Space** space) const;
+  // Replaces every chunk by one of the same total size and remaps the spaces (see above).
+  void consolidate_locked();
   void release_all() noexcept;
 
   Device device_;
@@ -163,6 +177,7 @@ class VmmSpaces : public CaptureArena {
   std::vector<size_t> chunk_offsets_;  // chunk i backs offsets [chunk_offsets_[i], + its size)
   size_t physical_bytes_ = 0;          // the end of the last chunk
   size_t mappings_ = 0;
+  size_t consolidations_ = 0;
   std::vector<std::unique_ptr<Space>> spaces_;  // spaces_[id - 1]
   // Live blocks of every space by address: (space index, offset).
   std::unordered_map<const void*, std::pair<size_t, size_t>> live_;
