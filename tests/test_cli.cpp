@@ -72,6 +72,23 @@ TEST(Cli, InspectJsonReportsDecodeGraphs) {
   EXPECT_NE(bad.all.find("--cuda-graph-bs"), std::string::npos) << bad.all;
 }
 
+// VMM graph memory from the command line: spaces per shape, physical bytes within the budget,
+// and a budget below one chunk refused with the reason.
+TEST(Cli, InspectJsonReportsVmmGraphMemoryAndBudget) {
+  auto r = run_graphrt("inspect --model builtin:tiny" + kCpu + "--graph-memory vmm --graph-memory-budget 4MiB --json");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  json m = json::parse(r.out)["graph_memory"];
+  EXPECT_EQ(m["mode"], "vmm");
+  EXPECT_EQ(m["budget_bytes"].get<size_t>(), size_t{4} << 20);
+  EXPECT_LE(m["physical_bytes"].get<size_t>(), size_t{4} << 20);
+  EXPECT_GE(m["physical_bytes"].get<size_t>(), m["largest_capture_bytes"].get<size_t>());
+  const json j = json::parse(r.out);
+  EXPECT_EQ(m["spaces"].get<size_t>(), j["decode"]["batch_sizes"].size() + j["piecewise"]["token_counts"].size());
+  auto bad = run_graphrt("inspect --model builtin:tiny" + kCpu + "--graph-memory vmm --graph-memory-budget 1MiB");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.all.find("less than one chunk"), std::string::npos) << bad.all;
+}
+
 TEST(Cli, ScoreJson) {
   auto r = run_graphrt("score --model builtin:tiny" + kCpu + "--token-ids 4,5,6,7 --token-ids 9 --json");
   ASSERT_EQ(r.exit_code, 0) << r.all;

@@ -62,6 +62,7 @@ nlohmann::json graph_memory_json(const GraphMemory* m, const DecodeGraphs* dg, c
     j["chunks"] = s.chunks;
     j["mappings"] = s.mappings;
     j["consolidations"] = s.consolidations;
+    j["budget_bytes"] = s.budget_bytes;
     j["granularity"] = s.granularity;
     j["largest_capture_bytes"] = s.largest_space_bytes;
   } else {

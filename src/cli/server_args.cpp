@@ -47,6 +47,10 @@ void ServerArgs::add_to(CLI::App& app) {
                  "graph memory: pool (one pool shared by every capture) or vmm (a virtual space per capture "
                  "over shared physical pages: max(shape), not sum)")
       ->capture_default_str();
+  app.add_option("--graph-memory-budget", graph_memory_budget,
+                 "most physical graph memory in vmm mode, e.g. 512MiB (0: no limit); a capture that needs more "
+                 "runs that shape and larger ones eagerly")
+      ->transform(CLI::AsSizeValue(false));
 }
 
 namespace {
@@ -85,6 +89,7 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.cuda_graph_max_bs = cuda_graph_max_bs;
   o.debug_cuda_graph = debug_cuda_graph;
   o.graph_memory = parse_graph_memory_mode(graph_memory);
+  o.graph_memory_budget = static_cast<size_t>(graph_memory_budget);
   o.disable_piecewise_cuda_graph = disable_piecewise_cuda_graph;
   o.enforce_piecewise_cuda_graph = enforce_piecewise_cuda_graph;
   o.piecewise_cuda_graph_tokens = piecewise_cuda_graph_tokens;

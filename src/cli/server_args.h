@@ -3,6 +3,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ struct ServerArgs {
   int piecewise_cuda_graph_max_tokens = 0;  // 0: --chunked-prefill-size
   std::vector<int> piecewise_cuda_graph_tokens;
   std::string graph_memory = "pool";
+  uint64_t graph_memory_budget = 0;  // bytes; 0: no limit
 
   void add_to(CLI::App& app);
   Device resolved_device() const;
