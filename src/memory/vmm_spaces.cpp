@@ -14,9 +14,9 @@
 namespace grt {
 
 // One virtual address space: its range, the chunk mappings it has so far (mappings[i] shows
-// chunk i at its offset: always a prefix of the chunks, ending at mapped_end), and its blocks. Blocks tile
-// [0, frontier) in address order; the frontier only grows (it is the space's high-water mark).
-// Free neighbours with the same stream tag are always merged.
+// chunk i at its offset: always a prefix of the chunks, ending at mapped_end), and its blocks.
+// Blocks tile [0, frontier) in address order; the frontier only grows (it is the space's
+// high-water mark). Free neighbours with the same stream tag are always merged.
 struct VmmSpaces::Space {
   Space(uint64_t id_, Device device, size_t bytes) : id(id_), range(device, bytes) {}
   uint64_t id;
@@ -108,8 +108,16 @@ void VmmSpaces::consolidate_locked() {
   mapped_bytes_ = 0;
   mappings_ = 0;
   ++consolidations_;
-  for (size_t i = 0; i < spaces_.size(); ++i)
-    if (mapped_ends[i] > 0) map_prefix_locked(*spaces_[i], mapped_ends[i], 0);
+  for (size_t i = 0; i < spaces_.size(); ++i) {
+    if (mapped_ends[i] == 0) continue;
+    try {
+      map_prefix_locked(*spaces_[i], mapped_ends[i], 0);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("remapping VMM space {} of {} onto the consolidated chunk (graphs captured in "
+                                       "it are unusable now)",
+                                       spaces_[i]->id, device_.str()));
+    }
+  }
 }
 
 uint64_t VmmSpaces::switch_to_new_virtual_space() {
