@@ -298,13 +298,19 @@ void CachingAllocator::free(void* ptr) {
 
 void CachingAllocator::forget_stream(uint64_t stream_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  dead_streams_.insert(stream_id);
-  if (this_thread_capture_stream()) return;
+  const bool capturing = this_thread_capture_stream() != nullptr;
   Pool& pool = *pools_.at(kDefaultPool);
   std::vector<Segment*> victims;
-  for (auto& [base, seg] : pool.segments)
-    if (seg->first->stream == stream_id && seg->fully_free()) victims.push_back(seg.get());
+  bool kept = false;  // a segment of the stream stays (live blocks, or no release while capturing)
+  for (auto& [base, seg] : pool.segments) {
+    if (seg->first->stream != stream_id) continue;
+    if (!capturing && seg->fully_free())
+      victims.push_back(seg.get());
+    else
+      kept = true;
+  }
   for (Segment* seg : victims) release_segment(pool, seg);
+  if (kept) dead_streams_.insert(stream_id);  // released when their last block is freed
 }
 
 size_t CachingAllocator::block_size(void* ptr) const {
