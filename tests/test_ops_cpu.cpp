@@ -25,6 +25,7 @@
 #include "ops/prepare_qkv.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
+#include "capture_in_pool.h"
 #include "qkv_test_util.h"
 
 namespace grt {
@@ -609,15 +610,7 @@ TEST(OpsCpuPrepareQkv, ReplayOfACaptureMatchesEager) {
                       qn, kn, 1e-6f, pos, cs, static_cast<int>(hd), loc, k_cache, v_cache);
   };
   run(qkv, kc, vc);  // warm-up
-  auto pool = GraphPool::create(kCpu);
-  std::unique_ptr<Graph> graph;
-  stream->begin_capture();
-  {
-    PoolCaptureScope scope(pool, *stream);
-    run(qkv, kc, vc);
-    graph = stream->end_capture();
-  }
-  auto exec = graph->instantiate();
+  testing::CapturedInPool captured = testing::capture_in_pool(*stream, [&] { run(qkv, kc, vc); });
   for (uint32_t round = 0; round < 2; ++round) {
     std::vector<float> fresh = random_values(static_cast<size_t>(T * W), 980 + round);
     ops::copy_(qkv, tensor(fresh, Shape{T, W}));
@@ -625,7 +618,7 @@ TEST(OpsCpuPrepareQkv, ReplayOfACaptureMatchesEager) {
     ops::copy_(loc, ids({5, static_cast<int32_t>(round), 2, 4}));
     Tensor ekc = tensor(values(kc), Shape{slots, nkv * hd});  // the caches before the replay
     Tensor evc = tensor(values(vc), Shape{slots, nkv * hd});
-    exec->launch(*stream);
+    captured.exec->launch(*stream);
     Tensor eager = tensor(fresh, Shape{T, W});
     run(eager, ekc, evc);
     EXPECT_TRUE(same_bits(values(qkv), values(eager))) << "round " << round;

@@ -540,6 +540,7 @@ TEST(OpsCudaLinear, UnalignedColumnSlice) {
 // 1e-5 for f32, 3e-2 for bf16 (see check_prepare_qkv_cuda).
 #include "ops/kv_store.h"
 #include "ops/prepare_qkv.h"
+#include "capture_in_pool.h"
 #include "qkv_test_util.h"
 
 namespace grt {
@@ -650,15 +651,7 @@ TEST(OpsCudaPrepareQkv, CapturedReplayEqualsEager) {
   auto stream = new_stream(kGpu);
   StreamGuard guard(*stream);
   run(qkv, kc, vc);
-  auto pool = GraphPool::create(kGpu);
-  std::unique_ptr<Graph> graph;
-  stream->begin_capture();
-  {
-    PoolCaptureScope scope(pool, *stream);
-    run(qkv, kc, vc);
-    graph = stream->end_capture();
-  }
-  auto exec = graph->instantiate();
+  testing::CapturedInPool captured = testing::capture_in_pool(*stream, [&] { run(qkv, kc, vc); });
   for (int round = 0; round < 3; ++round) {
     std::vector<float> fresh = bf16_values(static_cast<size_t>(T * W), 10 + static_cast<uint32_t>(round));
     std::vector<int32_t> pv(static_cast<size_t>(T)), lv(static_cast<size_t>(T));
@@ -673,7 +666,7 @@ TEST(OpsCudaPrepareQkv, CapturedReplayEqualsEager) {
     Tensor eager = from_floats(fresh, Shape{T, W}, DType::BF16, kGpu);
     Tensor ekc = from_floats(host(kc), Shape{slots, width}, DType::BF16, kGpu);
     Tensor evc = from_floats(host(vc), Shape{slots, width}, DType::BF16, kGpu);
-    exec->launch(*stream);
+    captured.exec->launch(*stream);
     run(eager, ekc, evc);
     EXPECT_TRUE(same_bits(host(qkv), host(eager))) << "qkv, round " << round;
     EXPECT_TRUE(same_bits(host(kc), host(ekc))) << "k cache, round " << round;
