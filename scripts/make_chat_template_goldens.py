@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Renders every chat template in tests/data/chat_templates/models/ over every request in
-tests/data/chat_templates/requests/ with Python jinja2 (Debian's python3-jinja2), set up exactly as
+tests/data/chat_templates/requests/ (and the interpreter snippets of snippets_in.json) with Python jinja2 (Debian's python3-jinja2), set up exactly as
 transformers' apply_chat_template sets it up, and writes tests/data/chat_templates/expected.json:
-{model: {request: {"prompt": "..."} or {"error": "..."}}}.
+{model: {request: {"prompt": "..."} or {"error": "..."}}}, and snippets.json.
 
 strftime_now is fixed to FIXED_NOW; the C++ tests set GRAPHRT_STRFTIME_NOW to the same date.
 Usage: python3 scripts/make_chat_template_goldens.py [DATA_DIR]
@@ -98,6 +98,21 @@ def main():
                 out[m][r] = {"prompt": render(env, src, bos, eos, req)}
             except Exception as e:  # noqa: BLE001 - the error text is the golden
                 out[m][r] = {"error": str(e), "error_type": type(e).__name__}
+    # Interpreter snippets: each [template, variables] of snippets_in.json rendered as a chat
+    # template whose chat_template_kwargs are the variables (messages empty).
+    snippets = []
+    for src, variables in json.load(open(os.path.join(data, "snippets_in.json"), encoding="utf-8")):
+        entry = {"template": src, "vars": variables}
+        try:
+            entry["output"] = render(env, src, "", "", {"messages": [], "chat_template_kwargs": variables})
+        except Exception as e:  # noqa: BLE001
+            entry["error"] = str(e)
+            entry["error_type"] = type(e).__name__
+        snippets.append(entry)
+    with open(os.path.join(data, "snippets.json"), "w", encoding="utf-8") as f:
+        json.dump(snippets, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"{len(snippets)} snippets")
     with open(os.path.join(data, "expected.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")

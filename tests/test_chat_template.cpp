@@ -78,6 +78,30 @@ TEST(ChatTemplateGolden, EveryTemplateAndRequestMatchesJinja2) {
   EXPECT_GE(renders, 100);
 }
 
+// Interpreter snippets (snippets_in.json) against jinja2: Python floats and reprs, tojson spacing,
+// whitespace control, scoping, filters, tests, methods, errors.
+TEST(ChatTemplateGolden, InterpreterSnippetsMatchJinja2) {
+  auto snippets = nlohmann::ordered_json::parse(slurp(kData + "/snippets.json"));
+  ASSERT_GE(snippets.size(), 60u);
+  for (size_t i = 0; i < snippets.size(); ++i) {
+    const auto& s = snippets[i];
+    const std::string src = s["template"].get<std::string>();
+    SCOPED_TRACE("snippet " + std::to_string(i) + ": " + src);
+    nlohmann::ordered_json req = {{"messages", nlohmann::ordered_json::array()}, {"chat_template_kwargs", s["vars"]}};
+    std::string got;
+    std::string err = error_of([&] { got = ChatTemplate(src, "", "", "snippet").render(req); });
+    if (s.contains("output")) {
+      EXPECT_EQ(err, "");
+      EXPECT_EQ(got, s["output"].get<std::string>());
+    } else {
+      EXPECT_NE(err, "") << "jinja2 failed with: " << s["error"];
+      if (s["error_type"] == "TemplateError") {
+        EXPECT_NE(err.find(s["error"].get<std::string>()), std::string::npos) << err;
+      }
+    }
+  }
+}
+
 TEST(ChatTemplateGolden, NlohmannJsonOverloadRendersTheSame) {
   ChatTemplate t = ChatTemplate::from_model_dir(kData + "/models/qwen3");
   auto req = nlohmann::json::parse(slurp(kData + "/requests/multi_turn.json"));

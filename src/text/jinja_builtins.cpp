@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "core/error.h"
@@ -351,7 +353,7 @@ Value dict_method(const Value& d, const std::string& name) {
   if (name == "items")
     return bound(name, [d](const CallArgs&) {
       List l;
-      for (const auto& [k, v] : d.dict().items) l.push_back(Value(List{Value(k), v}));
+      for (const auto& [k, v] : d.dict().items) l.push_back(Value::tuple(List{Value(k), v}));
       return Value(std::move(l));
     });
   if (name == "keys")
@@ -448,11 +450,15 @@ std::string html_escape(const std::string& s) {
 }
 
 double py_round(double x, int64_t ndigits) {
-  // Python rounds half to even on the decimal value.
-  double m = std::pow(10.0, static_cast<double>(ndigits));
-  double y = x * m;
-  double r = std::nearbyint(y);  // default rounding mode: half to even
-  return r / m;
+  // Python rounds the exact binary value to `ndigits` decimals, ties to even: glibc's printf does
+  // the same (round(2.675, 2) is 2.67 because 2.675 is stored as 2.67499...).
+  if (ndigits < 0 || ndigits > 100 || !std::isfinite(x)) {
+    double m = std::pow(10.0, static_cast<double>(ndigits));
+    return std::nearbyint(x * m) / m;
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(ndigits), x);
+  return std::strtod(buf, nullptr);
 }
 
 bool bool_arg(const CallArgs& a, size_t i, const char* name, bool def) {
@@ -654,7 +660,10 @@ const std::map<std::string, FilterFn>& filters() {
            }
          std::string r;
          for (size_t i = 0; i < lines.size(); ++i) {
-           if (i) r += "\n" + ((blank || !lines[i].empty()) ? ind : "");
+           if (i) {
+             r += '\n';
+             if (blank || !lines[i].empty()) r += ind;
+           }
            r += lines[i];
          }
          if (first) r = ind + r;
@@ -769,9 +778,11 @@ const std::map<std::string, TestFn>& tests() {
       {"true", [](const Value& v, const CallArgs&) { return v.is_bool() && v.as_bool(); }},
       {"false", [](const Value& v, const CallArgs&) { return v.is_bool() && !v.as_bool(); }},
       {"mapping", [](const Value& v, const CallArgs&) { return v.is_dict(); }},
+      // jinja2's Undefined has __iter__, __len__ and __getitem__: it passes both.
       {"iterable",
        [](const Value& v, const CallArgs&) { return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined(); }},
-      {"sequence", [](const Value& v, const CallArgs&) { return v.is_list() || v.is_dict() || v.is_string(); }},
+      {"sequence",
+       [](const Value& v, const CallArgs&) { return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined(); }},
       {"callable", [](const Value& v, const CallArgs&) { return v.is_callable(); }},
       {"odd", [](const Value& v, const CallArgs&) { return (need_int(v, "odd") % 2 + 2) % 2 == 1; }},
       {"even", [](const Value& v, const CallArgs&) { return need_int(v, "even") % 2 == 0; }},

@@ -37,7 +37,7 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 class Lexer {
  public:
-  Lexer(const std::string& src, const std::string& origin) : src_(src), origin_(origin) {
+  Lexer(const std::string& src, const std::string& origin) : src_(normalize_newlines(src)), origin_(origin) {
     line_starts_.push_back(0);
     for (size_t i = 0; i < src.size(); ++i)
       if (src[i] == '\n') line_starts_.push_back(i + 1);
@@ -263,7 +263,24 @@ class Lexer {
     return j + 1;
   }
 
-  const std::string& src_;
+  // As jinja2: "\r\n" and "\r" in the template become "\n", and one newline at the very end is
+  // dropped (keep_trailing_newline=False).
+  static std::string normalize_newlines(const std::string& s) {
+    std::string r;
+    r.reserve(s.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '\r') {
+        r += '\n';
+        if (i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      } else {
+        r += s[i];
+      }
+    }
+    if (!r.empty() && r.back() == '\n') r.pop_back();
+    return r;
+  }
+
+  const std::string src_;
   const std::string& origin_;
   std::vector<size_t> line_starts_;
   std::vector<Token> toks_;

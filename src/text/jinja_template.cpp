@@ -241,7 +241,7 @@ class Renderer {
         case Expr::Kind::Tuple: {
           List l;
           for (const auto& a : e.args) l.push_back(eval(*a, f));
-          return Value(std::move(l));
+          return e.kind == Expr::Kind::Tuple ? Value::tuple(std::move(l)) : Value(std::move(l));
         }
         case Expr::Kind::DictLit: {
           Dict d;

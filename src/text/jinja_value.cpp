@@ -39,6 +39,12 @@ Value Value::function(std::string name, Function f) {
   return v;
 }
 
+Value Value::tuple(List l) {
+  Value v(std::move(l));
+  v.namespace_ = true;
+  return v;
+}
+
 Value Value::make_namespace(Dict d) {
   Value v(std::move(d));
   v.namespace_ = true;
@@ -223,12 +229,13 @@ std::string Value::repr() const {
     case Kind::Float: return python_float_repr(float_);
     case Kind::String: return python_str_repr(str_);
     case Kind::List: {
-      std::string out = "[";
+      std::string out = namespace_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i) out += ", ";
         out += (*list_)[i].repr();
       }
-      return out + "]";
+      if (namespace_ && list_->size() == 1) out += ",";
+      return out + (namespace_ ? ")" : "]");
     }
     case Kind::Dict: {
       std::string out = namespace_ ? "<Namespace {" : "{";
@@ -288,6 +295,7 @@ const char* Value::type_name() const {
     case Kind::String: return "string";
     case Kind::List: return "list";
     case Kind::Dict: return namespace_ ? "namespace" : "dict";
+    // (a tuple reports "list": templates treat both alike)
     case Kind::Callable: return "function";
   }
   return "?";

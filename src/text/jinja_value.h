@@ -51,6 +51,8 @@ class Value {
   Value(List l) : kind_(Kind::List), list_(std::make_shared<List>(std::move(l))) {}
   Value(Dict d) : kind_(Kind::Dict), dict_(std::make_shared<Dict>(std::move(d))) {}
   static Value function(std::string name, Function f);
+  // A Python tuple: a list that prints as `(a, b)` (dict items, `(a, b)` literals).
+  static Value tuple(List l);
   // A jinja2 namespace(): a dict whose attributes may be assigned with `set ns.attr = ...`.
   static Value make_namespace(Dict d);
 
@@ -69,6 +71,7 @@ class Value {
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_callable() const { return kind_ == Kind::Callable; }
   bool is_namespace() const { return kind_ == Kind::Dict && namespace_; }
+  bool is_tuple() const { return kind_ == Kind::List && namespace_; }
 
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }
@@ -109,7 +112,7 @@ class Value {
   std::shared_ptr<List> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<Function> fn_;
-  bool namespace_ = false;
+  bool namespace_ = false;  // a namespace() dict, or a tuple list
 };
 
 // Python float repr (shortest round-trip, "1.0", "1e+16", "inf", "nan").
