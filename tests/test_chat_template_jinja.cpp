@@ -263,7 +263,12 @@ TEST(Jinja, RenderErrorNamesLine) {
   std::string e = render_error("a\nb\n  {{ x.y.z }}", {{"x", nlohmann::ordered_json::object()}});
   EXPECT_NE(e.find("t.jinja line 3"), std::string::npos) << e;
   EXPECT_NE(e.find("'x.y' is undefined"), std::string::npos) << e;
-  e = render_error("\n{{ 'a' | nofilter }}");
-  EXPECT_NE(e.find("line 2"), std::string::npos) << e;
+}
+
+TEST(Jinja, UnknownFiltersAndTestsAreSyntaxErrorsEvenInDeadBranches) {
+  std::string e = error_of([] { Template("{% if false %}\n{{ 'a' | nofilter }}{% endif %}", "t.jinja"); });
+  EXPECT_NE(e.find("t.jinja line 2, column 10"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown filter 'nofilter'"), std::string::npos) << e;
+  e = error_of([] { Template("{{ x is nosuchtest }}", "t.jinja"); });
+  EXPECT_NE(e.find("unknown test 'nosuchtest'"), std::string::npos) << e;
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "text/jinja_builtins.h"
 #include "text/jinja_lexer.h"
 
 namespace grt::jinja {
@@ -572,6 +573,8 @@ class Parser {
       f->name += "." + cur().text;
       advance();
     }
+    // jinja2 refuses unknown filters and tests when it compiles the template, not when it renders.
+    if (!has_filter(f->name)) fail(t, fmt::format("unknown filter '{}'", f->name));
     f->args.push_back(std::move(input));
     if (is_op("(")) parse_call_args(*f);
     return f;
@@ -586,7 +589,9 @@ class Parser {
         advance();
         auto test = at<Expr>(t, Expr::Kind::Test);
         test->negated = skip_name("not");
+        const Token& name_tok = cur();
         test->name = expect_identifier("a test name after 'is'");
+        if (!has_test(test->name)) fail(name_tok, fmt::format("unknown test '{}'", test->name));
         test->args.push_back(std::move(e));
         static const std::set<std::string> no_arg = {"else", "or", "and", "if", "in", "not", "is"};
         if (is_op("(")) {
