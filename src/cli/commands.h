@@ -10,5 +10,7 @@ void register_make_model(CLI::App& app);
 void register_selftest(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_inspect(CLI::App& app);
+// `graphrt tokenize` and `graphrt detokenize` (cmd_tokenize.cpp).
+void register_tokenize(CLI::App& app);
 
 }  // namespace grt
