@@ -84,6 +84,19 @@ TEST(Tokenizer, StreamingHoldsBackSplitCharacters) {
   EXPECT_GT(empty, 0u) << "some tokens end inside a character, so some pushes release nothing";
 }
 
+// Long runs (one huge pre-tokenizer match or BPE word) neither fail nor lose text.
+TEST(Tokenizer, LongRunsRoundTrip) {
+  for (const auto& name : testing::golden_tokenizer_names()) {
+    auto tok = golden_tokenizer(name);
+    for (const std::string& text : {std::string(100000, ' '), std::string(100000, 'a'), std::string(50000, '\n'),
+                                    std::string(30000, '7')}) {
+      auto ids = tok->encode(text, false);
+      EXPECT_LE(ids.size(), text.size() + 1) << name;  // (+1: llama2's prepended "▁")
+      EXPECT_EQ(tok->decode(ids), text) << name << " run of " << text.size() << " x '" << text[0] << "'";
+    }
+  }
+}
+
 TEST(Tokenizer, SpecialTokensAndVocabulary) {
   auto tok = golden_tokenizer("phi-2");
   ASSERT_TRUE(tok->token_to_id("<|endoftext|>").has_value());

@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "text/byte_level.h"
 #include "text/json_fields.h"
-#include "text/regex.h"
+#include "text/replace_pattern.h"
 #include "text/utf8.h"
 
 namespace grt::text {
@@ -120,38 +120,13 @@ class Strip : public Decoder {
 
 class Replace : public Decoder {
  public:
-  Replace(const std::string& pattern, bool is_regex, std::string content) : content_(std::move(content)) {
-    if (is_regex) regex_ = std::make_unique<Regex>(pattern);
-    else literal_ = pattern;
-  }
+  explicit Replace(const nlohmann::json& j) : pattern_(j, "Replace decoder") {}
   void decode_chain(std::vector<std::string>& tokens) const override {
-    for (auto& t : tokens) {
-      std::string out;
-      size_t last = 0;
-      if (regex_) {
-        std::string valid = utf8_lossy(t);
-        regex_->for_each_match(valid, [&](size_t b, size_t e) {
-          out.append(valid, last, b - last);
-          out += content_;
-          last = e;
-        });
-        out.append(valid, last, std::string::npos);
-      } else {
-        if (literal_.empty()) continue;
-        for (size_t pos = t.find(literal_); pos != std::string::npos; pos = t.find(literal_, last)) {
-          out.append(t, last, pos - last);
-          out += content_;
-          last = pos + literal_.size();
-        }
-        out.append(t, last, std::string::npos);
-      }
-      t = std::move(out);
-    }
+    for (auto& t : tokens) t = pattern_.apply(t);
   }
 
  private:
-  std::string literal_, content_;
-  std::unique_ptr<Regex> regex_;
+  ReplacePattern pattern_;
 };
 
 class Sequence : public Decoder {
@@ -188,20 +163,8 @@ std::unique_ptr<Decoder> make_decoder(const nlohmann::json& j) {
   if (type == "Fuse") return std::make_unique<Fuse>();
   if (type == "Strip")
     return std::make_unique<Strip>(json_str(j, "content", "Strip decoder"), json_count(j, "start"), json_count(j, "stop"));
-  if (type == "Replace") {
-    bool is_regex = false;
-    std::string pattern = json_pattern(j, "Replace decoder", is_regex);
-    return std::make_unique<Replace>(pattern, is_regex, json_str(j, "content", "Replace decoder"));
-  }
-  if (type == "Sequence") {
-    GRT_CHECK(j.contains("decoders") && j["decoders"].is_array(), "Sequence decoder: \"decoders\" is missing or not a list");
-    std::vector<std::unique_ptr<Decoder>> parts;
-    for (const auto& p : j["decoders"]) {
-      auto n = make_decoder(p);
-      if (n) parts.push_back(std::move(n));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
-  }
+  if (type == "Replace") return std::make_unique<Replace>(j);
+  if (type == "Sequence") return std::make_unique<Sequence>(json_sequence(j, "decoders", "Sequence decoder", make_decoder));
   GRT_FAIL("decoder type \"{}\" is not implemented (graphrt knows ByteLevel, Metaspace, ByteFallback, Fuse, Strip, "
            "Replace, Sequence)", type);
 }

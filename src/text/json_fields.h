@@ -2,7 +2,9 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -43,6 +45,18 @@ inline std::string json_pattern(const nlohmann::json& j, const std::string& wher
     return p["Regex"].get<std::string>();
   }
   GRT_FAIL("{}: \"pattern\" must be {{\"String\": ...}} or {{\"Regex\": ...}}, got {}", where, p.dump());
+}
+
+// The parts of a Sequence component: make(part) for each entry of list `key` (null parts dropped).
+template <typename Make>
+auto json_sequence(const nlohmann::json& j, const char* key, const char* where, Make&& make) {
+  GRT_CHECK(j.contains(key) && j[key].is_array(), "{}: \"{}\" is missing or not a list", where, key);
+  std::vector<decltype(make(j))> parts;
+  for (const auto& p : j[key]) {
+    auto n = make(p);
+    if (n) parts.push_back(std::move(n));
+  }
+  return parts;
 }
 
 }  // namespace grt::text

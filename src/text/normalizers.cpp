@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "text/json_fields.h"
-#include "text/regex.h"
+#include "text/replace_pattern.h"
 
 namespace grt::text {
 namespace {
@@ -102,36 +102,11 @@ class Prepend : public Normalizer {
 
 class Replace : public Normalizer {
  public:
-  Replace(const std::string& pattern, bool is_regex, std::string content) : content_(std::move(content)) {
-    if (is_regex) regex_ = std::make_unique<Regex>(pattern);
-    else literal_ = pattern;
-  }
-  void normalize(std::string& s) const override {
-    std::string out;
-    size_t last = 0;
-    if (regex_) {
-      regex_->for_each_match(s, [&](size_t b, size_t e) {
-        out.append(s, last, b - last);
-        out += content_;
-        last = e;
-      });
-    } else {
-      if (literal_.empty()) return;
-      size_t pos = s.find(literal_);
-      if (pos == std::string::npos) return;
-      for (; pos != std::string::npos; pos = s.find(literal_, last)) {
-        out.append(s, last, pos - last);
-        out += content_;
-        last = pos + literal_.size();
-      }
-    }
-    out.append(s, last, std::string::npos);
-    s.swap(out);
-  }
+  explicit Replace(const nlohmann::json& j) : pattern_(j, "Replace normalizer") {}
+  void normalize(std::string& s) const override { s = pattern_.apply(s); }
 
  private:
-  std::string literal_, content_;
-  std::unique_ptr<Regex> regex_;
+  ReplacePattern pattern_;
 };
 
 class Sequence : public Normalizer {
@@ -157,21 +132,8 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& j) {
   if (type == "NFKD")
     return std::make_unique<UnicodeForm>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, "NFKD");
   if (type == "Prepend") return std::make_unique<Prepend>(json_str(j, "prepend", "Prepend normalizer"));
-  if (type == "Replace") {
-    bool is_regex = false;
-    std::string pattern = json_pattern(j, "Replace normalizer", is_regex);
-    return std::make_unique<Replace>(pattern, is_regex, json_str(j, "content", "Replace normalizer"));
-  }
-  if (type == "Sequence") {
-    GRT_CHECK(j.contains("normalizers") && j["normalizers"].is_array(),
-              "Sequence normalizer: \"normalizers\" is missing or not a list");
-    std::vector<std::unique_ptr<Normalizer>> parts;
-    for (const auto& p : j["normalizers"]) {
-      auto n = make_normalizer(p);
-      if (n) parts.push_back(std::move(n));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
-  }
+  if (type == "Replace") return std::make_unique<Replace>(j);
+  if (type == "Sequence") return std::make_unique<Sequence>(json_sequence(j, "normalizers", "Sequence normalizer", make_normalizer));
   GRT_FAIL("normalizer type \"{}\" is not implemented (graphrt knows NFC, NFD, NFKC, NFKD, Prepend, Replace, Sequence)",
            type);
 }

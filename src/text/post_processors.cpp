@@ -74,16 +74,8 @@ std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& j) {
   if (type == "RobertaProcessing" || type == "BertProcessing")
     return std::make_unique<Wrap>(std::vector<int32_t>{pair_id(j, "cls", type)},
                                   std::vector<int32_t>{pair_id(j, "sep", type)});
-  if (type == "Sequence") {
-    GRT_CHECK(j.contains("processors") && j["processors"].is_array(),
-              "Sequence post_processor: \"processors\" is missing or not a list");
-    std::vector<std::unique_ptr<PostProcessor>> parts;
-    for (const auto& p : j["processors"]) {
-      auto n = make_post_processor(p);
-      if (n) parts.push_back(std::move(n));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
-  }
+  if (type == "Sequence")
+    return std::make_unique<Sequence>(json_sequence(j, "processors", "Sequence post_processor", make_post_processor));
   GRT_FAIL("post_processor type \"{}\" is not implemented (graphrt knows TemplateProcessing, ByteLevel, "
            "RobertaProcessing, BertProcessing, Sequence)", type);
 }

@@ -213,16 +213,8 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j) {
     }
     return std::make_unique<Metaspace>(repl, prepend, json_bool(j, "split", true));
   }
-  if (type == "Sequence") {
-    GRT_CHECK(j.contains("pretokenizers") && j["pretokenizers"].is_array(),
-              "Sequence pre-tokenizer: \"pretokenizers\" is missing or not a list");
-    std::vector<std::unique_ptr<PreTokenizer>> parts;
-    for (const auto& p : j["pretokenizers"]) {
-      auto n = make_pre_tokenizer(p);
-      if (n) parts.push_back(std::move(n));
-    }
-    return std::make_unique<Sequence>(std::move(parts));
-  }
+  if (type == "Sequence")
+    return std::make_unique<Sequence>(json_sequence(j, "pretokenizers", "Sequence pre-tokenizer", make_pre_tokenizer));
   GRT_FAIL("pre_tokenizer type \"{}\" is not implemented (graphrt knows ByteLevel, Split, Metaspace, Sequence)", type);
 }
 

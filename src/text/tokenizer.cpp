@@ -60,6 +60,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json_text(const std::string& js
     std::vector<std::string> raw_forms, norm_forms;
     for (const auto& a : added) {
       t->added_content_[static_cast<size_t>(a.id)] = a.content;
+      t->added_ids_.emplace(a.content, a.id);
       t->special_[static_cast<size_t>(a.id)] = a.special;
       if (a.normalized && t->normalizer_) {
         std::string form = a.content;
@@ -157,8 +158,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
 int32_t Tokenizer::vocab_size() const { return vocab_size_; }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
-  for (size_t id = 0; id < added_content_.size(); ++id)
-    if (!added_content_[id].empty() && added_content_[id] == token) return static_cast<int32_t>(id);
+  auto it = added_ids_.find(std::string(token));
+  if (it != added_ids_.end()) return it->second;
   return model_->token_to_id(token);
 }
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace grt {
@@ -53,6 +54,7 @@ class Tokenizer {
   std::unique_ptr<text::AddedTokenMatcher> raw_added_;         // normalized = false
   std::unique_ptr<text::AddedTokenMatcher> normalized_added_;  // normalized = true
   std::vector<std::string> added_content_;  // by id, "" where the id is not an added token
+  std::unordered_map<std::string, int32_t> added_ids_;
   std::vector<bool> special_;               // by id
   int32_t vocab_size_ = 0;
 };
