@@ -6,6 +6,8 @@
 #include <map>
 #include <thread>
 
+#include "error_of.h"
+#include "runtime/model_tokenizer.h"
 #include "text/utf8.h"
 #include "tokenizer_test_util.h"
 
@@ -147,6 +149,17 @@ TEST_P(BuiltinTokenizer, FillsTheVocabularyAndRoundTrips) {
 
 // 259: the smallest; 512: preset tiny; 128256 llama-3.1-8b; 151936 qwen3-0.6b.
 INSTANTIATE_TEST_SUITE_P(Sizes, BuiltinTokenizer, ::testing::Values(259, 512, 128256, 151936));
+
+TEST(ModelTokenizer, BuiltinPresetsGetATokenizerOfTheirVocabulary) {
+  for (const std::string& preset : ModelConfig::preset_names()) {
+    ModelConfig config = ModelConfig::preset(preset);
+    auto tok = load_model_tokenizer("builtin:" + preset, config);
+    EXPECT_EQ(tok->vocab_size(), config.vocab_size) << preset;
+  }
+  ModelConfig small = ModelConfig::preset("tiny");  // 512 ids: phi-2's tokenizer does not fit
+  std::string e = testing::error_of([&] { load_model_tokenizer(testing::tokenizer_dir("phi-2"), small); });
+  EXPECT_NE(e.find("has 50295 ids but the model's vocab_size is 512"), std::string::npos) << e;
+}
 
 TEST(BuiltinTokenizerJson, IsDeterministic) {
   EXPECT_EQ(make_builtin_tokenizer_json(1000), make_builtin_tokenizer_json(1000));
