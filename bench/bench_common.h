@@ -35,4 +35,6 @@ void register_bench_breakable(CLI::App& bench);
 void register_bench_prefill(CLI::App& bench);
 // `graphrt bench memory` (bench/bench_memory.cpp).
 void register_bench_memory(CLI::App& bench);
+// bench_serving.cpp
+void register_bench_serving(CLI::App& bench);
 }  // namespace grt

@@ -10,5 +10,6 @@ void register_make_model(CLI::App& app);
 void register_selftest(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_inspect(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace grt

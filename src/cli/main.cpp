@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   grt::register_selftest(app);
   grt::register_bench(app);
   grt::register_inspect(app);
+  grt::register_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
