@@ -121,8 +121,11 @@ TEST(Scheduler, RetractionUnderASmallKvCacheGivesTheSameTokens) {
   std::vector<RequestParams> reqs;
   for (int i = 0; i < 6; ++i) reqs.push_back(req(20, 40, i));
   auto ref = alone(reqs);
-  // 6 x 60 tokens want 360 slots; 128 forces retractions.
-  Scheduler s(tiny(8, 128), {});
+  // 6 x 60 tokens want 360 slots; 128 forces retractions once admission (reserving only a tenth
+  // of each output) has let in more than fit.
+  SchedulerOptions o;
+  o.init_new_token_ratio = 0.1;
+  Scheduler s(tiny(8, 128), o);
   auto got = together(s, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].ids, ref[i].ids) << "request " << i;
   EXPECT_GT(s.metrics().snapshot().retractions, 0u);

@@ -272,7 +272,9 @@ TEST(ServeQueue, FullQueueIs503AndShutdownFinishesInFlight) {
   ServerProcess s(std::string(kServeArgs) + " --max-queued-requests 1 --graceful-shutdown-timeout 30");
   ASSERT_TRUE(s.ready()) << s.log();
   Streamed first;
-  std::thread t([&] { first = stream_completion(s, prompt_ids(8, 1), 300); });
+  std::thread t([&] { first = stream_completion(s, prompt_ids(8, 1), 400); });
+  for (int i = 0; i < 500 && metric(s, "graphrt_generation_tokens_total") < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   int status = 0;
   for (int i = 0; i < 100 && status != 503; ++i) {
     post(s, "/v1/completions", {{"prompt", {1, 2, 3}}, {"max_tokens", 2}}, &status);
@@ -283,14 +285,14 @@ TEST(ServeQueue, FullQueueIs503AndShutdownFinishesInFlight) {
   EXPECT_EQ(s.stop(), 0) << s.log();
   t.join();
   EXPECT_TRUE(first.done);
-  EXPECT_EQ(first.ids.size(), 300u);
+  EXPECT_EQ(first.ids.size(), 400u);
 }
 
 // 10,000 short requests over keep-alive connections: pools end empty and RSS stays flat.
 TEST(ServeSoak, TenThousandRequests) {
   ServerProcess s(kServeArgs);
   ASSERT_TRUE(s.ready()) << s.log();
-  const int total = 10000, clients = 8;
+  const int total = 10000, clients = 32;
   std::atomic<int> next{0}, failed{0};
   long rss_warm = 0;
   auto worker = [&] {

@@ -111,6 +111,7 @@ void Scheduler::check(const RequestParams& p) const {
 
 std::shared_ptr<RequestHandle> Scheduler::submit(RequestParams params) {
   using K = RequestRejected::Kind;
+  wait_ready();
   check(params);
   auto r = std::make_unique<Req>();
   r->id = next_id_++;

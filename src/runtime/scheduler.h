@@ -64,7 +64,8 @@ class Scheduler {
   // Error (grt::Error) naming the field when the request can never run: empty prompt, ids out of
   // range, prompt + max_tokens beyond the context or KV cache, stop strings without text.
   void check(const RequestParams& params) const;
-  // Queues the request (checked); Error when the queue is full (QueueFull) or shutting down.
+  // Queues the request (checked; waits for the runner first); RequestRejected when it is bad, the
+  // queue is full or the scheduler is shutting down.
   std::shared_ptr<RequestHandle> submit(RequestParams params);
   // Aborts every queued and running request (final kAbort events) and refuses new ones.
   void abort_all();
