@@ -37,4 +37,6 @@ void register_bench_prefill(CLI::App& bench);
 void register_bench_memory(CLI::App& bench);
 // bench_serving.cpp
 void register_bench_serving(CLI::App& bench);
+// `graphrt bench tokenizer` (bench/bench_tokenizer.cpp).
+void register_bench_tokenizer(CLI::App& bench);
 }  // namespace grt

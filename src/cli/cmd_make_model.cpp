@@ -1,10 +1,12 @@
 // graphrt make-model: writes a real Hugging Face folder (config.json + safetensors) with the
-// deterministic random weights of a preset — the same values builtin:<preset> makes on a device.
+// deterministic random weights of a preset — the same values builtin:<preset> makes on a device —
+// and the builtin tokenizer files (tokenizer.json, tokenizer_config.json, generation_config.json).
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "model/make_model.h"
+#include "text/builtin_tokenizer.h"
 
 namespace grt {
 
@@ -26,6 +28,8 @@ void register_make_model(CLI::App& app) {
     DType dt = parse_dtype(o->dtype);
     GRT_CHECK(is_floating(dt), "--dtype {} is not a floating type", o->dtype);
     write_random_model(config, o->out, o->seed, dt, o->max_shard_bytes);
+    // A tokenizer that fits the vocabulary, so text works on the folder too.
+    write_builtin_tokenizer_files(o->out, config.vocab_size);
     std::printf("wrote %s (%s, %.1fM parameters, %s) to %s\n", o->preset.c_str(), arch_class_name(config.arch),
                 static_cast<double>(config.num_parameters()) / 1e6, dtype_name(dt), o->out.c_str());
   });

@@ -11,5 +11,7 @@ void register_selftest(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_serve(CLI::App& app);
+// `graphrt tokenize` and `graphrt detokenize` (cmd_tokenize.cpp).
+void register_tokenize(CLI::App& app);
 
 }  // namespace grt

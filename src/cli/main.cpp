@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   grt::register_bench(app);
   grt::register_inspect(app);
   grt::register_serve(app);
+  grt::register_tokenize(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -133,7 +133,16 @@ SchedulerOptions ServerArgs::scheduler_options() const {
 }
 
 std::vector<int32_t> eos_token_ids_of(const std::string& model) {
-  if (model.rfind("builtin:", 0) == 0) return {};
+  if (model.rfind("builtin:", 0) == 0) {
+#if __has_include("text/builtin_tokenizer.h")
+    // As the generation_config.json make-model writes: <|im_end|>, <|endoftext|> (the builtin
+    // tokenizer's last and third-to-last ids).
+    const int32_t v = load_model_config(model).vocab_size;
+    return {v - 1, v - 3};
+#else
+    return {};
+#endif
+  }
   for (const char* name : {"generation_config.json", "config.json"}) {
     const std::filesystem::path p = std::filesystem::path(model) / name;
     if (!std::filesystem::exists(p)) continue;

@@ -47,7 +47,7 @@ struct ServerArgs {
 };
 
 // eos_token_id of the model folder's generation_config.json, else config.json (an id or a list);
-// empty for builtin models and folders without one.
+// builtin models: the builtin tokenizer's <|im_end|> and <|endoftext|>; empty when none.
 std::vector<int32_t> eos_token_ids_of(const std::string& model);
 
 // Loads the model named by args.model onto the resolved device and builds its runner.
