@@ -13,5 +13,6 @@ void register_inspect(CLI::App& app);
 void register_serve(CLI::App& app);
 // `graphrt tokenize` and `graphrt detokenize` (cmd_tokenize.cpp).
 void register_tokenize(CLI::App& app);
+void register_chat_template(CLI::App& app);
 
 }  // namespace grt

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   grt::register_inspect(app);
   grt::register_serve(app);
   grt::register_tokenize(app);
+  grt::register_chat_template(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
