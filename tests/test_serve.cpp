@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 #include "cli_runner.h"
@@ -40,7 +41,7 @@ json post(ServerProcess& s, const std::string& path, const json& body, int* stat
 // Greedy output ids of one prompt from /generate.
 std::vector<int> generate_ids(ServerProcess& s, const std::vector<int>& prompt, int max_new) {
   json r = post(s, "/generate",
-                {{"input_ids", prompt}, {"sampling_params", {{"max_new_tokens", max_new}, {"temperature", 0}}}});
+                {{"input_ids", prompt}, {"sampling_params", {{"max_new_tokens", max_new}, {"temperature", 0}, {"ignore_eos", true}}}});
   return r.value("output_ids", std::vector<int>{});
 }
 
@@ -55,7 +56,7 @@ struct Streamed {
 Streamed stream_completion(ServerProcess& s, const std::vector<int>& prompt, int max_tokens, int stop_after = 0) {
   Streamed out;
   auto c = s.client();
-  json body = {{"prompt", prompt},      {"max_tokens", max_tokens},   {"temperature", 0},
+  json body = {{"prompt", prompt},      {"max_tokens", max_tokens},   {"temperature", 0}, {"ignore_eos", true},
                {"stream", true},        {"return_token_ids", true},   {"stream_options", {{"include_usage", true}}}};
   std::string buf;
   httplib::Request req;
@@ -115,11 +116,11 @@ TEST_F(Serve, GreedyCompletionEqualsGenerate) {
   std::string ids;
   for (size_t i = 0; i < p.size(); ++i) ids += (i ? "," : "") + std::to_string(p[i]);
   auto gen = testing::run_graphrt("generate --model builtin:tiny --device cpu --context-length 512 --token-ids " +
-                                  ids + " --max-new-tokens 10 --json");
+                                  ids + " --max-new-tokens 10 --ignore-eos --json");
   ASSERT_EQ(gen.exit_code, 0) << gen.all;
   std::vector<int> want = json::parse(gen.out)["output_ids"];
   json r = post(*server_, "/v1/completions",
-                {{"prompt", p}, {"max_tokens", 10}, {"temperature", 0}, {"return_token_ids", true}});
+                {{"prompt", p}, {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true}, {"return_token_ids", true}});
   EXPECT_EQ(r["object"], "text_completion");
   EXPECT_EQ(r["choices"][0]["token_ids"].get<std::vector<int>>(), want);
   EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
@@ -153,11 +154,52 @@ TEST_F(Serve, ModelsHealthAndMetrics) {
   EXPECT_GE(metric(*server_, "graphrt_time_to_first_token_seconds_count"), 0);
 }
 
-TEST_F(Serve, ChatWithoutTemplateIsABadRequest) {
-  int status = 0;
-  json r = post(*server_, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}}, &status);
-  EXPECT_EQ(status, 400);
-  EXPECT_EQ(r["error"]["param"], "messages");
+TEST_F(Serve, ChatStreamedAndNot) {
+  json body = {{"messages", {{{"role", "user"}, {"content", "hi there"}}}}, {"max_tokens", 6}, {"temperature", 0},
+               {"ignore_eos", true}, {"return_token_ids", true}};
+  json r = post(*server_, "/v1/chat/completions", body);
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  EXPECT_TRUE(r["choices"][0]["message"]["content"].is_string());
+  EXPECT_EQ(r["usage"]["completion_tokens"], 6);
+  // Streamed: role first, content deltas, finish reason, usage, [DONE]; same text.
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  auto c = server_->client();
+  auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  std::string text;
+  std::istringstream in(res->body);
+  std::string line, last;
+  bool role = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("data: ", 0) != 0) continue;
+    last = line.substr(6);
+    if (last == "[DONE]") break;
+    json j = json::parse(last);
+    EXPECT_EQ(j["object"], "chat.completion.chunk");
+    if (j["choices"].empty()) continue;
+    const json& d = j["choices"][0]["delta"];
+    if (d.contains("role")) role = true;
+    text += d.value("content", "");
+  }
+  EXPECT_EQ(last, "[DONE]");
+  EXPECT_TRUE(role);
+  EXPECT_EQ(text, r["choices"][0]["message"]["content"].get<std::string>());
+}
+
+TEST_F(Serve, GreedyTextEqualsGeneratePrompt) {
+  auto gen = testing::run_graphrt(
+      "generate --model builtin:tiny --device cpu --context-length 512 --prompt 'Hello world' --max-new-tokens 8 "
+      "--ignore-eos --json");
+  ASSERT_EQ(gen.exit_code, 0) << gen.all;
+  json want = json::parse(gen.out);
+  json r = post(*server_, "/v1/completions",
+                {{"prompt", "Hello world"}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true},
+                 {"return_token_ids", true}});
+  EXPECT_EQ(r["choices"][0]["token_ids"], want["output_ids"]);
+  EXPECT_EQ(r["choices"][0]["text"], want["text"]);
 }
 
 TEST_F(Serve, SixtyFourConcurrentStreamsGetTheirAloneTokens) {
@@ -213,10 +255,11 @@ TEST_F(Serve, BadBodiesGetTheirStatusAndTheServerLives) {
       {{{"prompt", {1, 99999}}}, "prompt"},
       {{{"prompt", json::array()}}, "prompt"},
       {{{"max_tokens", 3}}, "prompt"},
-      {{{"prompt", "text without a tokenizer"}}, "prompt"},
       {{{"prompt", {1, 2}}, {"n", 2}}, "n"},
       {{{"prompt", {1, 2}}, {"stop", 5}}, "stop"},
       {{{"prompt", {1, 2}}, {"logprobs", 50}}, "logprobs"},
+      {{{"prompt", {1, 2}}, {"stop", {""}}}, "stop"},
+      {{{"prompt", {1, 2}}, {"repetition_penalty", 0}}, "repetition_penalty"},
   };
   for (const Case& k : cases) {
     int status = 0;
@@ -249,6 +292,31 @@ TEST_F(Serve, LogprobsAndSampling) {
                     {{"prompt", prompt_ids(6, 9)}, {"max_tokens", 5}, {"temperature", 0.7}, {"seed", 3},
                      {"top_k", 20}, {"presence_penalty", 0.5}, {"return_token_ids", true}});
   EXPECT_EQ(r["choices"][0]["token_ids"], again["choices"][0]["token_ids"]);
+}
+
+TEST(GenerateText, ChatFileStopStringsAndJsonIds) {
+  const std::string f = ::testing::TempDir() + "graphrt_chat_request.json";
+  {
+    std::ofstream out(f);
+    out << R"({"messages": [{"role": "user", "content": "hello"}]})";
+  }
+  auto r = testing::run_graphrt("generate --model builtin:tiny --device cpu --chat-file " + f +
+                                " --max-new-tokens 6 --ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["output_ids"].size(), 6u);
+  EXPECT_TRUE(j["text"].is_string());
+  // A stop string cut from the greedy text: output ends before it and does not print it.
+  const std::string text = j["text"];
+  const std::string stop = text.size() >= 4 ? text.substr(2, 2) : "";
+  if (!stop.empty() && stop.find('\'') == std::string::npos) {
+    auto s = testing::run_graphrt("generate --model builtin:tiny --device cpu --chat-file " + f +
+                                  " --max-new-tokens 6 --ignore-eos --json --stop '" + stop + "'");
+    ASSERT_EQ(s.exit_code, 0) << s.all;
+    const std::string cut = json::parse(s.out)["text"];
+    EXPECT_EQ(cut, text.substr(0, text.find(stop)));
+  }
+  std::remove(f.c_str());
 }
 
 TEST(ServeRetraction, SmallKvCacheGivesTheSameTokens) {
@@ -300,7 +368,7 @@ TEST(ServeSoak, TenThousandRequests) {
     c.set_keep_alive(true);
     int i;
     while ((i = next++) < total) {
-      json body = {{"input_ids", {i % 512, (i * 7) % 512, 5}}, {"sampling_params", {{"max_new_tokens", 2}, {"temperature", 0}}}};
+      json body = {{"input_ids", {i % 512, (i * 7) % 512, 5}}, {"sampling_params", {{"max_new_tokens", 2}, {"temperature", 0}, {"ignore_eos", true}}}};
       auto r = c.Post("/generate", body.dump(), "application/json");
       if (!r || r->status != 200) ++failed;
       if (i == 1000) rss_warm = s.rss_kib();
