@@ -35,6 +35,8 @@ void register_bench_breakable(CLI::App& bench);
 void register_bench_prefill(CLI::App& bench);
 // `graphrt bench memory` (bench/bench_memory.cpp).
 void register_bench_memory(CLI::App& bench);
+// bench_serving.cpp
+void register_bench_serving(CLI::App& bench);
 // `graphrt bench tokenizer` (bench/bench_tokenizer.cpp).
 void register_bench_tokenizer(CLI::App& bench);
 }  // namespace grt

@@ -169,6 +169,7 @@ void register_bench(CLI::App& app) {
   register_bench_breakable(*bench);
   register_bench_prefill(*bench);
   register_bench_memory(*bench);
+  register_bench_serving(*bench);
   register_bench_tokenizer(*bench);
 }
 

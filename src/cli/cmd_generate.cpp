@@ -1,54 +1,111 @@
-// graphrt generate: greedy or sampled continuation of one or more prompts, run as one batch.
+// graphrt generate: greedy or sampled continuation of one or more prompts (token ids, text, or a
+// chat request file), all submitted at once to the continuous-batching scheduler.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/server_args.h"
+#include "cli/text_setup.h"
 
 namespace grt {
 
 void register_generate(CLI::App& app) {
   struct Opts {
     ServerArgs args;
-    std::vector<std::string> token_ids;
+    std::vector<std::string> token_ids, prompts;
+    std::string chat_file;
+    std::vector<std::string> stop;
     int max_new_tokens = 16;
     SamplingParams sampling;
+    bool ignore_eos = false;
     bool json = false;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("generate", "continue prompts given as token ids");
+  CLI::App* cmd = app.add_subcommand("generate", "continue prompts (token ids, text, or a chat request)");
   opts->args.add_to(*cmd);
-  cmd->add_option("--token-ids", opts->token_ids, "a prompt as comma-separated token ids (repeat for a batch)")
-      ->required();
+  cmd->add_option("--token-ids", opts->token_ids, "a prompt as comma-separated token ids (repeat for a batch)");
+  cmd->add_option("--prompt", opts->prompts, "a prompt as text (repeat for a batch; needs a tokenizer)");
+  cmd->add_option("--chat-file", opts->chat_file, "a chat request body (JSON with messages) rendered by the chat template");
   cmd->add_option("--max-new-tokens", opts->max_new_tokens, "tokens to generate per prompt")->capture_default_str();
   cmd->add_option("--temperature", opts->sampling.temperature, "0: greedy")->capture_default_str();
   cmd->add_option("--top-k", opts->sampling.top_k, "0: no limit")->capture_default_str();
   cmd->add_option("--top-p", opts->sampling.top_p, "1: no limit")->capture_default_str();
+  cmd->add_option("--min-p", opts->sampling.min_p, "0: off")->capture_default_str();
   cmd->add_option("--sampling-seed", opts->sampling.seed, "seed of the sampler (per request: seed + index)")
       ->capture_default_str();
-  cmd->add_flag("--json", opts->json, "print {\"output_ids\": [...]} (a list per prompt when several)");
+  cmd->add_option("--stop", opts->stop, "stop string (repeatable; not printed)");
+  cmd->add_flag("--ignore-eos", opts->ignore_eos, "do not stop at the model's eos tokens (benchmarks)");
+  cmd->add_flag("--json", opts->json, "print {\"output_ids\": [...]} (a list per prompt when several; text too)");
   cmd->callback([opts] {
-    auto runner = make_runner(opts->args);
-    Engine engine(*runner, opts->args.engine_options());
-    std::vector<GenerateRequest> reqs;
-    for (size_t i = 0; i < opts->token_ids.size(); ++i) {
-      GenerateRequest r;
-      r.prompt = parse_token_ids(opts->token_ids[i]);
-      r.max_new_tokens = opts->max_new_tokens;
-      r.sampling = opts->sampling;
-      r.sampling.seed = opts->sampling.seed + i;
-      reqs.push_back(std::move(r));
+    const ServerArgs& a = opts->args;
+    TextSupport text = text_support_for(a.model);
+    std::vector<std::vector<int32_t>> prompts;
+    for (const auto& t : opts->token_ids) prompts.push_back(parse_token_ids(t));
+    for (const auto& p : opts->prompts) {
+      GRT_CHECK(text.encode, "--prompt needs a tokenizer, and {} has none (use --token-ids)", a.model);
+      prompts.push_back(text.encode(p, true));
     }
-    auto outputs = engine.generate(reqs);
+    if (!opts->chat_file.empty()) {
+      GRT_CHECK(text.render_chat && text.encode, "--chat-file needs a chat template and a tokenizer; {} has none",
+                a.model);
+      std::ifstream f(opts->chat_file);
+      GRT_CHECK(f.good(), "cannot read --chat-file {}", opts->chat_file);
+      nlohmann::json body;
+      try {
+        body = nlohmann::json::parse(f);
+      } catch (const std::exception& e) {
+        GRT_FAIL("--chat-file {} is not valid JSON: {}", opts->chat_file, e.what());
+      }
+      prompts.push_back(text.encode(text.render_chat(body), false));
+    }
+    GRT_CHECK(!prompts.empty(), "give a prompt: --token-ids, --prompt or --chat-file");
+    const bool with_text = static_cast<bool>(text.stream);
+    SchedulerOptions so = a.scheduler_options();
+    so.eos_token_ids = eos_token_ids_of(a.model);
+    so.text = text.stream;
+    Scheduler sched([args = a] { return make_runner(args); }, so);
+    sched.wait_ready();
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      RequestParams p;
+      p.prompt = prompts[i];
+      p.max_tokens = opts->max_new_tokens;
+      p.sampling = opts->sampling;
+      p.sampling.seed = opts->sampling.seed + i;
+      p.stop = opts->stop;
+      p.ignore_eos = opts->ignore_eos;
+      try {
+        handles.push_back(sched.submit(std::move(p)));
+      } catch (const RequestRejected& e) {
+        GRT_FAIL("request {}: {}", i, e.what());
+      }
+    }
+    std::vector<std::vector<int32_t>> ids(prompts.size());
+    std::vector<std::string> texts(prompts.size());
+    for (size_t i = 0; i < handles.size(); ++i) {
+      while (true) {
+        auto ev = handles[i]->next(std::chrono::milliseconds(1000));
+        if (!ev) continue;
+        GRT_CHECK(!(ev->finish && *ev->finish == FinishReason::kAbort), "request {} failed: {}", i, ev->error);
+        ids[i].insert(ids[i].end(), ev->ids.begin(), ev->ids.end());
+        texts[i] += ev->text;
+        if (ev->finish) break;
+      }
+    }
     if (opts->json) {
       nlohmann::json j;
-      j["output_ids"] = outputs.size() == 1 ? nlohmann::json(outputs[0]) : nlohmann::json(outputs);
+      j["output_ids"] = ids.size() == 1 ? nlohmann::json(ids[0]) : nlohmann::json(ids);
+      if (with_text) j["text"] = texts.size() == 1 ? nlohmann::json(texts[0]) : nlohmann::json(texts);
       std::printf("%s\n", j.dump().c_str());
+    } else if (with_text) {
+      for (size_t i = 0; i < texts.size(); ++i) std::printf("%s\n", texts[i].c_str());
     } else {
-      for (size_t i = 0; i < outputs.size(); ++i) {
+      for (size_t i = 0; i < ids.size(); ++i) {
         std::printf("request %zu:", i);
-        for (int32_t t : outputs[i]) std::printf(" %d", t);
+        for (int32_t t : ids[i]) std::printf(" %d", t);
         std::printf("\n");
       }
     }

@@ -15,8 +15,9 @@ int main(int argc, char** argv) {
   grt::register_selftest(app);
   grt::register_bench(app);
   grt::register_inspect(app);
-  grt::register_chat_template(app);
+  grt::register_serve(app);
   grt::register_tokenize(app);
+  grt::register_chat_template(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

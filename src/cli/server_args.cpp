@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/logging.h"
 #include "device/device.h"
@@ -11,7 +15,7 @@
 namespace grt {
 
 void ServerArgs::add_to(CLI::App& app) {
-  app.add_option("--model", model, "Hugging Face model folder, or builtin:<preset> (tiny, qwen3-0.6b, llama-3.1-8b)")
+  app.add_option("--model-path,--model", model, "Hugging Face model folder, or builtin:<preset> (tiny, qwen3-0.6b, llama-3.1-8b)")
       ->capture_default_str();
   app.add_option("--device", device, "cpu, cuda or cuda:N (default: cuda:0 when a GPU is usable)");
   app.add_option("--dtype", dtype, "run dtype: f32, bf16, f16 (default: bf16 on CUDA, f32 on CPU)");
@@ -51,6 +55,11 @@ void ServerArgs::add_to(CLI::App& app) {
                  "most physical graph memory in vmm mode, e.g. 512MiB (0: no limit); a capture that needs more "
                  "runs that shape and larger ones eagerly")
       ->transform(CLI::AsSizeValue(false));
+  app.add_flag("--enable-mixed-chunk", enable_mixed_chunk,
+               "run a prefill chunk and the running decodes in one forward (MIXED, on the piecewise graphs)");
+  app.add_option("--max-queued-requests", max_queued_requests,
+                 "requests queued or running before new ones get 503 (0: no limit)")
+      ->capture_default_str();
 }
 
 namespace {
@@ -113,6 +122,50 @@ EngineOptions ServerArgs::engine_options() const {
   EngineOptions o;
   o.chunked_prefill_size = chunked_prefill_size;
   return o;
+}
+
+SchedulerOptions ServerArgs::scheduler_options() const {
+  SchedulerOptions o;
+  o.chunked_prefill_size = chunked_prefill_size;
+  o.enable_mixed_chunk = enable_mixed_chunk;
+  o.max_queued_requests = max_queued_requests;
+  return o;
+}
+
+std::vector<int32_t> eos_token_ids_of(const std::string& model) {
+  if (model.rfind("builtin:", 0) == 0) {
+#if __has_include("text/builtin_tokenizer.h")
+    // As the generation_config.json make-model writes: <|im_end|>, <|endoftext|> (the builtin
+    // tokenizer's last and third-to-last ids).
+    const int32_t v = load_model_config(model).vocab_size;
+    return {v - 1, v - 3};
+#else
+    return {};
+#endif
+  }
+  for (const char* name : {"generation_config.json", "config.json"}) {
+    const std::filesystem::path p = std::filesystem::path(model) / name;
+    if (!std::filesystem::exists(p)) continue;
+    std::ifstream f(p);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(f);
+    } catch (const std::exception& e) {
+      GRT_FAIL("reading eos_token_id: {} is not valid JSON: {}", p.string(), e.what());
+    }
+    if (!j.contains("eos_token_id") || j["eos_token_id"].is_null()) continue;
+    const auto& e = j["eos_token_id"];
+    std::vector<int32_t> ids;
+    if (e.is_number_integer()) ids.push_back(e.get<int32_t>());
+    else if (e.is_array())
+      for (const auto& x : e) {
+        GRT_CHECK(x.is_number_integer(), "{}: eos_token_id entry {} is not an id", p.string(), x.dump());
+        ids.push_back(x.get<int32_t>());
+      }
+    else GRT_FAIL("{}: eos_token_id {} is not an id or a list of ids", p.string(), e.dump());
+    return ids;
+  }
+  return {};
 }
 
 std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args) {

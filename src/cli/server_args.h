@@ -10,6 +10,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/model_runner.h"
+#include "runtime/scheduler.h"
 
 namespace grt {
 
@@ -33,13 +34,21 @@ struct ServerArgs {
   std::vector<int> piecewise_cuda_graph_tokens;
   std::string graph_memory = "pool";
   uint64_t graph_memory_budget = 0;  // bytes; 0: no limit
+  bool enable_mixed_chunk = false;
+  int max_queued_requests = 0;  // 0: no limit
 
   void add_to(CLI::App& app);
   Device resolved_device() const;
   DType resolved_dtype(Device device) const;
   ModelRunnerOptions runner_options() const;
   EngineOptions engine_options() const;
+  // Scheduler options (eos ids and text are filled by the command).
+  SchedulerOptions scheduler_options() const;
 };
+
+// eos_token_id of the model folder's generation_config.json, else config.json (an id or a list);
+// builtin models: the builtin tokenizer's <|im_end|> and <|endoftext|>; empty when none.
+std::vector<int32_t> eos_token_ids_of(const std::string& model);
 
 // Loads the model named by args.model onto the resolved device and builds its runner.
 std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args);

@@ -1,0 +1,88 @@
+// graphrt serve: the OpenAI-compatible HTTP server on the continuous-batching scheduler.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/server_args.h"
+#include "cli/text_setup.h"
+#include "core/logging.h"
+#ifdef GRAPHRT_WITH_HTTP
+#include "server/http_server.h"
+#endif
+
+namespace grt {
+
+void register_serve(CLI::App& app) {
+  struct Opts {
+    ServerArgs args;
+    std::string host = "127.0.0.1";
+    int port = 30000;
+    std::string served_model_name;
+    int http_threads = 0;
+    double grace = 10;
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (continuous batching)");
+  opts->args.add_to(*cmd);
+  cmd->add_option("--host", opts->host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", opts->port, "port (0: any free one, printed at start)")->capture_default_str();
+  cmd->add_option("--served-model-name", opts->served_model_name, "model name in responses (default: --model-path)");
+  cmd->add_option("--http-threads", opts->http_threads, "HTTP worker threads (0: 2 x --max-running-requests + 16)");
+  cmd->add_option("--graceful-shutdown-timeout", opts->grace,
+                  "seconds in-flight requests may finish after SIGINT/SIGTERM before they are aborted")
+      ->capture_default_str();
+  cmd->callback([opts] {
+#ifndef GRAPHRT_WITH_HTTP
+    GRT_FAIL("graphrt was built without cpp-httplib (libcpp-httplib-dev), so it cannot serve");
+#else
+    // SIGINT/SIGTERM go to one thread (sigwait); every thread started from here inherits the mask.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    const ServerArgs& a = opts->args;
+    GRT_CHECK(opts->port >= 0 && opts->port < 65536, "--port {} is not a port", opts->port);
+    GRT_CHECK(opts->grace >= 0, "--graceful-shutdown-timeout {} must not be negative", opts->grace);
+    TextSupport text = text_support_for(a.model);
+    SchedulerOptions so = a.scheduler_options();
+    so.eos_token_ids = eos_token_ids_of(a.model);
+    so.text = text.stream;
+    Scheduler sched([args = a] { return make_runner(args); }, so);
+    HttpServerOptions ho;
+    ho.host = opts->host;
+    ho.port = opts->port;
+    ho.model_name = opts->served_model_name.empty() ? a.model : opts->served_model_name;
+    ho.threads = opts->http_threads;
+    ho.shutdown_grace_s = opts->grace;
+    HttpServer server(sched, text, ho, a.max_running_requests);
+    const int port = server.bind();
+    std::printf("graphrt serve: listening on http://%s:%d\n", opts->host.c_str(), port);
+    std::fflush(stdout);
+    std::thread signals([&] {
+      int sig = 0;
+      sigwait(&sigs, &sig);
+      GRT_INFO("signal {}: shutting down", sig);
+      server.shutdown();
+    });
+    std::thread serving([&] { server.serve(); });
+    try {
+      sched.wait_ready();
+      GRT_INFO("ready: model loaded and graphs captured");
+    } catch (const std::exception& e) {
+      GRT_ERROR("cannot start: {}", e.what());
+      pthread_kill(signals.native_handle(), SIGTERM);
+      signals.join();
+      serving.join();
+      throw;
+    }
+    serving.join();
+    signals.join();
+#endif
+  });
+}
+
+}  // namespace grt

@@ -1,0 +1,114 @@
+// Scheduler: continuous batching over one ModelRunner (SGLang's scheduler, seed 002). One thread
+// owns the runner; submit() may be called from any thread and returns a handle on which the
+// request's per-token events arrive.
+//
+// Each step: drop cancelled requests; continue the request being prefilled in chunks, then admit
+// waiting requests FCFS while a request slot is free and the KV cache holds their prompt plus a
+// share (new_token_ratio) of every running request's remaining output; prompts are prefilled at
+// most --chunked-prefill-size tokens per step. A step with prefill work is an EXTEND batch; with
+// mixed chunks on, the running decodes ride along as one-token extends (MIXED, run through the
+// piecewise graphs). Otherwise every running request decodes one token (DECODE graphs). When the
+// KV cache cannot hold the next decode tokens, the newest running requests are retracted: their KV
+// and slot freed, requeued, recomputed later from prompt + output so far (same tokens).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/model_runner.h"
+#include "runtime/request.h"
+#include "runtime/serving_metrics.h"
+
+namespace grt {
+
+struct SchedulerOptions {
+  int chunked_prefill_size = 8192;
+  bool enable_mixed_chunk = false;
+  int max_queued_requests = 0;  // 0: no limit
+  std::vector<int32_t> eos_token_ids;
+  TextStreamFactory text;  // null: no text (stop strings refused)
+  // Share of each running request's remaining max_tokens kept free in the KV cache at admission
+  // (SGLang's new_token_ratio): starts at init, decays per step to min, reset after a retraction.
+  double init_new_token_ratio = 0.7;
+  double min_new_token_ratio = 0.1;
+  double new_token_ratio_decay = 0.001;
+};
+
+// What the runner allows, for validating requests before they are submitted.
+struct SchedulerLimits {
+  int max_context = 0;
+  int64_t kv_capacity = 0;
+  int vocab_size = 0;
+};
+
+class Scheduler {
+ public:
+  using RunnerFactory = std::function<std::unique_ptr<ModelRunner>()>;
+  // Starts the scheduler thread, which builds the runner (loading, capturing graphs) first.
+  Scheduler(RunnerFactory factory, SchedulerOptions options);
+  // Aborts whatever is still in flight and joins the thread.
+  ~Scheduler();
+
+  // Blocks until the runner is built; rethrows the error that stopped it.
+  void wait_ready();
+  bool ready() const { return ready_.load(); }
+  SchedulerLimits limits() const;  // needs ready()
+
+  // Error (grt::Error) naming the field when the request can never run: empty prompt, ids out of
+  // range, prompt + max_tokens beyond the context or KV cache, stop strings without text.
+  void check(const RequestParams& params) const;
+  // Queues the request (checked; waits for the runner first); RequestRejected when it is bad, the
+  // queue is full or the scheduler is shutting down.
+  std::shared_ptr<RequestHandle> submit(RequestParams params);
+  // Aborts every queued and running request (final kAbort events) and refuses new ones.
+  void abort_all();
+  // True while nothing is queued or running.
+  bool idle() const;
+
+  ServingMetrics& metrics() { return metrics_; }
+
+  // Runs `fn` on the scheduler thread between steps and waits for it (tests, scoring).
+  void run_on_thread(const std::function<void(ModelRunner&)>& fn);
+
+ private:
+  struct Req;
+  void loop();
+  void step();
+  void drain_inbox();
+  void drop_cancelled();
+  void admit_and_build();
+  bool retract_for(int64_t tokens_needed);
+  void release(Req& r);
+  void finish(Req& r, FinishReason why, const std::string& error = {});
+  void emit(Req& r, int32_t id, const TokenLogprob* lp);
+
+  RunnerFactory factory_;
+  SchedulerOptions options_;
+  std::unique_ptr<ModelRunner> runner_;
+  SchedulerLimits limits_;
+  ServingMetrics metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_, ready_cv_;
+  std::deque<std::unique_ptr<Req>> inbox_;
+  std::vector<std::function<void()>> tasks_;
+  std::atomic<bool> ready_{false}, stopping_{false}, abort_requested_{false};
+  std::exception_ptr startup_error_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<int> in_flight_{0};
+
+  // Scheduler thread only.
+  std::deque<std::unique_ptr<Req>> waiting_;
+  std::vector<std::unique_ptr<Req>> running_;  // admission order
+  double new_token_ratio_ = 0.7;
+  std::thread thread_;
+};
+
+}  // namespace grt

@@ -1,0 +1,54 @@
+// What the scheduler counts for /metrics: requests, tokens, queue and running sizes, KV use,
+// latency histograms (TTFT, inter-token, end-to-end, host time per step), and per forward mode
+// the steps run on a graph vs eagerly. Written by the scheduler thread, read from any thread.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace grt {
+
+// Cumulative histogram with fixed upper bounds (Prometheus buckets; +Inf implied).
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;  // per bound, not cumulative; the last entry is +Inf
+  double sum = 0;
+  uint64_t count = 0;
+  explicit Histogram(std::vector<double> upper_bounds = {});
+  void observe(double v);
+};
+
+enum class StepMode { kExtend = 0, kDecode = 1, kMixed = 2 };
+inline constexpr const char* kStepModeNames[3] = {"extend", "decode", "mixed"};
+
+struct ServingSnapshot {
+  uint64_t requests_stop = 0, requests_length = 0, requests_abort = 0;
+  uint64_t prompt_tokens = 0, generation_tokens = 0, retractions = 0;
+  std::array<uint64_t, 3> graph_steps{}, eager_steps{};
+  int running = 0, waiting = 0;
+  int64_t kv_used = 0, kv_total = 0;
+  int slots_used = 0, slots_total = 0;
+  Histogram ttft, itl, e2e, step_host;
+  ServingSnapshot();
+};
+
+class ServingMetrics {
+ public:
+  ServingSnapshot snapshot() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return s_;
+  }
+  // Scheduler thread: change the numbers under the lock.
+  template <typename F>
+  void update(F&& f) {
+    std::lock_guard<std::mutex> g(mu_);
+    f(s_);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  ServingSnapshot s_;
+};
+
+}  // namespace grt

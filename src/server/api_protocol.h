@@ -1,0 +1,59 @@
+// The OpenAI (/v1/completions, /v1/chat/completions) and SGLang-native (/generate) request bodies
+// turned into scheduler requests, and the scheduler's events turned into response bodies and SSE
+// chunks. Bad bodies are RequestRejected naming the field (the server answers 400).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runtime/request.h"
+#include "server/text_support.h"
+
+namespace grt {
+
+enum class ApiKind { kCompletion, kChat, kGenerate };
+
+struct ApiRequest {
+  ApiKind kind = ApiKind::kCompletion;
+  RequestParams params;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool return_token_ids = false;
+  int completion_logprobs = -1;  // completions: `logprobs` (top count), -1: off
+};
+
+// Parses the body; RequestRejected(kInvalid, field) on any bad value.
+ApiRequest parse_api_request(ApiKind kind, const std::string& body, const TextSupport& text);
+
+// Accumulates one request's events into its response.
+class ApiResponse {
+ public:
+  ApiResponse(const ApiRequest& req, std::string id, std::string model, const TextSupport& text);
+  // Non-streamed: adds the event to the result.
+  void add(const RequestEvent& ev);
+  nlohmann::json body() const;
+  // Streamed: the SSE "data: ..." lines this event produces (usage and [DONE] after the last).
+  std::string sse(const RequestEvent& ev);
+
+ private:
+  nlohmann::json logprobs_json(const std::vector<TokenLogprob>& lps) const;
+  nlohmann::json usage() const;
+  nlohmann::json chunk(const RequestEvent& ev);
+
+  const ApiRequest& req_;
+  std::string id_, model_;
+  const TextSupport& text_;
+  long created_;
+  std::string text_out_;
+  std::vector<int32_t> ids_;
+  std::vector<TokenLogprob> lps_;
+  std::string finish_, matched_;
+  int prompt_tokens_ = 0, completion_tokens_ = 0;
+  bool sent_role_ = false;
+};
+
+// {"error": {"message", "type", "param", "code"}} as OpenAI answers errors.
+nlohmann::json error_body(const std::string& message, const std::string& type, const std::string& param, int code);
+
+}  // namespace grt

@@ -1,0 +1,172 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/logging.h"
+#include "server/api_protocol.h"
+
+namespace grt {
+namespace {
+
+using json = nlohmann::json;
+constexpr auto kPoll = std::chrono::milliseconds(50);
+
+void send_error(httplib::Response& res, int status, const std::string& msg, const std::string& param = {}) {
+  const char* type = status == 400 ? "BadRequestError" : status == 404 ? "NotFoundError"
+                     : status == 503 ? "ServiceUnavailableError" : "InternalServerError";
+  res.status = status;
+  res.set_content(error_body(msg, type, param, status).dump(), "application/json");
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Scheduler& scheduler, TextSupport text, HttpServerOptions options, int max_running)
+    : scheduler_(scheduler), text_(std::move(text)), options_(std::move(options)),
+      svr_(std::make_unique<httplib::Server>()) {
+  const int threads = options_.threads > 0 ? options_.threads : 2 * max_running + 16;
+  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr_->set_payload_max_length(64u << 20);
+  svr_->set_keep_alive_timeout(5);
+  routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  int port = options_.port;
+  if (port == 0) {
+    port = svr_->bind_to_any_port(options_.host);
+    GRT_CHECK(port > 0, "cannot bind {} to any port", options_.host);
+  } else {
+    GRT_CHECK(svr_->bind_to_port(options_.host, port), "cannot bind {}:{} (in use, or not an address here)",
+              options_.host, port);
+  }
+  return port;
+}
+
+void HttpServer::serve() { svr_->listen_after_bind(); }
+
+void HttpServer::count(int status) {
+  std::lock_guard<std::mutex> g(counters_mu_);
+  (status < 400 ? counters_.ok : status < 500 ? counters_.client_errors : counters_.server_errors)++;
+}
+
+void HttpServer::shutdown() {
+  if (draining_.exchange(true)) return;
+  GRT_INFO("shutting down: no new requests; waiting up to {} s for {} in flight", options_.shutdown_grace_s,
+           scheduler_.idle() ? "none" : "those");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.shutdown_grace_s);
+  while (!scheduler_.idle() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!scheduler_.idle()) {
+    GRT_WARN("grace period over: aborting the requests still in flight");
+    scheduler_.abort_all();
+    for (int i = 0; i < 250 && !scheduler_.idle(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // Let handlers write their last events before the sockets close.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  svr_->stop();
+}
+
+void HttpServer::routes() {
+  svr_->set_logger([this](const httplib::Request&, const httplib::Response& res) { count(res.status); });
+  svr_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, 500, what);
+  });
+  svr_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty()) send_error(res, 404, "no route " + req.method + " " + req.path);
+  });
+
+  svr_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (draining_) return send_error(res, 503, "shutting down");
+    if (!scheduler_.ready()) return send_error(res, 503, "loading the model and capturing graphs");
+    res.set_content("{}", "application/json");
+  });
+  svr_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    json m = {{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "graphrt"}};
+    if (scheduler_.ready()) m["max_model_len"] = scheduler_.limits().max_context;
+    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(), "application/json");
+  });
+  svr_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    HttpCounters c;
+    {
+      std::lock_guard<std::mutex> g(counters_mu_);
+      c = counters_;
+    }
+    res.set_content(prometheus_text(scheduler_.metrics().snapshot(), c), "text/plain; version=0.0.4");
+  });
+
+  auto handle = [this](ApiKind kind) {
+    return [this, kind](const httplib::Request& req, httplib::Response& res) {
+      if (draining_) return send_error(res, 503, "the server is shutting down");
+      if (!scheduler_.ready()) return send_error(res, 503, "the model is still loading");
+      auto api = std::make_shared<ApiRequest>();
+      std::shared_ptr<RequestHandle> h;
+      try {
+        *api = parse_api_request(kind, req.body, text_);
+        if (api->params.max_tokens < 0)  // chat without a limit: the rest of the context
+          api->params.max_tokens =
+              std::max(0, scheduler_.limits().max_context - static_cast<int>(api->params.prompt.size()));
+        h = scheduler_.submit(api->params);
+      } catch (const RequestRejected& e) {
+        return send_error(res, e.kind() == RequestRejected::Kind::kInvalid ? 400 : 503, e.what(), e.param());
+      }
+      const char* prefix = kind == ApiKind::kChat ? "chatcmpl-" : kind == ApiKind::kCompletion ? "cmpl-" : "";
+      auto out = std::make_shared<ApiResponse>(*api, fmt::format("{}{}", prefix, h->id()), options_.model_name, text_);
+      if (!api->stream) {
+        while (true) {
+          auto ev = h->next(std::chrono::milliseconds(1000));
+          if (!ev) continue;
+          if (ev->finish && *ev->finish == FinishReason::kAbort)
+            return send_error(res, 503, ev->error.empty() ? "request aborted" : ev->error);
+          out->add(*ev);
+          if (ev->finish) break;
+        }
+        res.set_content(out->body().dump(), "application/json");
+        return;
+      }
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [h, out, api](size_t, httplib::DataSink& sink) {
+            while (true) {
+              auto ev = h->next(kPoll);
+              if (!ev) {
+                if (!sink.is_writable()) {
+                  h->cancel();
+                  return false;
+                }
+                continue;
+              }
+              const std::string data = out->sse(*ev);
+              if (!sink.write(data.data(), data.size())) {
+                h->cancel();  // the client went away
+                return false;
+              }
+              if (ev->finish) {
+                sink.done();
+                return true;
+              }
+            }
+          },
+          [h](bool success) {
+            if (!success) h->cancel();
+          });
+    };
+  };
+  svr_->Post("/v1/completions", handle(ApiKind::kCompletion));
+  svr_->Post("/v1/chat/completions", handle(ApiKind::kChat));
+  svr_->Post("/generate", handle(ApiKind::kGenerate));
+}
+
+}  // namespace grt

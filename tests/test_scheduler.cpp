@@ -1,0 +1,267 @@
+// The continuous-batching scheduler without HTTP: admission, chunked prefill, retraction, mixed
+// batches, stop conditions, cancellation, and the logit processing op it samples with.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "memory/tensor_alloc.h"
+#include "ops/logit_processing.h"
+#include "runtime/scheduler.h"
+#include "runtime_test_util.h"
+
+namespace grt {
+namespace {
+
+struct Out {
+  std::vector<int32_t> ids;
+  std::string text;
+  FinishReason finish = FinishReason::kAbort;
+  std::string matched;
+};
+
+Out collect(RequestHandle& h) {
+  Out o;
+  while (true) {
+    auto ev = h.next(std::chrono::milliseconds(20000));
+    if (!ev) ADD_FAILURE() << "no event in 20 s";
+    if (!ev) return o;
+    o.ids.insert(o.ids.end(), ev->ids.begin(), ev->ids.end());
+    o.text += ev->text;
+    if (ev->finish) {
+      o.finish = *ev->finish;
+      o.matched = ev->matched_stop;
+      return o;
+    }
+  }
+}
+
+RequestParams req(int prompt_len, int max_tokens, int salt) {
+  RequestParams p;
+  for (int i = 0; i < prompt_len; ++i) p.prompt.push_back((i * 37 + salt * 11 + 5) % 512);
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+Scheduler::RunnerFactory tiny(int max_requests = 8, int64_t max_tokens = 4096, int context = 256) {
+  return [=] { return testing::tiny_runner(Device::cpu(), max_requests, context, max_tokens); };
+}
+
+// Runs each request alone on a fresh scheduler: the reference tokens.
+std::vector<Out> alone(const std::vector<RequestParams>& reqs) {
+  Scheduler s(tiny(), {});
+  std::vector<Out> out;
+  for (const auto& r : reqs) out.push_back(collect(*s.submit(r)));
+  return out;
+}
+
+std::vector<Out> together(Scheduler& s, const std::vector<RequestParams>& reqs) {
+  s.wait_ready();
+  std::vector<std::shared_ptr<RequestHandle>> hs;
+  for (const auto& r : reqs) hs.push_back(s.submit(r));
+  std::vector<Out> out;
+  for (auto& h : hs) out.push_back(collect(*h));
+  return out;
+}
+
+void expect_pools_empty(Scheduler& s) {
+  s.run_on_thread([](ModelRunner& r) {
+    EXPECT_EQ(r.kv_pool().available(), r.kv_pool().capacity());
+    EXPECT_EQ(r.req_pool().available(), r.req_pool().max_requests());
+  });
+  EXPECT_TRUE(s.idle());
+}
+
+std::vector<RequestParams> mixed_lengths(int n) {
+  std::vector<RequestParams> v;
+  for (int i = 0; i < n; ++i) v.push_back(req(3 + (i * 7) % 40, 4 + (i * 5) % 20, i));
+  return v;
+}
+
+TEST(Scheduler, BatchedRequestsGetTheTokensTheyGetAlone) {
+  auto reqs = mixed_lengths(12);
+  auto ref = alone(reqs);
+  Scheduler s(tiny(), {});
+  auto got = together(s, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(got[i].ids, ref[i].ids) << "request " << i;
+    EXPECT_EQ(got[i].finish, FinishReason::kLength);
+    EXPECT_EQ(static_cast<int>(got[i].ids.size()), reqs[i].max_tokens);
+  }
+  expect_pools_empty(s);
+  auto m = s.metrics().snapshot();
+  EXPECT_EQ(m.requests_length, reqs.size());
+  EXPECT_GT(m.graph_steps[static_cast<int>(StepMode::kDecode)], 0u);
+}
+
+TEST(Scheduler, AdmissionIsBoundedBySlots) {
+  auto reqs = mixed_lengths(10);
+  auto ref = alone(reqs);
+  Scheduler s(tiny(/*max_requests=*/2), {});
+  auto got = together(s, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].ids, ref[i].ids) << "request " << i;
+  expect_pools_empty(s);
+}
+
+TEST(Scheduler, ChunkedPrefillGivesTheSameTokens) {
+  std::vector<RequestParams> reqs = {req(70, 6, 1), req(33, 5, 2), req(9, 7, 3)};
+  auto ref = alone(reqs);
+  SchedulerOptions o;
+  o.chunked_prefill_size = 8;
+  Scheduler s(tiny(), o);
+  auto got = together(s, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].ids, ref[i].ids) << "request " << i;
+  auto m = s.metrics().snapshot();
+  // 112 prompt tokens at most 8 per step.
+  EXPECT_GE(m.graph_steps[0] + m.eager_steps[0], 14u);
+  expect_pools_empty(s);
+}
+
+TEST(Scheduler, RetractionUnderASmallKvCacheGivesTheSameTokens) {
+  std::vector<RequestParams> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(req(20, 40, i));
+  auto ref = alone(reqs);
+  // 6 x 60 tokens want 360 slots; 128 forces retractions once admission (reserving only a tenth
+  // of each output) has let in more than fit.
+  SchedulerOptions o;
+  o.init_new_token_ratio = 0.1;
+  Scheduler s(tiny(8, 128), o);
+  auto got = together(s, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].ids, ref[i].ids) << "request " << i;
+  EXPECT_GT(s.metrics().snapshot().retractions, 0u);
+  expect_pools_empty(s);
+}
+
+TEST(Scheduler, MixedChunksGiveTheSameTokensAndRunMixedSteps) {
+  std::vector<RequestParams> reqs = {req(10, 30, 1), req(60, 10, 2), req(45, 12, 3), req(5, 20, 4)};
+  auto ref = alone(reqs);
+  SchedulerOptions o;
+  o.enable_mixed_chunk = true;
+  o.chunked_prefill_size = 16;
+  Scheduler s(tiny(), o);
+  auto got = together(s, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].ids, ref[i].ids) << "request " << i;
+  auto m = s.metrics().snapshot();
+  EXPECT_GT(m.graph_steps[static_cast<int>(StepMode::kMixed)] + m.eager_steps[static_cast<int>(StepMode::kMixed)], 0u);
+  expect_pools_empty(s);
+}
+
+TEST(Scheduler, CancelledRequestFreesItsSlotAndKv) {
+  Scheduler s(tiny(), {});
+  s.wait_ready();
+  auto h = s.submit(req(10, 200, 1));
+  auto first = h->next(std::chrono::milliseconds(20000));
+  ASSERT_TRUE(first.has_value());
+  h->cancel();
+  Out rest = collect(*h);
+  EXPECT_EQ(rest.finish, FinishReason::kAbort);
+  expect_pools_empty(s);
+  EXPECT_EQ(s.metrics().snapshot().requests_abort, 1u);
+}
+
+// Text of a token for the stop-string tests: "<id>".
+class BracketText : public TextStream {
+ public:
+  std::string push(int32_t id) override { return "<" + std::to_string(id) + ">"; }
+  std::string finish() override { return ""; }
+};
+
+TEST(Scheduler, StopsAtEosStopIdsAndStopStrings) {
+  RequestParams base = req(12, 10, 7);
+  std::vector<int32_t> ref = alone({base})[0].ids;
+  ASSERT_EQ(ref.size(), 10u);
+
+  SchedulerOptions o;
+  o.eos_token_ids = {ref[3]};
+  o.text = [](bool) { return std::make_unique<BracketText>(); };
+  Scheduler s(tiny(), o);
+  s.wait_ready();
+  // eos: ends after the eos id (included in ids, not in text) unless ignored.
+  Out eos = collect(*s.submit(base));
+  const size_t cut = static_cast<size_t>(std::find(ref.begin(), ref.end(), ref[3]) - ref.begin());
+  EXPECT_EQ(eos.ids, std::vector<int32_t>(ref.begin(), ref.begin() + static_cast<int64_t>(cut) + 1));
+  EXPECT_EQ(eos.finish, FinishReason::kStop);
+  RequestParams ign = base;
+  ign.ignore_eos = true;
+  EXPECT_EQ(collect(*s.submit(ign)).ids, ref);
+  // A stop string spanning two tokens' text: output ends before it, not emitted.
+  RequestParams st = base;
+  st.ignore_eos = true;
+  const std::string t1 = "<" + std::to_string(ref[1]) + ">", t2 = "<" + std::to_string(ref[2]) + ">";
+  st.stop = {t1.substr(2) + t2.substr(0, 2)};
+  Out so = collect(*s.submit(st));
+  EXPECT_EQ(so.finish, FinishReason::kStop);
+  EXPECT_EQ(so.matched, st.stop[0]);
+  EXPECT_EQ(so.text, "<" + std::to_string(ref[0]) + ">" + t1.substr(0, 2));
+  // A stop token id ends the request after it.
+  RequestParams sid = base;
+  sid.ignore_eos = true;
+  sid.stop_token_ids = {ref[5]};
+  Out si = collect(*s.submit(sid));
+  EXPECT_EQ(si.finish, FinishReason::kStop);
+  EXPECT_EQ(si.ids.back(), ref[5]);
+  expect_pools_empty(s);
+}
+
+TEST(Scheduler, RefusesRequestsThatCanNeverRun) {
+  Scheduler s(tiny(8, 100, 64), {});
+  s.wait_ready();
+  auto field_of = [&](const RequestParams& p) {
+    try {
+      s.submit(p);
+    } catch (const RequestRejected& e) {
+      return e.param();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(field_of(req(0, 4, 1)), "prompt");
+  EXPECT_EQ(field_of(req(40, 30, 1)), "max_tokens");  // beyond the 64-token context
+  RequestParams bad_id = req(4, 4, 1);
+  bad_id.prompt[2] = 512;
+  EXPECT_EQ(field_of(bad_id), "prompt");
+  RequestParams stop = req(4, 4, 1);
+  stop.stop = {"x"};
+  EXPECT_EQ(field_of(stop), "stop");  // no text: stop strings cannot be seen
+  EXPECT_EQ(field_of(req(4, 4, 1)), "accepted");
+}
+
+TEST(Scheduler, SampledAndGreedyRowsMixAndSeedsRepeat) {
+  RequestParams g = req(8, 12, 1);
+  RequestParams t = req(8, 12, 2);
+  t.sampling.temperature = 0.8f;
+  t.sampling.top_p = 0.9f;
+  t.sampling.min_p = 0.05f;
+  t.sampling.frequency_penalty = 0.5f;
+  t.sampling.repetition_penalty = 1.2f;
+  t.sampling.seed = 42;
+  t.logprobs = true;
+  t.top_logprobs = 3;
+  auto ref = alone({g, t});
+  Scheduler s(tiny(), {});
+  auto got = together(s, {g, t});
+  EXPECT_EQ(got[0].ids, ref[0].ids);
+  EXPECT_EQ(got[1].ids, ref[1].ids);
+}
+
+TEST(LogitProcessing, PenaltiesAndMinPOnCpu) {
+  const Device d = Device::cpu();
+  std::vector<float> x = {2.0f, -1.0f, 0.5f, 1.0f, 0.0f, 3.0f};  // 2 rows x 3
+  Tensor logits = from_vector(x, Shape{2, 3}, DType::F32, d);
+  auto f = [&](std::vector<float> v) { return from_vector(v, Shape{2}, DType::F32, d); };
+  auto i = [&](std::vector<int32_t> v) { return from_vector(v, Shape{static_cast<int64_t>(v.size())}, DType::I32, d); };
+  ops::LogitProcessTensors t{f({0.5f, 0}), f({0.25f, 0}), f({2.0f, 1}), f({0, 0.5f}), f({0, 1.0f}),
+                             i({0, 0}), i({0, 1}), i({2, 1})};
+  ops::process_logits(logits, t);
+  std::vector<float> y = to_host_floats(logits);
+  // Row 0: id 0 seen twice: 2 / 2 - 0.5 * 2 - 0.25 = -0.25; id 1 once: -1 * 2 - 0.5 - 0.25 = -2.75.
+  EXPECT_FLOAT_EQ(y[0], -0.25f);
+  EXPECT_FLOAT_EQ(y[1], -2.75f);
+  EXPECT_FLOAT_EQ(y[2], 0.5f);
+  // Row 1 (T = 1, min_p 0.5): keep x >= 3 + ln 0.5 = 2.307; 1 and 0 are cut.
+  EXPECT_EQ(y[3], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(y[4], -std::numeric_limits<float>::infinity());
+  EXPECT_FLOAT_EQ(y[5], 3.0f);
+}
+
+}  // namespace
+}  // namespace grt
