@@ -33,7 +33,7 @@ void run_decode(const DecodeOpts& o) {
   auto runner = make_runner(args);
   const DecoderModel& m = runner->model();
   const Device d = m.device();
-  const DecodeGraphs* graphs = runner->decode_graphs();
+  const ForwardGraphs* graphs = runner->decode_graphs();
   GRT_CHECK(graphs && graphs->runner().max_shape() >= max_bs,
             "no decode graph holds batch size {} (raise --max-running-requests / --cuda-graph-max-bs)", max_bs);
   for (const auto& layer : runner->kv_pool().layers()) {
