@@ -61,7 +61,7 @@ void ShapeGraphRunner::capture(const Forward& forward) {
   GRT_CHECK(captured_.empty() && !forward_, "{} captured twice", options_.label);
   if (options_.lazy) {
     forward_ = forward;
-    GRT_INFO("{}: lazy, {} {}s captured when first needed ({}..{})", options_.label, options_.shapes.size(),
+    GRT_INFO("{}: lazy, {} shapes ({} {}..{}) captured when first needed", options_.label, options_.shapes.size(),
              options_.unit, options_.shapes.empty() ? 0 : options_.shapes.front(),
              options_.shapes.empty() ? 0 : options_.shapes.back());
     return;

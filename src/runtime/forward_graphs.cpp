@@ -33,8 +33,7 @@ ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_pt
   current_stream(d).synchronize();  // the KV cache and request table were set up on the current stream
   runner_->capture([s](int n) { return s->step(n); });
   capture_stream_->synchronize();
-  faults_seen_ = memory_->fault_count();
-  retire_lost_shapes();
+  check_memory();
   if (!options.lazy) GRT_INFO("{}", summary());
 }
 
@@ -46,7 +45,10 @@ ForwardGraphs::~ForwardGraphs() {
   }
 }
 
-void ForwardGraphs::retire_lost_shapes() {
+void ForwardGraphs::check_memory() {
+  const uint64_t faults = memory_->fault_count();
+  if (faults == faults_seen_) return;
+  faults_seen_ = faults;
   for (const CapturedShape& s : runner_->stats()) {
     if (!s.retired.empty()) continue;
     const std::string why = memory_->fault(s.memory_tag);
@@ -55,10 +57,7 @@ void ForwardGraphs::retire_lost_shapes() {
 }
 
 void ForwardGraphs::prepare(const ForwardBatch& batch) {
-  if (memory_->fault_count() != faults_seen_) {
-    faults_seen_ = memory_->fault_count();
-    retire_lost_shapes();
-  }
+  check_memory();
   if (!runner_->options().lazy || batch.mode != schema_->mode()) return;
   const int padded = runner_->padded_size(schema_->shape_of(batch));
   if (padded == 0 || runner_->is_captured(padded)) return;
@@ -73,10 +72,7 @@ void ForwardGraphs::prepare(const ForwardBatch& batch) {
   auto captured = new_event(stream.device());
   captured->record(*capture_stream_);
   stream.wait(*captured);
-  if (why.empty()) {
-    faults_seen_ = memory_->fault_count();
-    retire_lost_shapes();
-  }
+  check_memory();  // a capture can lose other shapes' memory (VMM consolidation)
 }
 
 std::string ForwardGraphs::refusal(const ForwardBatch& batch) const {

@@ -37,7 +37,10 @@ class ForwardGraphs {
                 std::shared_ptr<const GraphMemory> memory);
   ~ForwardGraphs();
 
-  // Before refusal()/forward() of `batch`: retires shapes whose memory was lost and, when lazy,
+  // Retires (one warning each) the captured shapes whose graph memory was lost since the last
+  // check (a failed VMM remap, possibly caused by another runner's capture). Cheap when none was.
+  void check_memory();
+  // Before refusal()/forward() of `batch`: check_memory(), and when lazy,
   // captures the shape the batch needs. Never throws for a capture failure (the batch then runs
   // eagerly, refusal() says why).
   void prepare(const ForwardBatch& batch);
@@ -62,7 +65,6 @@ class ForwardGraphs {
   std::string summary() const;
 
  private:
-  void retire_lost_shapes();
 
   std::unique_ptr<GraphInputSchema> schema_;
   std::shared_ptr<const GraphMemory> memory_;

@@ -145,9 +145,9 @@ void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs) {
     if (!bitwise) equal = equal && diff <= kBf16VerifyTolerance * scale;
     r.set_verified(shape, equal, diff);
     if (!equal)
-      r.retire(shape, fmt::format("verification: a batch of {} {} differs from the eager forward (max |graph - eager| "
-                                  "= {:.6g}, {})",
-                                  n, unit, diff,
+      r.retire(shape, fmt::format("verification: a batch of {} (padded to {} {}) differs from the eager forward (max "
+                                  "|graph - eager| = {:.6g}, {})",
+                                  n, unit, shape, diff,
                                   bitwise ? "CPU: must be bitwise equal"
                                           : fmt::format("allowed {:.6g}", kBf16VerifyTolerance * scale)));
   }

@@ -116,6 +116,9 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
       piecewise_graphs_ = std::make_unique<ForwardGraphs>(po, std::move(schema), std::move(memory));
     }
   }
+  // A later capture (piecewise) may have lost earlier graphs' memory (a failed VMM remap).
+  for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get()})
+    if (g) g->check_memory();
   if (opt.verify_cuda_graph) verify_cuda_graphs();
 }
 
