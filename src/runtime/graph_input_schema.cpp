@@ -31,9 +31,7 @@ class DecodeSchema final : public GraphInputSchema {
   const char* label() const override { return "decode graphs"; }
   const char* unit() const override { return "batch size"; }
   const char* graph_name() const override { return "decode"; }
-  CapturePolicy policy(bool breakable) const override {
-    return breakable ? CapturePolicy::kBreakable : CapturePolicy::kFull;
-  }
+  CapturePolicies policy(bool breakable) const override { return CapturePolicies{.breakable = breakable}; }
   int shape_of(const ForwardBatch& b) const override { return b.batch_size(); }
   std::string refusal(const ForwardBatch& b) const override {
     if (b.logit_requests.size() > static_cast<size_t>(b.batch_size()))
@@ -107,7 +105,7 @@ class ExtendSchema final : public GraphInputSchema {
   const char* label() const override { return "piecewise graphs"; }
   const char* unit() const override { return "tokens"; }
   const char* graph_name() const override { return "piecewise"; }
-  CapturePolicy policy(bool) const override { return CapturePolicy::kPiecewise; }
+  CapturePolicies policy(bool) const override { return CapturePolicies{.split_ops = true}; }
   int shape_of(const ForwardBatch& b) const override { return b.num_tokens(); }
   std::string refusal(const ForwardBatch& b) const override {
     if (b.return_all_logits) return "the batch asks for logits of prompt positions (logprobs), which run eagerly";

@@ -25,7 +25,7 @@ class GraphInputSchema {
   virtual const char* label() const = 0;       // "decode graphs", "piecewise graphs"
   virtual const char* unit() const = 0;        // what a shape counts: "batch size", "tokens"
   virtual const char* graph_name() const = 0;  // "decode", "piecewise": in refusals and summaries
-  virtual CapturePolicy policy(bool breakable) const = 0;
+  virtual CapturePolicies policy(bool breakable) const = 0;
   // The shape `batch` needs (batch size or token count).
   virtual int shape_of(const ForwardBatch& batch) const = 0;
   // Why this mode's graphs cannot serve `batch` apart from its mode and shape ("" when they can).
