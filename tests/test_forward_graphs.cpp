@@ -17,15 +17,7 @@ namespace {
 const Device kCpu = Device::cpu();
 
 ModelRunnerOptions both_modes(GraphMemoryMode memory = GraphMemoryMode::kPool) {
-  ModelRunnerOptions o;
-  o.max_running_requests = 8;
-  o.max_context = 64;
-  o.max_total_tokens = 8 * 64;
-  o.cuda_graph_bs = {1, 2, 4, 8};
-  o.piecewise_cuda_graph_tokens = {8, 16, 32};
-  o.graph_memory = memory;
-  o.capture_progress = false;
-  return o;
+  return testing::small_graph_options(memory);
 }
 
 std::unique_ptr<ModelRunner> make(const ModelRunnerOptions& o) {
@@ -195,6 +187,7 @@ TEST(ForwardGraphs, LazyCaptureGivesTheSameLogitsAsCaptureAtStart) {
     ModelRunnerOptions o = both_modes(memory);
     auto at_start = make(o);
     o.cuda_graph_lazy = true;
+    o.verify_cuda_graph = true;  // each shape verified as it is captured
     auto lazy = make(o);
     EXPECT_TRUE(lazy->decode_graphs()->runner().shapes().empty());
     EXPECT_TRUE(lazy->piecewise_graphs()->runner().shapes().empty());
@@ -202,9 +195,14 @@ TEST(ForwardGraphs, LazyCaptureGivesTheSameLogitsAsCaptureAtStart) {
     // 6 and 5 requests pad to 8, 3 to 4, 1 to 1; 9 tokens to 16, 18 to 32.
     EXPECT_EQ(lazy->decode_graphs()->runner().shapes(), (std::vector<int>{1, 4, 8}));
     EXPECT_EQ(lazy->piecewise_graphs()->runner().shapes(), (std::vector<int>{16, 32}));
-    for (const CapturedShape& s : lazy->decode_graphs()->runner().stats()) EXPECT_TRUE(s.lazy);
-    EXPECT_EQ(lazy->decode_graphs()->replay_count(), 4u);
-    EXPECT_EQ(lazy->piecewise_graphs()->replay_count(), 2u);
+    for (const ForwardGraphs* fg : {lazy->decode_graphs(), lazy->piecewise_graphs()})
+      for (const CapturedShape& s : fg->runner().stats()) {
+        EXPECT_TRUE(s.lazy) << s.shape;
+        EXPECT_TRUE(s.verified) << s.shape;
+        EXPECT_GT(s.captured_at, 0.0) << s.shape;
+      }
+    EXPECT_EQ(lazy->decode_graphs()->replay_count(), 4u + 3u);     // and one verification replay per shape
+    EXPECT_EQ(lazy->piecewise_graphs()->replay_count(), 2u + 2u);
   }
 }
 

@@ -56,11 +56,11 @@ void ForwardGraphs::check_memory() {
   }
 }
 
-void ForwardGraphs::prepare(const ForwardBatch& batch) {
+int ForwardGraphs::prepare(const ForwardBatch& batch) {
   check_memory();
-  if (!runner_->options().lazy || batch.mode != schema_->mode()) return;
+  if (!runner_->options().lazy || batch.mode != schema_->mode()) return 0;
   const int padded = runner_->padded_size(schema_->shape_of(batch));
-  if (padded == 0 || runner_->is_captured(padded)) return;
+  if (padded == 0 || runner_->is_captured(padded)) return 0;
   Stream& stream = current_stream(memory_->capture_memory().device());
   // Stream-ordered: the capture stream (which overwrites the inputs with its dummy batch) waits
   // for the work queued so far on this stream, and this stream for the capture — no device-wide
@@ -73,6 +73,7 @@ void ForwardGraphs::prepare(const ForwardBatch& batch) {
   captured->record(*capture_stream_);
   stream.wait(*captured);
   check_memory();  // a capture can lose other shapes' memory (VMM consolidation)
+  return why.empty() ? padded : 0;
 }
 
 std::string ForwardGraphs::refusal(const ForwardBatch& batch) const {

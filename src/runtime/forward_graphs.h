@@ -42,8 +42,8 @@ class ForwardGraphs {
   void check_memory();
   // Before refusal()/forward() of `batch`: check_memory(), and when lazy,
   // captures the shape the batch needs. Never throws for a capture failure (the batch then runs
-  // eagerly, refusal() says why).
-  void prepare(const ForwardBatch& batch);
+  // eagerly, refusal() says why). Returns the shape captured now, 0 when none was.
+  int prepare(const ForwardBatch& batch);
   // Empty when a graph can serve `batch`, else why not (mode, shape).
   std::string refusal(const ForwardBatch& batch) const;
   bool can_run(const ForwardBatch& batch) const { return refusal(batch).empty(); }

@@ -110,7 +110,7 @@ std::optional<ForwardBatch> extend_batch(HeldSlots& h, int tokens, int vocab, st
 
 }  // namespace
 
-void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs) {
+void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs, int only_shape) {
   ShapeGraphRunner& r = graphs.runner();
   const bool bitwise = !runner.device().is_cuda();
   const int vocab = static_cast<int>(runner.model().config().vocab_size);
@@ -120,7 +120,7 @@ void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs) {
   for (int shape : shapes) {
     const int lo = previous + 1;
     previous = shape;
-    if (!r.retired(shape).empty()) continue;
+    if (!r.retired(shape).empty() || (only_shape > 0 && shape != only_shape)) continue;
     std::mt19937 rng(static_cast<uint32_t>(shape) * 2654435761u + 17);
     const int n = uniform(rng, lo, shape);  // a batch that pads to this shape
     HeldSlots held{runner, {}, {}};
@@ -151,6 +151,7 @@ void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs) {
                                   bitwise ? "CPU: must be bitwise equal"
                                           : fmt::format("allowed {:.6g}", kBf16VerifyTolerance * scale)));
   }
+  if (only_shape > 0) return;
   GRT_INFO("{}: {} of {} shapes verified against the eager forward", r.options().label,
            std::count_if(r.stats().begin(), r.stats().end(), [](const CapturedShape& s) { return s.verified; }),
            r.stats().size());

@@ -15,7 +15,8 @@ class ForwardGraphs;
 inline constexpr double kBf16VerifyTolerance = 1.0 / 32;
 
 // Uses free request and KV slots of the runner's pools for the batches (frees them again); a
-// shape whose batch does not fit them is left unverified (debug log).
-void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs);
+// shape whose batch does not fit them is left unverified (debug log). `only_shape` > 0: that
+// captured shape alone (lazy capture verifies each shape as it is captured).
+void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs, int only_shape = 0);
 
 }  // namespace grt

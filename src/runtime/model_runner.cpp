@@ -119,7 +119,8 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   // A later capture (piecewise) may have lost earlier graphs' memory (a failed VMM remap).
   for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get()})
     if (g) g->check_memory();
-  if (opt.verify_cuda_graph) verify_cuda_graphs();
+  verify_ = opt.verify_cuda_graph;
+  if (verify_) verify_cuda_graphs();
 }
 
 ForwardGraphs* ModelRunner::graphs(ForwardMode mode) {
@@ -148,13 +149,15 @@ std::shared_ptr<const GraphMemory> ModelRunner::shared_graph_memory() {
 Tensor ModelRunner::forward(const ForwardBatch& batch) {
   batch.validate();
   if (decode_graphs_ && batch.mode == ForwardMode::DECODE) {
-    decode_graphs_->prepare(batch);
+    if (const int fresh = decode_graphs_->prepare(batch); fresh > 0 && verify_)
+      verify_forward_graphs(*this, *decode_graphs_, fresh);
     const std::string why = decode_graphs_->refusal(batch);
     if (why.empty()) return decode_graphs_->forward(batch);
     GRT_DEBUG("decode step of {} requests runs eagerly: {}", batch.batch_size(), why);
   }
   if (piecewise_graphs_ && batch.mode == ForwardMode::EXTEND) {
-    piecewise_graphs_->prepare(batch);
+    if (const int fresh = piecewise_graphs_->prepare(batch); fresh > 0 && verify_)
+      verify_forward_graphs(*this, *piecewise_graphs_, fresh);
     const std::string why = piecewise_graphs_->refusal(batch);
     if (why.empty()) return piecewise_graphs_->forward(batch);
     GRT_DEBUG("extend of {} tokens runs eagerly: {}", batch.num_tokens(), why);

@@ -90,6 +90,7 @@ class ModelRunner {
   size_t graph_memory_budget_ = 0;
   std::shared_ptr<GraphMemory> graph_memory_;
   // After the pools: their graphs use them.
+  bool verify_ = false;  // --verify-cuda-graph: also each lazily captured shape
   std::unique_ptr<ForwardGraphs> decode_graphs_;
   std::unique_ptr<ForwardGraphs> piecewise_graphs_;
 };
