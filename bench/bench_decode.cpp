@@ -35,6 +35,7 @@ void run_decode(const DecodeOpts& o) {
   GRT_CHECK(!args.disable_cuda_graph, "bench decode compares graphs with eager: drop --disable-cuda-graph");
   args.context_length = o.context + 2;
   args.disable_piecewise_cuda_graph = true;  // decode only: no prefill graphs to capture
+  args.cuda_graph_lazy = false;              // captured at start; --lazy times a lazy runner after
   args.max_total_tokens = static_cast<int64_t>(max_bs) * (o.context + 2);
   const auto start = std::chrono::steady_clock::now();
   auto runner = make_runner(args);
