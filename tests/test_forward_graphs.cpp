@@ -185,6 +185,10 @@ TEST(ForwardGraphs, VerifyMarksEveryShapeAndRetiresABrokenOne) {
 TEST(ForwardGraphs, LazyCaptureGivesTheSameLogitsAsCaptureAtStart) {
   for (GraphMemoryMode memory : {GraphMemoryMode::kPool, GraphMemoryMode::kVmm}) {
     ModelRunnerOptions o = both_modes(memory);
+    // Room beside the scenario's 6 requests for a verification batch of 8 (a lazy shape is
+    // verified while requests hold their slots; one that does not fit stays unverified).
+    o.max_running_requests = 16;
+    o.max_total_tokens = 16 * 64;
     auto at_start = make(o);
     o.cuda_graph_lazy = true;
     o.verify_cuda_graph = true;  // each shape verified as it is captured

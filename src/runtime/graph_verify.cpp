@@ -116,10 +116,12 @@ void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs, int only_
   const int vocab = static_cast<int>(runner.model().config().vocab_size);
   const std::string unit = r.options().unit;
   const std::vector<int> shapes = r.shapes();
-  int previous = 0;
+  const std::vector<int>& schedule = r.options().shapes;
   for (int shape : shapes) {
-    const int lo = previous + 1;
-    previous = shape;
+    // A batch pads to `shape` when it is larger than the schedule's previous shape (captured
+    // shapes are a prefix of the schedule; lazily, any subset, padding to schedule shapes).
+    const auto at = std::lower_bound(schedule.begin(), schedule.end(), shape);
+    const int lo = at == schedule.begin() ? 1 : *std::prev(at) + 1;
     if (!r.retired(shape).empty() || (only_shape > 0 && shape != only_shape)) continue;
     std::mt19937 rng(static_cast<uint32_t>(shape) * 2654435761u + 17);
     const int n = uniform(rng, lo, shape);  // a batch that pads to this shape
