@@ -5,6 +5,8 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
@@ -389,14 +391,17 @@ struct StepOutput {
   }
 };
 
+// An F32 tensor of hashed values in [0, 1).
+inline Tensor filled_f32(Shape s, uint64_t seed, Device d) {
+  Tensor t = empty(s, DType::F32, d);
+  ops::fill_hash_uniform_(t, seed, 0.0f, 1.0f);
+  return t;
+}
+
 inline void check_write_back(Device d) {
   auto stream = new_stream(d);
   StreamGuard guard(*stream);
-  auto filled = [&](Shape s, uint64_t seed) {
-    Tensor t = empty(s, DType::F32, d);
-    ops::fill_hash_uniform_(t, seed, 0.0f, 1.0f);
-    return t;
-  };
+  auto filled = [d](Shape s, uint64_t seed) { return filled_f32(std::move(s), seed, d); };
   // Tensor.
   Tensor dst = filled(Shape{4, 8}, 1);
   const void* where = dst.data();
@@ -426,6 +431,92 @@ inline void check_write_back(Device d) {
   EXPECT_EQ(to_host_floats(m["b"]), to_host_floats(n["b"]));
   std::map<std::string, Tensor> bad{{"a", filled(Shape{3}, 14)}, {"c", filled(Shape{5}, 15)}};
   EXPECT_NE(error_of([&] { write_back(m, bad, "map"); }).find("'c'"), std::string::npos);
+}
+
+
+// Write-back of pair, tuple, vector and optional results, nested: tensors in place, plain values
+// replaced, a length or engagement that differs from capture time an error naming the element.
+inline void check_write_back_containers(Device d) {
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  auto filled = [d](Shape s, uint64_t seed) { return filled_f32(std::move(s), seed, d); };
+  using Nested = std::tuple<std::pair<Tensor, int>, std::vector<Tensor>, std::optional<StepOutput>>;
+  Nested dst{{filled(Shape{4}, 1), 1}, {filled(Shape{2}, 2), filled(Shape{3}, 3)},
+             StepOutput{filled(Shape{2, 16}, 4), filled(Shape{2, 8}, 5), 1}};
+  const void* first_at = std::get<0>(dst).first.data();
+  const void* vec1_at = std::get<1>(dst)[1].data();
+  const void* hidden_at = std::get<2>(dst)->hidden.data();
+  Nested src{{filled(Shape{4}, 6), 7}, {filled(Shape{2}, 8), filled(Shape{3}, 9)},
+             StepOutput{filled(Shape{2, 16}, 10), filled(Shape{2, 8}, 11), 42}};
+  write_back(dst, src, "step");
+  EXPECT_EQ(std::get<0>(dst).first.data(), first_at) << "pair: replaced instead of written back";
+  EXPECT_EQ(std::get<1>(dst)[1].data(), vec1_at) << "vector: replaced instead of written back";
+  EXPECT_EQ(std::get<2>(dst)->hidden.data(), hidden_at) << "optional: replaced instead of written back";
+  EXPECT_EQ(to_host_floats(std::get<0>(dst).first), to_host_floats(std::get<0>(src).first));
+  EXPECT_EQ(std::get<0>(dst).second, 7);
+  EXPECT_EQ(to_host_floats(std::get<1>(dst)[1]), to_host_floats(std::get<1>(src)[1]));
+  EXPECT_EQ(to_host_floats(std::get<2>(dst)->hidden), to_host_floats(std::get<2>(src)->hidden));
+  EXPECT_EQ(std::get<2>(dst)->chosen, 42);
+  Nested shorter = src;
+  std::get<1>(shorter).pop_back();
+  EXPECT_NE(error_of([&] { write_back(dst, shorter, "step"); }).find("step[1]: 1 elements"), std::string::npos);
+  Nested empty_opt = src;
+  std::get<2>(empty_opt).reset();
+  EXPECT_NE(error_of([&] { write_back(dst, empty_opt, "step"); }).find("step[2]: none at replay"), std::string::npos);
+  Nested wrong = src;
+  std::get<0>(wrong).first = filled(Shape{5}, 12);
+  EXPECT_NE(error_of([&] { write_back(dst, wrong, "step"); }).find("step[0].first"), std::string::npos);
+}
+
+// An eager step whose capture-time result is one of its inputs (an identity branch) or a
+// persistent buffer: the result is cloned into graph memory at capture, so a replay that takes
+// the other branch writes its result there and leaves the input and the persistent buffer as
+// they were.
+struct AliasingDecode {
+  Tensor x, w, kept;  // x: the persistent input; kept: a persistent buffer a step may return
+  int mode = 0;       // 0: identity (returns its input), 1: a new tensor, 2: returns `kept`
+  explicit AliasingDecode(Device d, int max_bs) {
+    DType dt = graph_test_dtype(d);
+    x = empty(Shape{max_bs, 64}, dt, d);
+    w = empty(Shape{64}, dt, d);
+    kept = empty(Shape{max_bs, 64}, dt, d);
+    ops::fill_hash_uniform_(x, 81, 0.0f, 1.0f);
+    ops::fill_hash_uniform_(w, 82, 1.0f, 0.5f);
+    ops::fill_hash_uniform_(kept, 83, 0.0f, 1.0f);
+    weights_ready(d);
+  }
+  Tensor forward(int bs) {
+    auto step = eager_on_graph("maybe_identity", [this](const Tensor& t) {
+      if (mode == 0) return t;
+      if (mode == 2) return kept.narrow(0, 0, t.size(0));
+      return ops::rms_norm(t, w, 1e-6f);
+    });
+    return ops::silu_and_mul(step(x.narrow(0, 0, bs)));
+  }
+};
+
+inline void check_aliasing_result_is_cloned(Device d) {
+  for (int capture_mode : {0, 2}) {
+    auto cap_stream = new_stream(d);
+    AliasingDecode m(d, 8);
+    m.mode = capture_mode;
+    ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), toy_options({8}, true));
+    runner.capture([&](int bs) { return m.forward(bs); });
+    ASSERT_EQ(runner.shapes(), (std::vector<int>{8})) << runner.capture_error();
+    auto stream = new_stream(d);
+    StreamGuard guard(*stream);
+    for (int round = 0; round < 3; ++round) {
+      m.mode = round % 2 == 0 ? 1 : capture_mode;
+      ops::fill_hash_uniform_(m.x, 810 + static_cast<uint64_t>(round), 0.0f, 1.0f);
+      const std::vector<float> x_before = to_host_floats(m.x), kept_before = to_host_floats(m.kept);
+      std::vector<float> got = to_host_floats(ops::contiguous(runner.replay(8, *stream)));
+      EXPECT_EQ(to_host_floats(m.x), x_before)
+          << "captured in mode " << capture_mode << ", replay " << round << " wrote over the persistent input";
+      EXPECT_EQ(to_host_floats(m.kept), kept_before)
+          << "captured in mode " << capture_mode << ", replay " << round << " wrote over a persistent buffer";
+      ASSERT_EQ(got, to_host_floats(m.forward(8))) << "captured in mode " << capture_mode << ", replay " << round;
+    }
+  }
 }
 
 }  // namespace grt::testing
@@ -464,7 +555,7 @@ struct ToyPiecewise {
                                      1e-6f));
       return out;
     });
-    return ops::rms_norm(op(y, &live_rows), w2, 1e-6f);
+    return ops::rms_norm(op(y, host_ref("rows", &live_rows)), w2, 1e-6f);
   }
 };
 
@@ -500,6 +591,47 @@ inline void check_piecewise_split_op_sees_real_metadata(Device d) {
     std::vector<float> want = to_host_floats(m.forward(n));
     ASSERT_EQ(got, want) << n << " rows padded to " << runner.padded_size(n);
   }
+}
+
+// A host value given to a split op by value is frozen at capture. In debug mode (check_args) a
+// replay whose live value differs fails naming the step and the argument; without it the replay
+// runs with the frozen value (which is why such values must be declared and checked).
+inline void check_split_op_host_value_checked_in_debug(Device d) {
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  Tensor x = empty(Shape{4, 8}, DType::F32, d);
+  ops::fill_hash_uniform_(x, 91, 0.0f, 1.0f);
+  weights_ready(d);
+  float scale = 2.0f;  // the live host scalar
+  float seen = 0.0f;
+  auto op = split_op("attention", [&seen](const Tensor& t, float s) {
+    seen = s;
+    Tensor out = empty_like(t);
+    ops::copy_(out, t);
+    return out;
+  });
+  auto pool = GraphPool::create(d);  // outlives the graph: it holds the graph's memory
+  std::unique_ptr<SegmentedGraph> g;
+  {
+    SegmentedCapture cap(*stream, CaptureMemory::of_pool(pool), CapturePolicies{.split_ops = true, .check_args = true});
+    Tensor y = op(ops::silu_and_mul(x), host_value("scale", &scale));
+    g = cap.finish();
+  }
+  ASSERT_EQ(g->step_count(), 1u);
+  EXPECT_TRUE(g->check_args());
+  g->replay(*stream);  // unchanged: fine
+  stream->synchronize();
+  scale = 3.0f;
+  const std::string msg = error_of([&] { g->replay(*stream); });
+  EXPECT_NE(msg.find("'attention'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'scale'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("was 2 at capture and is 3 now"), std::string::npos) << msg;
+  stream->synchronize();
+  g->set_check_args(false);
+  seen = 0.0f;
+  g->replay(*stream);
+  stream->synchronize();
+  EXPECT_EQ(seen, 2.0f) << "without the check the frozen capture-time value is used";
 }
 
 // A split op failing at capture drops that token count and larger ones; the rest replay fine.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -389,6 +390,66 @@ TEST(CpuDeviceCapture, TransitiveJoinIsAccepted) {
   main->wait(*e1);  // s1 (and through it s2) joins into main
   auto graph = main->end_capture();
   EXPECT_EQ(graph->node_count(), 2u);
+}
+
+// A replay runs each captured stream as its own lane with only the recorded edges. A node of the
+// main stream that reads what the side stream writes, with no join before the read, races: the
+// side node below holds its write until the main node has read (a handshake, bounded), so the
+// race shows deterministically. A serial replay in host-enqueue order runs the side node first
+// and it waits in vain: the missing edge could never show.
+TEST(CpuDeviceCapture, MissingJoinEdgeIsARealRaceAtReplay) {
+  auto main = new_stream(kCpu), side = new_stream(kCpu);
+  auto value = std::make_shared<std::atomic<int>>(0);
+  auto main_read = std::make_shared<std::atomic<bool>>(false);
+  auto side_waited_in_vain = std::make_shared<std::atomic<bool>>(false);
+  auto seen = std::make_shared<std::atomic<int>>(-1);
+  auto fork = new_event(kCpu), join = new_event(kCpu);
+  main->begin_capture();
+  fork->record(*main);
+  side->wait(*fork);
+  cpu::launch(*side, [value, main_read, side_waited_in_vain] {
+    for (int i = 0; i < 5000 && !*main_read; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    *side_waited_in_vain = !*main_read;
+    *value = 1;
+  });
+  cpu::launch(*main, [value, main_read, seen] {  // reads the side stream's output: no join yet
+    *seen = value->load();
+    *main_read = true;
+  });
+  join->record(*side);
+  main->wait(*join);  // joined only after the read (end_capture is satisfied)
+  auto exec = main->end_capture()->instantiate();
+  exec->launch(*main);
+  main->synchronize();
+  EXPECT_FALSE(*side_waited_in_vain) << "the replay ran the side stream's node before the main stream's: a "
+                                        "missing join edge cannot show on the CPU";
+  EXPECT_EQ(seen->load(), 0) << "the main stream's read ran after the side stream's write without an edge";
+  EXPECT_EQ(value->load(), 1);
+}
+
+// With the join before the read, the read always sees the side stream's write, however late it is.
+TEST(CpuDeviceCapture, RecordedJoinEdgeOrdersTheLanes) {
+  auto main = new_stream(kCpu), side = new_stream(kCpu), other = new_stream(kCpu);
+  auto value = std::make_shared<std::atomic<int>>(0);
+  auto seen = std::make_shared<std::atomic<int>>(-1);
+  auto fork = new_event(kCpu), join = new_event(kCpu);
+  main->begin_capture();
+  fork->record(*main);
+  side->wait(*fork);
+  cpu::launch(*side, [value] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    *value = *value + 1;
+  });
+  join->record(*side);
+  main->wait(*join);
+  cpu::launch(*main, [value, seen] { *seen = value->load(); });
+  auto exec = main->end_capture()->instantiate();
+  for (int round = 1; round <= 3; ++round) {
+    exec->launch(round == 2 ? *other : *main);
+    main->synchronize();
+    other->synchronize();
+    EXPECT_EQ(seen->load(), round) << "round " << round;
+  }
 }
 
 // ---- GraphExec::update ----------------------------------------------------------------------

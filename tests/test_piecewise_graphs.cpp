@@ -25,6 +25,9 @@ TEST(PiecewiseGraphs, VmmBudgetExhaustionKeepsEarlierGraphs) {
   testing::check_vmm_budget_exhaustion_keeps_earlier_graphs(kCpu, 0.0f);
 }
 TEST(PiecewiseGraphs, OverLargeAndLogprobBatchesFallBack) { testing::check_piecewise_fallbacks(kCpu, 0.0f); }
+TEST(PiecewiseGraphRunner, SplitOpHostValueChangeFailsReplayInDebugMode) {
+  testing::check_split_op_host_value_checked_in_debug(kCpu);
+}
 TEST(PiecewiseGraphRunner, EagerOnGraphStepInsideAPiecewiseCapture) {
   testing::check_eager_on_graph_inside_piecewise(kCpu);
 }
@@ -35,6 +38,29 @@ TEST(PiecewiseGraphs, AutoDisabledWhenAttentionIsNotASplitOp) {
   auto g = testing::piecewise_test_runner(kCpu, true, {4, 8});
   set_split_ops({"attention"});
   EXPECT_EQ(g->piecewise_graphs(), nullptr);
+}
+
+// --enforce-piecewise-cuda-graph with attention not a split op: extend attention (sized from host
+// values) refuses to be captured, saying so, so every token count runs eagerly (and right)
+// instead of replaying stale host sizes.
+TEST(PiecewiseGraphs, EnforcedPiecewiseNeverCapturesHostSizedAttention) {
+  set_split_ops({});
+  ModelRunnerOptions o;
+  o.max_running_requests = 8;
+  o.max_context = 160;
+  o.max_total_tokens = 8 * 160;
+  o.disable_cuda_graph = true;
+  o.piecewise_cuda_graph_tokens = {4, 8};
+  o.enforce_piecewise_cuda_graph = true;
+  o.capture_progress = false;
+  std::unique_ptr<ModelRunner> g;
+  EXPECT_NO_THROW(g = std::make_unique<ModelRunner>(load_model("builtin:tiny", kCpu, DType::F32, 0, 160), o));
+  set_split_ops({"attention"});
+  ASSERT_NE(g, nullptr);
+  ASSERT_NE(g->piecewise_graphs(), nullptr);
+  EXPECT_TRUE(g->piecewise_graphs()->runner().shapes().empty());
+  const std::string& why = g->piecewise_graphs()->runner().capture_error();
+  EXPECT_NE(why.find("attention_extend (its launch is sized from host values"), std::string::npos) << why;
 }
 
 // Destroying a runner whose decode and piecewise graphs live in VMM spaces unmaps every chunk

@@ -21,6 +21,7 @@ void SegmentedGraph::replay(Stream& stream) {
     if (pieces_[i]) pieces_[i]->launch(stream);
     if (i < steps_.size()) {
       try {
+        if (check_args_ && steps_[i].check) steps_[i].check();
         steps_[i].run();
       } catch (Error& e) {
         throw e.with_context(fmt::format("replaying eager step {} ('{}') of a segmented graph", i, steps_[i].name));
@@ -125,7 +126,7 @@ void SegmentedCapture::end_segment() {
   graphs_.push_back(stream_.end_capture());
 }
 
-void SegmentedCapture::eager_step(std::string name, std::function<void()> step) {
+void SegmentedCapture::eager_step(std::string name, std::function<void()> step, std::function<void()> check) {
   GRT_CHECK(!finished_, "eager step '{}' after the segmented capture finished", name);
   const std::vector<Stream*> side = join_forked();
   end_segment();
@@ -138,7 +139,7 @@ void SegmentedCapture::eager_step(std::string name, std::function<void()> step) 
     throw e.with_context(fmt::format("running eager step {} ('{}') during a segmented capture", steps_.size(), name));
   }
   t_current = this;
-  steps_.push_back({std::move(name), std::move(step)});
+  steps_.push_back({std::move(name), std::move(step), std::move(check)});
   begin_segment();
   fork_again(side);
 }
@@ -154,6 +155,7 @@ std::unique_ptr<SegmentedGraph> SegmentedCapture::finish() {
   auto out = std::make_unique<SegmentedGraph>();
   for (auto& g : graphs_) out->pieces_.push_back(g->node_count() > 0 ? g->instantiate() : nullptr);
   out->steps_ = std::move(steps_);
+  out->check_args_ = policy_.check_args;
   graphs_.clear();
   return out;
 }

@@ -61,10 +61,18 @@ class SegmentedGraph {
   struct Step {
     std::string name;
     std::function<void()> run;
+    // Compares the step's recorded arguments with their live values (graph/eager_args.h);
+    // empty when there is nothing to compare.
+    std::function<void()> check;
   };
 
   // Launches the segments on `stream` and runs the steps between them (with `stream` current).
+  // With check_args(), each step's arguments are checked first: an Error names the step and
+  // the argument that changed since capture.
   void replay(Stream& stream);
+  // Debug mode (CapturePolicies::check_args at capture; tests may switch it).
+  bool check_args() const { return check_args_; }
+  void set_check_args(bool on) { check_args_ = on; }
   // Segments that recorded work (empty ones are dropped).
   size_t segment_count() const;
   size_t step_count() const { return steps_.size(); }
@@ -77,6 +85,7 @@ class SegmentedGraph {
   // pieces_[i] runs before steps_[i]; one more piece than steps. nullptr: an empty segment.
   std::vector<std::unique_ptr<GraphExec>> pieces_;
   std::vector<Step> steps_;
+  bool check_args_ = false;
 };
 
 class SegmentedCapture : private ForkObserver {
@@ -91,7 +100,9 @@ class SegmentedCapture : private ForkObserver {
   SegmentedCapture& operator=(const SegmentedCapture&) = delete;
 
   // Ends the current segment, runs `step` eagerly now, records it and begins the next segment.
-  void eager_step(std::string name, std::function<void()> step);
+  // `check` (optional) compares the step's recorded arguments with their live values at replay
+  // in debug mode.
+  void eager_step(std::string name, std::function<void()> step, std::function<void()> check = {});
   // Ends the last segment and instantiates every segment.
   std::unique_ptr<SegmentedGraph> finish();
 

@@ -5,8 +5,8 @@
 // runner captures it for every shape, largest first, into one graph memory (a shared pool, or
 // a fresh VMM space per shape), and replays the smallest captured shape that holds a batch.
 //
-// The capture policy says where a graph splits: nowhere (a full decode graph), at split ops
-// (piecewise), or where code asks (breakable). Debug mode runs the whole forward as one eager
+// The capture policies say where a graph splits: nowhere (a full decode graph), at split ops
+// (piecewise), where code asks (breakable), or both. Debug mode runs the whole forward as one eager
 // step through the same capture/replay path.
 //
 // Outputs are kept as borrowed views: their memory is free in the graph memory after capture
@@ -49,7 +49,9 @@ struct ShapeGraphOptions {
   std::string label = "graphs";  // for progress and messages: "decode graphs", "piecewise graphs"
   std::string unit = "shape";    // what a shape counts: "batch size", "tokens"
   std::vector<int> shapes;       // ascending, unique, positive (capture_schedule.h)
-  CapturePolicies policy;  // e.g. {.split_ops = true, .breakable = true}
+  // Where captures split, e.g. {.split_ops = true, .breakable = true}; .check_args = true (set it
+  // for --debug-cuda-graph) makes every replay check the eager steps' recorded arguments.
+  CapturePolicies policy;
   // Eager runs before the first (largest) shape's capture, and before every other shape's. The
   // first warm-up loads kernels and creates per-stream library state; our ops keep no other
   // per-shape state that capture cannot create (cuBLASLt picks an algorithm for a new shape with

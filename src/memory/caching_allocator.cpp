@@ -490,4 +490,16 @@ PoolStats CachingAllocator::pool_stats(uint64_t pool_id) const {
   return it == pools_.end() ? PoolStats{} : it->second->stats;
 }
 
+bool CachingAllocator::pool_contains(uint64_t pool_id, const void* ptr) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pools_.find(pool_id);
+  if (it == pools_.end() || it->second->segments.empty()) return false;
+  const auto& segs = it->second->segments;
+  auto s = segs.upper_bound(const_cast<void*>(ptr));
+  if (s == segs.begin()) return false;
+  --s;
+  const char* base = static_cast<const char*>(s->second->base);
+  return static_cast<const char*>(ptr) < base + s->second->size;
+}
+
 }  // namespace grt

@@ -116,6 +116,8 @@ class CachingAllocator {
   void route_stream(uint64_t stream_id, std::shared_ptr<CaptureArena> arena);
   void unroute_stream(uint64_t stream_id);
   PoolStats pool_stats(uint64_t pool) const;
+  // Whether `ptr` lies in a segment of graph pool `pool` (live block or not).
+  bool pool_contains(uint64_t pool, const void* ptr) const;
 
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;

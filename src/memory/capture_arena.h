@@ -20,6 +20,9 @@ class CaptureArena {
   virtual void* allocate(size_t bytes, Stream& stream) = 0;
   // Returns a block from allocate(). Throws Error for a pointer this arena did not give.
   virtual void free(void* ptr) = 0;
+  // Whether `ptr` lies in memory this arena hands out (live or not): graph memory, as opposed
+  // to persistent inputs, weights or the default pool.
+  virtual bool contains(const void* ptr) const = 0;
 };
 
 }  // namespace grt

@@ -12,6 +12,11 @@ Device CaptureMemory::device() const {
   return arena ? arena->device() : pool->device();
 }
 
+bool CaptureMemory::contains(const void* ptr) const {
+  if (arena) return arena->contains(ptr);
+  return pool && pool->contains(ptr);
+}
+
 MemoryRoute::MemoryRoute(CaptureMemory memory, uint64_t key, bool by_stream)
     : memory_(std::move(memory)), key_(key), by_stream_(by_stream) {}
 

@@ -20,6 +20,8 @@ struct CaptureMemory {
   static CaptureMemory of_arena(std::shared_ptr<CaptureArena> arena) { return {nullptr, std::move(arena)}; }
   bool defined() const { return pool || arena; }
   Device device() const;
+  // Whether `ptr` lies in this graph memory (the pool's segments, or the arena's ranges).
+  bool contains(const void* ptr) const;
 };
 
 class MemoryRoute {

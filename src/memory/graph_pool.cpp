@@ -21,6 +21,8 @@ GraphPool::~GraphPool() {
 
 PoolStats GraphPool::stats() const { return CachingAllocator::get(device_).pool_stats(id_); }
 
+bool GraphPool::contains(const void* ptr) const { return CachingAllocator::get(device_).pool_contains(id_, ptr); }
+
 PoolCaptureScope::PoolCaptureScope(std::shared_ptr<GraphPool> pool, Stream& stream)
     : pool_(std::move(pool)), capture_id_(stream.capture_id()) {
   GRT_CHECK(pool_, "PoolCaptureScope without a pool");

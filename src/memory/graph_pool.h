@@ -38,6 +38,8 @@ class GraphPool {
   uint64_t id() const { return id_; }
   // Bytes live in and reserved by this pool.
   PoolStats stats() const;
+  // Whether `ptr` lies in one of this pool's segments.
+  bool contains(const void* ptr) const;
 
  private:
   GraphPool(Device device, uint64_t id) : device_(device), id_(id) {}

@@ -324,6 +324,15 @@ bool VmmSpaces::owns(const void* ptr) const {
   return find_live_locked(ptr, nullptr) != nullptr;
 }
 
+bool VmmSpaces::contains(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const char* p = static_cast<const char*>(ptr);
+  for (const auto& s : spaces_) {
+    if (s && p >= s->range.base() && p < s->range.base() + s->range.size()) return true;
+  }
+  return false;
+}
+
 size_t VmmSpaces::block_size(const void* ptr) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Block* b = find_live_locked(ptr, nullptr);

@@ -145,6 +145,8 @@ class VmmSpaces : public CaptureArena {
   void free(void* ptr) override;
   // Whether `ptr` is a live block of this object, and its (rounded) size, or throws.
   bool owns(const void* ptr) const;
+  // Whether `ptr` lies in any space's reserved range (CaptureArena).
+  bool contains(const void* ptr) const override;
   size_t block_size(const void* ptr) const;
 
   // Makes sure the current space maps offsets [0, bytes), creating chunks as needed (same

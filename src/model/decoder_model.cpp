@@ -32,9 +32,9 @@ DecoderModel::DecoderModel(ModelConfig config, ModelWeights weights, Device devi
 }
 
 namespace {
-// Extend attention ends a piece of a piecewise graph (graph/split_ops.h). The metadata comes by
-// pointer: at replay it points at the runner's live inputs, which hold the real batch's request
-// count and lengths, not the padded ones of capture time.
+// Extend attention ends a piece of a piecewise graph (graph/split_ops.h). The metadata is a
+// declared live host value (host_ref): at replay it is read from the runner's live inputs, which
+// hold the real batch's request count and lengths, not the padded ones of capture time.
 const auto extend_attention =
     split_op("attention", [](const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                              const ops::ExtendAttentionMeta* meta, int nq, int nkv, int hd, float scale) {
@@ -58,7 +58,7 @@ Tensor DecoderModel::attention_block(int layer, const Tensor& x, const ForwardIn
   Tensor attn = in.is_decode
                     ? ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq),
                                             static_cast<int>(nkv), static_cast<int>(hd), attn_scale_)
-                    : extend_attention(q, cache.k, cache.v, &in.extend, static_cast<int>(nq),
+                    : extend_attention(q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
                                        static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
   return ops::linear(attn, w.o_proj, Tensor(), dtype_);
 }

@@ -1,5 +1,6 @@
 #include "ops/attention.h"
 
+#include "device/capture_state.h"
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
 #include "ops/attention_args.h"
@@ -64,6 +65,12 @@ PagedAttentionArgs common_args(const char* op, const Tensor& q, const Tensor& k_
 Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const ExtendAttentionMeta& meta,
                         int num_q_heads, int num_kv_heads, int head_dim, float scale) {
   const char* op = "attention_extend";
+  // Its launch is sized from host values (num_reqs, max_extend_len): captured, a replay would run
+  // with the capture-time ones. It runs eagerly only: as the "attention" split op of a piecewise
+  // graph, or outside any capture.
+  refuse_during_capture(
+      "attention_extend (its launch is sized from host values; in a piecewise graph it must run as the "
+      "'attention' split op, graph/split_ops.h)");
   GRT_CHECK(meta.num_reqs >= 0 && meta.max_extend_len >= 0, "{}: num_reqs {} / max_extend_len {} negative", op,
             meta.num_reqs, meta.max_extend_len);
   ExtendArgs e{};

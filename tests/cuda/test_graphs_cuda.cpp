@@ -58,6 +58,18 @@ TEST(BreakableGraphCuda, WriteBackOfTensorStructAndMap) {
   REQUIRE_GPU();
   testing::check_write_back(kGpu);
 }
+TEST(BreakableGraphCuda, WriteBackOfPairTupleVectorOptional) {
+  REQUIRE_GPU();
+  testing::check_write_back_containers(kGpu);
+}
+TEST(BreakableGraphCuda, ResultAliasingAnInputIsClonedIntoGraphMemory) {
+  REQUIRE_GPU();
+  testing::check_aliasing_result_is_cloned(kGpu);
+}
+TEST(SegmentedGraphCuda, SplitOpHostValueChangeFailsReplayInDebugMode) {
+  REQUIRE_GPU();
+  testing::check_split_op_host_value_checked_in_debug(kGpu);
+}
 TEST(DecodeGraphsCuda, ReplayMatchesEagerForCapturedAndPaddedSizes) {
   REQUIRE_GPU();
   testing::check_decode_graphs_match_eager(kGpu, kDecodeTol);

@@ -45,6 +45,7 @@ std::shared_ptr<CaptureMark> CpuStream::capture_mark() {
   const auto& me = capture_->members[this];
   mark->clock = me.known;
   mark->clock[this] = me.count;
+  mark->after = me.frontier();
   mark->stream_id = id();
   return mark;
 }
@@ -130,6 +131,8 @@ void CpuStream::wait(const Event& event) {
       auto& me = session->members[this];
       me.known = snap.mark->clock;
       me.count = 1;
+      me.lane = session->lanes++;
+      me.pending = snap.mark->after;
       lock.unlock();
       note_wait(*this, false);
       return;
@@ -137,7 +140,9 @@ void CpuStream::wait(const Event& event) {
     GRT_CHECK(capture_ == session,
               "stream {} (in capture {}) waits on an event recorded on stream {} in another capture {}", id(),
               capture_->id, snap.mark->stream_id, session->id);
-    merge(session->members[this].known, snap.mark->clock);
+    auto& me = session->members[this];
+    merge(me.known, snap.mark->clock);
+    me.pending.insert(me.pending.end(), snap.mark->after.begin(), snap.mark->after.end());
     return;
   }
   if (capture_) {

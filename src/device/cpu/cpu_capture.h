@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "device/cpu/cpu_graph.h"
 
@@ -24,6 +25,18 @@ struct CaptureSession {
   struct Member {
     uint64_t count = 0;  // operations recorded on this stream
     VectorClock known;   // operations of other members this stream depends on
+    // The DAG (cpu_graph.h): this stream's lane, its last node, and the nodes its next node
+    // waits for (from the waits since its last node).
+    size_t lane = 0;
+    bool has_node = false;
+    size_t last_node = 0;
+    std::vector<size_t> pending;
+    // What an event recorded now stands for: the last node and the waits after it.
+    std::vector<size_t> frontier() const {
+      std::vector<size_t> f = pending;
+      if (has_node) f.push_back(last_node);
+      return f;
+    }
   };
   uint64_t id = 0;
   CpuStream* origin = nullptr;
@@ -31,6 +44,7 @@ struct CaptureSession {
   bool active = true;
   std::string invalid_reason;  // set when the capture can no longer produce a graph
   NodeList nodes;
+  size_t lanes = 1;  // lanes handed out (the origin has lane 0)
   std::map<CpuStream*, Member> members;
 };
 
@@ -39,6 +53,7 @@ struct CaptureSession {
 struct CaptureMark {
   std::shared_ptr<CaptureSession> session;
   VectorClock clock;
+  std::vector<size_t> after;  // the nodes a wait on it depends on (Member::frontier())
   uint64_t stream_id = 0;
 };
 

@@ -98,8 +98,13 @@ void CpuStream::submit(NodeKind kind, std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(capture_mutex());
     if (capture_) {
-      capture_->nodes.push_back({kind, id(), std::move(task)});
-      ++capture_->members[this].count;
+      auto& me = capture_->members[this];
+      Node n{kind, id(), std::move(task), me.lane, std::move(me.pending)};
+      me.pending.clear();
+      me.has_node = true;
+      me.last_node = capture_->nodes.size();
+      capture_->nodes.push_back(std::move(n));
+      ++me.count;
       return;
     }
   }
