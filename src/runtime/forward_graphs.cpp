@@ -18,6 +18,7 @@ ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_pt
   ro.unit = schema_->unit();
   ro.shapes = options.shapes;
   ro.policy = schema_->policy(options.breakable);
+  ro.policy.check_args = options.debug_eager;  // every replay checks eager steps' recorded arguments
   ro.warmups = options.warmups;
   ro.ascending = options.ascending;
   ro.progress = options.progress && !options.lazy;
