@@ -78,7 +78,7 @@ void run_breakable(const BreakableOpts& o) {
       ForwardBatch b = bench::decode_batch(occ, o.context, vocab);
       const double ms = bench::median_ms(d, 3, o.iters, [&] { runner.sample(b, runner.forward(b)); });
       nlohmann::json row = {{"config", c.name}, {"bs", bs}, {"breaks", c.breaks}, {"ms", ms}};
-      if (const DecodeGraphs* g = runner.decode_graphs()) {
+      if (const ForwardGraphs* g = runner.decode_graphs()) {
         const auto& sizes = g->runner().stats();
         for (const auto& s : sizes)
           if (s.shape == bs) row["segments"] = s.segments, row["capture_seconds"] = s.capture_seconds;

@@ -2,6 +2,7 @@
 // (ModelRunner forward + sampling, inputs uploaded every step), next to the PyTorch eager and
 // CUDA-graph anchors and the bandwidth roofline; plus capture time and graph memory of the full
 // capture list.
+#include <chrono>
 #include <cstdio>
 
 #include "bench/bench_batches.h"
@@ -20,7 +21,12 @@ struct DecodeOpts {
   int iters = 30;
   std::string anchor = "bench/anchors/torch_baseline_h100_2026-11-22.json";
   bool json = false;
+  bool lazy = false;  // also time a --cuda-graph-lazy runner: start-up and first hit per batch size
 };
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 void run_decode(const DecodeOpts& o) {
   std::vector<int> bss = bench::parse_int_list(o.batch_sizes);
@@ -29,11 +35,14 @@ void run_decode(const DecodeOpts& o) {
   GRT_CHECK(!args.disable_cuda_graph, "bench decode compares graphs with eager: drop --disable-cuda-graph");
   args.context_length = o.context + 2;
   args.disable_piecewise_cuda_graph = true;  // decode only: no prefill graphs to capture
+  args.cuda_graph_lazy = false;              // captured at start; --lazy times a lazy runner after
   args.max_total_tokens = static_cast<int64_t>(max_bs) * (o.context + 2);
+  const auto start = std::chrono::steady_clock::now();
   auto runner = make_runner(args);
+  const double startup_seconds = seconds_since(start);
   const DecoderModel& m = runner->model();
   const Device d = m.device();
-  const DecodeGraphs* graphs = runner->decode_graphs();
+  const ForwardGraphs* graphs = runner->decode_graphs();
   GRT_CHECK(graphs && graphs->runner().max_shape() >= max_bs,
             "no decode graph holds batch size {} (raise --max-running-requests / --cuda-graph-max-bs)", max_bs);
   for (const auto& layer : runner->kv_pool().layers()) {
@@ -56,7 +65,8 @@ void run_decode(const DecodeOpts& o) {
                   {"sizes", gr.shapes().size()},
                   {"capture_seconds", gr.capture_seconds()},
                   {"graph_bytes", graphs->graph_bytes()},
-                  {"input_bytes", graphs->input_bytes()}};
+                  {"input_bytes", graphs->input_bytes()},
+                  {"startup_seconds", startup_seconds}};
   for (int bs : bss) {
     bench::Occupancy occ(*runner, bs, o.context + 1);
     ForwardBatch b = bench::decode_batch(occ, o.context, m.config().vocab_size);
@@ -82,19 +92,47 @@ void run_decode(const DecodeOpts& o) {
     if (tg > 0) row["torch_graph_ms"] = tg, row["speedup_vs_torch_graph"] = tg / graph;
     j["decode"].push_back(row);
   }
+  const size_t captured = gr.shapes().size();
+  const double capture_seconds = gr.capture_seconds();
+  const double graph_mib = graphs->graph_bytes() / 1048576.0;
+  if (o.lazy) {
+    // Lazy capture: start-up without capture, then each batch size's first step pays its capture.
+    const int64_t vocab = m.config().vocab_size;
+    runner.reset();  // one runner's weights and KV cache at a time
+    ServerArgs la = args;
+    la.cuda_graph_lazy = true;
+    const auto t = std::chrono::steady_clock::now();
+    auto lazy = make_runner(la);
+    j["lazy"]["startup_seconds"] = seconds_since(t);
+    for (size_t i = 0; i < bss.size(); ++i) {
+      bench::Occupancy occ(*lazy, bss[i], o.context + 1);
+      ForwardBatch b = bench::decode_batch(occ, o.context, vocab);
+      const double first = bench::median_ms(d, 0, 1, [&] { lazy->sample(b, lazy->forward(b)); });
+      const double steady = bench::median_ms(d, 3, o.iters, [&] { lazy->sample(b, lazy->forward(b)); });
+      j["decode"][i]["lazy_first_hit_ms"] = first;
+      j["decode"][i]["lazy_graph_ms"] = steady;
+    }
+  }
   if (o.json) {
     std::printf("%s\n", j.dump(1).c_str());
     return;
   }
-  std::printf("%s on %s (%s): %zu decode graphs captured in %.3f s, %.1f MiB graph memory\n", args.model.c_str(),
-              j["device"].get<std::string>().c_str(), dtype_name(m.dtype()), gr.shapes().size(),
-              gr.capture_seconds(), graphs->graph_bytes() / 1048576.0);
+  std::printf("%s on %s (%s): %zu decode graphs captured in %.3f s, %.1f MiB graph memory; start-up %.3f s\n",
+              args.model.c_str(), j["device"].get<std::string>().c_str(), j["dtype"].get<std::string>().c_str(),
+              captured, capture_seconds, graph_mib, startup_seconds);
+  if (o.lazy)
+    std::printf("lazy capture: start-up %.3f s; per batch size below: first hit / steady\n",
+                j["lazy"]["startup_seconds"].get<double>());
   for (auto& r : j["decode"])
     std::printf("decode bs %3d ctx %d: eager %8.3f ms, graph %8.3f ms (x%.2f), roofline %.3f ms, torch graph %s\n",
                 r["bs"].get<int>(), o.context, r["eager_ms"].get<double>(), r["graph_ms"].get<double>(),
                 r["graph_speedup"].get<double>(), r["roofline_ms"].get<double>(),
                 r.contains("torch_graph_ms") ? fmt::format("{:.3f} ms", r["torch_graph_ms"].get<double>()).c_str()
                                              : "n/a");
+  if (o.lazy)
+    for (auto& r : j["decode"])
+      std::printf("lazy   bs %3d: first hit %8.3f ms, then %8.3f ms\n", r["bs"].get<int>(),
+                  r["lazy_first_hit_ms"].get<double>(), r["lazy_graph_ms"].get<double>());
 }
 
 }  // namespace
@@ -108,6 +146,8 @@ void register_bench_decode(CLI::App& bench) {
   cmd->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
   cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
+  cmd->add_flag("--lazy", o->lazy,
+                "also time a --cuda-graph-lazy runner: start-up, and each batch size's first step (with its capture)");
   cmd->callback([o] { run_decode(*o); });
 }
 

@@ -51,7 +51,7 @@ void run_prefill(const PrefillOpts& o) {
     largest_alone_s = alone.piecewise_graphs()->runner().capture_seconds();
   }
   ModelRunner runner(model, args.runner_options());
-  const PiecewiseGraphs* pg = runner.piecewise_graphs();
+  const ForwardGraphs* pg = runner.piecewise_graphs();
   GRT_CHECK(pg && pg->runner().max_shape() >= *std::max_element(toks.begin(), toks.end()),
             "bench prefill: no piecewise graph holds {} tokens", *std::max_element(toks.begin(), toks.end()));
   const ShapeGraphRunner& gr = pg->runner();

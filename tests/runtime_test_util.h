@@ -20,6 +20,20 @@ inline std::unique_ptr<ModelRunner> tiny_runner(Device device = Device::cpu(), i
   return std::make_unique<ModelRunner>(load_model(model, device, dt, 0, context), o);
 }
 
+// Decode graphs for batch sizes 1, 2, 4, 8 and piecewise graphs for 8, 16, 32 tokens, over 8
+// requests of 64 tokens: small enough to capture in milliseconds.
+inline ModelRunnerOptions small_graph_options(GraphMemoryMode memory = GraphMemoryMode::kPool) {
+  ModelRunnerOptions o;
+  o.max_running_requests = 8;
+  o.max_context = 64;
+  o.max_total_tokens = 8 * 64;
+  o.cuda_graph_bs = {1, 2, 4, 8};
+  o.piecewise_cuda_graph_tokens = {8, 16, 32};
+  o.graph_memory = memory;
+  o.capture_progress = false;
+  return o;
+}
+
 // A request held in the runner's pools for a test.
 struct HeldRequest {
   int slot;

@@ -43,7 +43,9 @@ TEST(Cli, GenerateSameTokensWithAndWithoutGraphs) {
   auto eager = run_graphrt(base + " --disable-cuda-graph");
   auto debug = run_graphrt(base + " --debug-cuda-graph");
   auto explicit_bs = run_graphrt(base + " --cuda-graph-bs 1,2");
-  for (const auto* r : {&graphs, &eager, &debug, &explicit_bs}) ASSERT_EQ(r->exit_code, 0) << r->all;
+  auto lazy = run_graphrt(base + " --cuda-graph-lazy");
+  for (const auto* r : {&graphs, &eager, &debug, &explicit_bs, &lazy}) ASSERT_EQ(r->exit_code, 0) << r->all;
+  EXPECT_NE(lazy.all.find("decode graphs: captured batch size"), std::string::npos) << lazy.all;
   EXPECT_NE(graphs.all.find("decode graphs: 4 sizes (1..8)"), std::string::npos) << graphs.all;
   EXPECT_EQ(eager.all.find("decode graphs"), std::string::npos) << eager.all;
   EXPECT_NE(explicit_bs.all.find("decode graphs: 2 sizes (1..2)"), std::string::npos) << explicit_bs.all;
@@ -51,6 +53,27 @@ TEST(Cli, GenerateSameTokensWithAndWithoutGraphs) {
   EXPECT_EQ(json::parse(graphs.out)["output_ids"], want);
   EXPECT_EQ(json::parse(debug.out)["output_ids"], want);
   EXPECT_EQ(json::parse(explicit_bs.out)["output_ids"], want);
+  EXPECT_EQ(json::parse(lazy.out)["output_ids"], want);
+}
+
+// The done-when check of --verify-cuda-graph: every decode and piecewise shape of the tiny model
+// replayed against the eager forward, bitwise equal.
+TEST(Cli, InspectVerifyCudaGraphVerifiesEveryShape) {
+  auto r = run_graphrt("inspect --model builtin:tiny" + kCpu + "--verify-cuda-graph --json");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  json j = json::parse(r.out);
+  for (const char* mode : {"decode", "piecewise"}) {
+    ASSERT_TRUE(j[mode].is_object()) << mode << ": " << r.out;
+    ASSERT_FALSE(j[mode]["per_size"].empty()) << mode;
+    for (const auto& s : j[mode]["per_size"]) {
+      EXPECT_EQ(s["verified"], true) << mode << " " << s.dump();
+      EXPECT_EQ(s["max_abs_diff"], 0.0) << mode << " " << s.dump();
+      EXPECT_TRUE(s["retired"].is_null()) << mode << " " << s.dump();
+    }
+  }
+  auto plain = run_graphrt("inspect --model builtin:tiny" + kCpu + "--cuda-graph-max-bs 4 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.all;
+  for (const auto& s : json::parse(plain.out)["decode"]["per_size"]) EXPECT_EQ(s["verified"], false) << s.dump();
 }
 
 TEST(Cli, InspectJsonReportsDecodeGraphs) {

@@ -21,11 +21,16 @@ nlohmann::json per_shape_json(const ShapeGraphRunner& r, const char* key) {
                         {"warmup_seconds", s.warmup_seconds},
                         {"graph_bytes", s.graph_bytes},
                         {"nodes", s.nodes},
-                        {"segments", s.segments}});
+                        {"segments", s.segments},
+                        {"lazy", s.lazy},
+                        {"captured_at_seconds", s.captured_at},
+                        {"verified", s.verified},
+                        {"max_abs_diff", s.max_abs_diff < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.max_abs_diff)},
+                        {"retired", s.retired.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.retired)}});
   return per_size;
 }
 
-nlohmann::json piecewise_json(const PiecewiseGraphs& g) {
+nlohmann::json piecewise_json(const ForwardGraphs& g) {
   const ShapeGraphRunner& r = g.runner();
   return {{"token_counts", r.shapes()},
           {"pieces", r.stats().empty() ? 0 : r.stats().front().segments},
@@ -33,16 +38,26 @@ nlohmann::json piecewise_json(const PiecewiseGraphs& g) {
           {"capture_seconds", r.capture_seconds()},
           {"graph_bytes", g.graph_bytes()},
           {"input_bytes", g.input_bytes()},
+          {"lazy", r.options().lazy},
           {"per_size", per_shape_json(r, "tokens")}};
 }
 
-nlohmann::json decode_json(const DecodeGraphs& g) {
+nlohmann::json decode_json(const ForwardGraphs& g) {
   const ShapeGraphRunner& r = g.runner();
   return {{"batch_sizes", r.shapes()},
           {"capture_seconds", r.capture_seconds()},
           {"graph_bytes", g.graph_bytes()},
           {"input_bytes", g.input_bytes()},
+          {"lazy", r.options().lazy},
           {"per_size", per_shape_json(r, "bs")}};
+}
+
+// ", verified (max diff 0)" / ", retired: why" for the text report.
+std::string shape_note(const CapturedShape& s) {
+  std::string note;
+  if (s.max_abs_diff >= 0) note += fmt::format(", {} (max diff {:.3g})", s.verified ? "verified" : "NOT verified", s.max_abs_diff);
+  if (!s.retired.empty()) note += ", retired: " + s.retired;
+  return note;
 }
 
 size_t largest_capture_bytes(const ShapeGraphRunner* r, size_t most) {
@@ -51,7 +66,7 @@ size_t largest_capture_bytes(const ShapeGraphRunner* r, size_t most) {
   return most;
 }
 
-nlohmann::json graph_memory_json(const GraphMemory* m, const DecodeGraphs* dg, const PiecewiseGraphs* pg) {
+nlohmann::json graph_memory_json(const GraphMemory* m, const ForwardGraphs* dg, const ForwardGraphs* pg) {
   if (!m) return {{"mode", nullptr}, {"physical_bytes", 0}, {"largest_capture_bytes", 0}};
   nlohmann::json j = {{"mode", graph_memory_mode_name(m->mode())}, {"physical_bytes", m->physical_bytes()}};
   if (const VmmSpaces* v = m->vmm()) {
@@ -88,12 +103,12 @@ void register_inspect(CLI::App& app) {
     ServerArgs args = opts->args;
     auto runner = make_runner(args);
     const Device d = runner->device();
-    const DecodeGraphs* dg = runner->decode_graphs();
+    const ForwardGraphs* dg = runner->decode_graphs();
     nlohmann::json j;
     j["device"] = d.str();
     j["device_name"] = device_name(d);
     j["model"] = args.model;
-    const PiecewiseGraphs* pg = runner->piecewise_graphs();
+    const ForwardGraphs* pg = runner->piecewise_graphs();
     j["decode"] = dg ? decode_json(*dg) : nlohmann::json(nullptr);
     j["piecewise"] = pg ? piecewise_json(*pg) : nlohmann::json(nullptr);
     // Pool mode: one pool shared by every capture, so physical bytes are what the pool holds.
@@ -106,13 +121,15 @@ void register_inspect(CLI::App& app) {
     std::printf("%s\n", dg ? dg->summary().c_str() : "decode graphs: off");
     if (dg)
       for (const CapturedShape& s : dg->runner().stats())
-        std::printf("  bs %4d: %7.3f ms capture, %5zu nodes, %10zu graph bytes\n", s.shape, s.capture_seconds * 1e3,
-                    s.nodes, s.graph_bytes);
+        std::printf("  bs %4d: %7.3f ms capture at %.3f s%s, %5zu nodes, %10zu graph bytes%s\n", s.shape,
+                    s.capture_seconds * 1e3, s.captured_at, s.lazy ? " (lazy)" : "", s.nodes, s.graph_bytes,
+                    shape_note(s).c_str());
     std::printf("%s\n", pg ? pg->summary().c_str() : "piecewise graphs: off");
     if (pg)
       for (const CapturedShape& s : pg->runner().stats())
-        std::printf("  tokens %5d: %7.3f ms capture, %zu pieces, %5zu nodes, %10zu graph bytes\n", s.shape,
-                    s.capture_seconds * 1e3, s.segments, s.nodes, s.graph_bytes);
+        std::printf("  tokens %5d: %7.3f ms capture at %.3f s%s, %zu pieces, %5zu nodes, %10zu graph bytes%s\n",
+                    s.shape, s.capture_seconds * 1e3, s.captured_at, s.lazy ? " (lazy)" : "", s.segments, s.nodes,
+                    s.graph_bytes, shape_note(s).c_str());
   });
 }
 

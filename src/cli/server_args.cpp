@@ -36,7 +36,14 @@ void ServerArgs::add_to(CLI::App& app) {
   app.add_option("--cuda-graph-max-bs", cuda_graph_max_bs,
                  "largest decode batch size to capture (default: --max-running-requests)");
   app.add_flag("--debug-cuda-graph", debug_cuda_graph,
-               "run the whole decode forward eagerly through the graph capture/replay path (debugging)");
+               "run the whole decode and piecewise prefill forward eagerly through the graph capture/replay path "
+               "(debugging)");
+  app.add_flag("--verify-cuda-graph", verify_cuda_graph,
+               "after capture, replay every captured shape once on a random batch against the eager forward; a "
+               "shape that differs runs eagerly (warning)");
+  app.add_flag("--cuda-graph-lazy", cuda_graph_lazy,
+               "capture each decode batch size / piecewise token count the first time a batch needs it, not at "
+               "start");
   app.add_flag("--disable-piecewise-cuda-graph", disable_piecewise_cuda_graph,
                "run extend/prefill eagerly (no piecewise graphs)");
   app.add_flag("--enforce-piecewise-cuda-graph", enforce_piecewise_cuda_graph,
@@ -97,6 +104,8 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.cuda_graph_bs = cuda_graph_bs;
   o.cuda_graph_max_bs = cuda_graph_max_bs;
   o.debug_cuda_graph = debug_cuda_graph;
+  o.verify_cuda_graph = verify_cuda_graph;
+  o.cuda_graph_lazy = cuda_graph_lazy;
   o.graph_memory = parse_graph_memory_mode(graph_memory);
   o.graph_memory_budget = static_cast<size_t>(graph_memory_budget);
   o.disable_piecewise_cuda_graph = disable_piecewise_cuda_graph;

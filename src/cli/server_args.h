@@ -28,6 +28,8 @@ struct ServerArgs {
   std::vector<int> cuda_graph_bs;
   int cuda_graph_max_bs = 0;
   bool debug_cuda_graph = false;
+  bool verify_cuda_graph = false;
+  bool cuda_graph_lazy = false;
   bool disable_piecewise_cuda_graph = false;
   bool enforce_piecewise_cuda_graph = false;
   int piecewise_cuda_graph_max_tokens = 0;  // 0: --chunked-prefill-size

@@ -17,6 +17,9 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 }  // namespace
 
 ShapeGraphRunner::ShapeGraphRunner(Stream& stream, CaptureMemory memory, ShapeGraphOptions options)
@@ -28,6 +31,7 @@ ShapeGraphRunner::ShapeGraphRunner(Stream& stream, CaptureMemory memory, ShapeGr
   GRT_CHECK(s.empty() || s.front() > 0, "{}: shapes must be positive", options_.label);
   GRT_CHECK(options_.warmups >= 0 && options_.warmups_per_shape >= 0, "{}: warm-ups must be >= 0, got {} and {}",
             options_.label, options_.warmups, options_.warmups_per_shape);
+  created_ = now_seconds();
 }
 
 ShapeGraphRunner::~ShapeGraphRunner() = default;
@@ -54,7 +58,14 @@ ShapeGraphRunner::Captured ShapeGraphRunner::capture_one(int n, const Forward& f
 }
 
 void ShapeGraphRunner::capture(const Forward& forward) {
-  GRT_CHECK(captured_.empty(), "{} captured twice", options_.label);
+  GRT_CHECK(captured_.empty() && !forward_, "{} captured twice", options_.label);
+  if (options_.lazy) {
+    forward_ = forward;
+    GRT_INFO("{}: lazy, {} shapes ({} {}..{}) captured when first needed", options_.label, options_.shapes.size(),
+             options_.unit, options_.shapes.empty() ? 0 : options_.shapes.front(),
+             options_.shapes.empty() ? 0 : options_.shapes.back());
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
   std::vector<int> order(options_.shapes.rbegin(), options_.shapes.rend());
   if (options_.ascending) order.assign(options_.shapes.begin(), options_.shapes.end());
@@ -93,6 +104,8 @@ void ShapeGraphRunner::capture(const Forward& forward) {
     s.graph_bytes = after > before ? after - before : 0;
     s.nodes = done.back().graph->node_count();
     s.segments = done.back().graph->segment_count();
+    s.captured_at = now_seconds() - created_;
+    if (options_.memory_tag) s.memory_tag = options_.memory_tag();
     stats.push_back(s);
     if (bar) bar->step(std::to_string(n));
   }
@@ -111,14 +124,99 @@ void ShapeGraphRunner::capture(const Forward& forward) {
   capture_seconds_ = seconds_since(start);
 }
 
-int ShapeGraphRunner::padded_size(int n) const { return n <= 0 ? 0 : smallest_at_least(captured_, n); }
+std::string ShapeGraphRunner::capture_shape(int shape) {
+  GRT_CHECK(options_.lazy && forward_, "{}: capture_shape({}) needs lazy mode after capture()", options_.label, shape);
+  GRT_CHECK(std::binary_search(options_.shapes.begin(), options_.shapes.end(), shape),
+            "{}: {} {} is not in the capture schedule", options_.label, options_.unit, shape);
+  if (is_captured(shape)) return {};
+  for (const auto& [s, why] : failed_)
+    if (s == shape) return why;
+  const auto t = std::chrono::steady_clock::now();
+  const size_t before = options_.graph_bytes ? options_.graph_bytes() : 0;
+  Captured c;
+  try {
+    c = capture_one(shape, forward_);
+  } catch (const Error& e) {
+    stream_.synchronize();
+    failed_.emplace_back(shape, e.what());
+    GRT_WARN("{}: {} {} could not be captured lazily; its batches run eagerly: {}", options_.label, options_.unit,
+             shape, e.what());
+    return e.what();
+  }
+  first_capture_ = false;
+  CapturedShape s;
+  s.shape = shape;
+  s.capture_seconds = seconds_since(t);
+  s.warmup_seconds = c.warmup_seconds;
+  const size_t after = options_.graph_bytes ? options_.graph_bytes() : 0;
+  s.graph_bytes = after > before ? after - before : 0;
+  s.nodes = c.graph->node_count();
+  s.segments = c.graph->segment_count();
+  s.lazy = true;
+  s.captured_at = now_seconds() - created_;
+  if (options_.memory_tag) s.memory_tag = options_.memory_tag();
+  const auto at = std::lower_bound(captured_.begin(), captured_.end(), shape) - captured_.begin();
+  captured_.insert(captured_.begin() + at, shape);
+  graphs_.insert(graphs_.begin() + at, std::move(c));
+  stats_.insert(stats_.begin() + at, s);
+  capture_seconds_ += s.capture_seconds;
+  GRT_INFO("{}: captured {} {} lazily at {:.3f} s in {:.3f} s", options_.label, options_.unit, shape, s.captured_at,
+           s.capture_seconds);
+  return {};
+}
+
+int ShapeGraphRunner::max_servable() const {
+  if (options_.lazy) return options_.shapes.empty() ? 0 : options_.shapes.back();
+  return max_shape();
+}
+
+int ShapeGraphRunner::padded_size(int n) const {
+  if (n <= 0) return 0;
+  return smallest_at_least(options_.lazy ? options_.shapes : captured_, n);
+}
+
+bool ShapeGraphRunner::is_captured(int shape) const { return find(shape) != nullptr; }
+
+CapturedShape* ShapeGraphRunner::find(int shape) {
+  auto it = std::lower_bound(captured_.begin(), captured_.end(), shape);
+  if (it == captured_.end() || *it != shape) return nullptr;
+  return &stats_[static_cast<size_t>(it - captured_.begin())];
+}
+
+const CapturedShape* ShapeGraphRunner::find(int shape) const { return const_cast<ShapeGraphRunner*>(this)->find(shape); }
+
+void ShapeGraphRunner::retire(int shape, const std::string& why) {
+  CapturedShape* s = find(shape);
+  GRT_CHECK(s, "{}: retiring {} {}, which was not captured", options_.label, options_.unit, shape);
+  if (!s->retired.empty()) return;
+  s->retired = why;
+  GRT_WARN("{}: the graph of {} {} is retired, its batches run eagerly: {}", options_.label, options_.unit, shape, why);
+}
+
+std::string ShapeGraphRunner::retired(int shape) const {
+  const CapturedShape* s = find(shape);
+  return s ? s->retired : std::string();
+}
+
+void ShapeGraphRunner::set_verified(int shape, bool equal, double max_abs_diff) {
+  CapturedShape* s = find(shape);
+  GRT_CHECK(s, "{}: verifying {} {}, which was not captured", options_.label, options_.unit, shape);
+  s->verified = equal;
+  s->max_abs_diff = max_abs_diff;
+}
 
 Tensor ShapeGraphRunner::replay(int n, Stream& stream) {
   const int padded = padded_size(n);
   GRT_CHECK(padded > 0, "{}: none holds {} {} (largest captured: {})", options_.label, options_.unit, n, max_shape());
-  const auto i = static_cast<size_t>(std::lower_bound(captured_.begin(), captured_.end(), padded) - captured_.begin());
+  const auto it = std::lower_bound(captured_.begin(), captured_.end(), padded);
+  GRT_CHECK(it != captured_.end() && *it == padded, "{}: the graph of {} {} (for {}) is not captured", options_.label,
+            options_.unit, padded, n);
+  const auto i = static_cast<size_t>(it - captured_.begin());
+  GRT_CHECK(stats_[i].retired.empty(), "{}: replaying the retired graph of {} {}: {}", options_.label, options_.unit,
+            padded, stats_[i].retired);
   Captured& c = graphs_[i];
   c.graph->replay(stream);
+  if (corrupt_ == padded) stream.memset_async(c.output.data(), 0x7f, c.output.nbytes());
   return c.output.narrow(0, 0, n);
 }
 

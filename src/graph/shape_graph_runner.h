@@ -12,11 +12,17 @@
 // Outputs are kept as borrowed views: their memory is free in the graph memory after capture
 // and reused by smaller shapes' intermediates, which is safe because graphs sharing memory
 // never run at once. So replay()'s result is valid only until the next replay.
+//
+// Lazy mode (--cuda-graph-lazy, xLLM seed 004 §5.5): capture() captures nothing; a shape of the
+// schedule is captured by capture_shape() the first time a batch needs it. A shape can be
+// retired (its memory was unmapped, or verification found it wrong): it is never replayed
+// again, and batches that pad to it run eagerly.
 #pragma once
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -31,6 +37,12 @@ struct CapturedShape {
   size_t graph_bytes = 0;      // graph memory this shape added
   size_t nodes = 0;
   size_t segments = 0;
+  bool lazy = false;           // captured on first need, not at start
+  double captured_at = 0;      // seconds since the runner was created, when the capture ended
+  uint64_t memory_tag = 0;     // ShapeGraphOptions::memory_tag after its capture (VMM space id)
+  bool verified = false;       // replayed once against the eager forward and equal (--verify-cuda-graph)
+  double max_abs_diff = -1;    // of that check; -1: not checked
+  std::string retired;         // why it is never replayed again ("" while live)
 };
 
 struct ShapeGraphOptions {
@@ -61,6 +73,10 @@ struct ShapeGraphOptions {
   std::function<void(int shape)> before_capture;
   // Graph memory in use after a capture (pool reserved bytes, or VMM physical bytes).
   std::function<size_t()> graph_bytes;
+  // Called after each capture; its value is kept as CapturedShape::memory_tag.
+  std::function<uint64_t()> memory_tag;
+  // Capture each shape when first needed (capture_shape) instead of all in capture().
+  bool lazy = false;
 };
 
 class ShapeGraphRunner {
@@ -75,17 +91,34 @@ class ShapeGraphRunner {
   // Captures every shape (descending). The persistent inputs must hold a valid batch of the
   // largest shape (padding rows). A shape whose capture fails is dropped with one warning naming
   // the cause, together with every larger one: those batches then run eagerly.
+  // Lazy: only keeps `forward` for capture_shape().
   void capture(const Forward& forward);
+  // Lazy mode: captures schedule shape `shape` now (no-op when captured). The caller orders
+  // the capture stream after work still using the inputs. Returns "" on success, else why it
+  // failed: the shape is then kept retired (its batches run eagerly), with one warning.
+  std::string capture_shape(int shape);
 
   // Captured shapes, ascending.
   const std::vector<int>& shapes() const { return captured_; }
   int max_shape() const { return captured_.empty() ? 0 : captured_.back(); }
-  // The smallest captured shape >= n, or 0 when none.
+  // The largest shape a batch may pad to: max_shape(), or in lazy mode the schedule's largest.
+  int max_servable() const;
+  // The smallest captured shape >= n (lazy: the smallest schedule shape >= n), or 0 when none.
   int padded_size(int n) const;
+  bool is_captured(int shape) const;
   // Replays the graph of padded_size(n) on `stream` (any stream of the device; the caller has
   // already uploaded the padded inputs on it); returns the output's first `n` rows, a view
-  // valid until the next replay. Error when no captured shape holds n.
+  // valid until the next replay. Error when no captured shape holds n, or it is retired.
   Tensor replay(int n, Stream& stream);
+
+  // Never replay `shape` again (one warning naming it and `why`); no-op if already retired.
+  void retire(int shape, const std::string& why);
+  // Why `shape` is retired ("" when live or not captured).
+  std::string retired(int shape) const;
+  // Records the result of checking `shape` against the eager forward.
+  void set_verified(int shape, bool equal, double max_abs_diff);
+  // Test hook: every later replay of `shape` overwrites its output with garbage (a broken graph).
+  void corrupt_for_testing(int shape) { corrupt_ = shape; }
 
   const std::vector<CapturedShape>& stats() const { return stats_; }
   double capture_seconds() const { return capture_seconds_; }
@@ -103,6 +136,8 @@ class ShapeGraphRunner {
     double warmup_seconds = 0;
   };
   Captured capture_one(int n, const Forward& forward);
+  CapturedShape* find(int shape);
+  const CapturedShape* find(int shape) const;
 
   Stream& stream_;
   CaptureMemory memory_;
@@ -113,6 +148,10 @@ class ShapeGraphRunner {
   double capture_seconds_ = 0;
   std::string capture_error_;
   bool first_capture_ = true;  // until a shape was captured: it gets options_.warmups
+  Forward forward_;            // lazy mode
+  std::vector<std::pair<int, std::string>> failed_;  // lazy shapes whose capture failed, why
+  double created_ = 0;         // steady-clock seconds at construction
+  int corrupt_ = 0;
 };
 
 }  // namespace grt

@@ -28,6 +28,7 @@ struct VmmSpaces::Space {
   size_t frontier = 0;
   size_t live_bytes = 0;
   uint64_t live_blocks = 0;
+  std::string fault;  // why its mapping was lost (remap failure), "" when intact
 
   char* at(size_t offset) const { return range.base() + offset; }
 };
@@ -113,16 +114,23 @@ void VmmSpaces::consolidate_locked() {
     try {
       map_prefix_locked(*spaces_[i], mapped_ends[i], 0);
     } catch (const Error& e) {
-      throw e.with_context(fmt::format("remapping VMM space {} of {} onto the consolidated chunk (graphs captured in "
-                                       "it are unusable now)",
-                                       spaces_[i]->id, device_.str()));
+      // Left unmapped: its graphs are retired by their runners (faults()), the other spaces
+      // and the capture that asked for the new space go on.
+      Space& sp = *spaces_[i];
+      sp.mappings.clear();
+      mapped_bytes_ -= std::min(mapped_bytes_, sp.mapped_end);
+      sp.mapped_end = 0;
+      sp.fault = fmt::format("remapping VMM space {} of {} onto the consolidated chunk failed: {}", sp.id,
+                             device_.str(), e.what());
+      ++faults_;
+      GRT_WARN("{} (graphs captured in it are unusable now)", sp.fault);
     }
   }
 }
 
 uint64_t VmmSpaces::switch_to_new_virtual_space() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (chunks_.size() > 1 && mappings_ <= kConsolidateMaxMappings && live_.empty() && !this_thread_capture_stream() &&
+  if (consolidation_ && chunks_.size() > 1 && mappings_ <= kConsolidateMaxMappings && live_.empty() && !this_thread_capture_stream() &&
       (budget_ == 0 || 2 * physical_bytes_ <= budget_))
     consolidate_locked();
   const uint64_t id = spaces_.size() + 1;
@@ -135,6 +143,35 @@ uint64_t VmmSpaces::switch_to_new_virtual_space() {
   GRT_DEBUG("VMM space {} on {}: {} bytes at {}", id, device_.str(), space_bytes_,
             static_cast<void*>(spaces_.back()->range.base()));
   return id;
+}
+
+void VmmSpaces::set_consolidation(bool allowed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  consolidation_ = allowed;
+}
+
+std::string VmmSpaces::space_fault(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  GRT_CHECK(id >= 1 && id <= spaces_.size(), "VMM space {} of {} does not exist ({} spaces)", id, device_.str(),
+            spaces_.size());
+  return spaces_[id - 1]->fault;
+}
+
+uint64_t VmmSpaces::faults() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return faults_;
+}
+
+void VmmSpaces::fill_physical_for_testing(int byte) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (physical_bytes_ == 0) return;
+  device_synchronize(device_);
+  VirtualRange range(device_, physical_bytes_);
+  std::vector<ChunkMapping> maps;
+  for (size_t i = 0; i < chunks_.size(); ++i) maps.emplace_back(range, chunk_offsets_[i], chunks_[i]);
+  Stream& s = current_stream(device_);
+  s.memset_async(range.base(), byte, physical_bytes_);
+  s.synchronize();
 }
 
 uint64_t VmmSpaces::current_space() const {

@@ -27,7 +27,9 @@
 // new space is begun with several chunks, few mappings so far, and no live block (graph memory
 // holds nothing between replays: every graph writes what it reads), the spaces are synchronised,
 // their chunks replaced by ONE chunk of the same total size, and the mapped spaces remapped at
-// the same addresses: captured graphs stay valid, later spaces map one chunk.
+// the same addresses: captured graphs stay valid, later spaces map one chunk. A space whose
+// remap fails is left unmapped and marked faulted (space_fault() says why; faults() counts):
+// the runners of graphs captured in it must retire them, never replay them.
 //
 // Within a space, blocks are carved best-fit at 512-byte granularity from a bump frontier, with
 // free-block reuse, splitting and neighbour merging, so a forward pass costs its peak live
@@ -45,6 +47,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -116,6 +119,16 @@ class VmmSpaces : public CaptureArena {
   // at most kConsolidateMaxMappings mappings, no live block, and room in the budget for the old
   // and the new chunk at once); that synchronises the device.
   uint64_t switch_to_new_virtual_space();
+  // Whether switch_to_new_virtual_space() may consolidate (it synchronises the whole device:
+  // lazy capture while other streams run turns it off).
+  void set_consolidation(bool allowed);
+  // Why space `id` lost its mapping ("" when intact); Error for an unknown id.
+  std::string space_fault(uint64_t id) const;
+  // Spaces faulted so far (grows only): callers rescan their spaces when it changed.
+  uint64_t faults() const;
+  // Test hook: writes `byte` into every byte of every physical chunk (through a temporary
+  // mapping, synchronously): graph memory must hold nothing a later replay reads.
+  void fill_physical_for_testing(int byte);
   // The current space's id, kNoSpace before the first switch.
   uint64_t current_space() const;
 
@@ -180,6 +193,8 @@ class VmmSpaces : public CaptureArena {
   size_t physical_bytes_ = 0;          // the end of the last chunk
   size_t mappings_ = 0;
   size_t consolidations_ = 0;
+  uint64_t faults_ = 0;
+  bool consolidation_ = true;
   std::vector<std::unique_ptr<Space>> spaces_;  // spaces_[id - 1]
   // Live blocks of every space by address: (space index, offset).
   std::unordered_map<const void*, std::pair<size_t, size_t>> live_;

@@ -26,6 +26,20 @@ void GraphMemory::begin_capture() const {
   if (vmm_) vmm_->switch_to_new_virtual_space();
 }
 
+uint64_t GraphMemory::capture_tag() const { return vmm_ ? vmm_->current_space() : 0; }
+
+std::string GraphMemory::fault(uint64_t tag) const { return vmm_ && tag != 0 ? vmm_->space_fault(tag) : std::string(); }
+
+uint64_t GraphMemory::fault_count() const { return vmm_ ? vmm_->faults() : 0; }
+
+void GraphMemory::set_consolidation(bool allowed) const {
+  if (vmm_) vmm_->set_consolidation(allowed);
+}
+
+void GraphMemory::fill_physical_for_testing(int byte) const {
+  if (vmm_) vmm_->fill_physical_for_testing(byte);
+}
+
 size_t GraphMemory::physical_bytes() const { return vmm_ ? vmm_->stats().physical_bytes : pool_->stats().reserved; }
 
 }  // namespace grt

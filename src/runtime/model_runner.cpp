@@ -10,6 +10,7 @@
 #include "memory/tensor_alloc.h"
 #include "ops/gather.h"
 #include "ops/sampling.h"
+#include "runtime/graph_verify.h"
 
 namespace grt {
 
@@ -65,19 +66,22 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     GRT_CHECK(opt.cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", opt.cuda_graph_max_bs);
     const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, opt.max_running_requests)
                                               : opt.max_running_requests;
-    DecodeGraphsOptions go;
-    go.batch_sizes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
+    ForwardGraphsOptions go;
+    go.shapes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
                                                : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");
     go.progress = opt.capture_progress;
     go.ascending = opt.capture_ascending;
     go.breakable = opt.breakable_cuda_graph;
     go.debug_eager = opt.debug_cuda_graph;
-    go.graph_break_layers = opt.graph_break_layers;
-    if (go.batch_sizes.empty()) {
+    go.lazy = opt.cuda_graph_lazy;
+    if (go.shapes.empty()) {
       GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
                "--max-running-requests): decode runs eagerly", cap);
     } else {
-      decode_graphs_ = std::make_unique<DecodeGraphs>(go, model_, *req_pool_, *kv_pool_, shared_graph_memory());
+      auto schema = decode_schema(model_, *req_pool_, *kv_pool_, go.shapes.back(), opt.graph_break_layers);
+      auto memory = shared_graph_memory();
+      if (go.lazy) memory->set_consolidation(false);  // no device-wide synchronize on a first hit
+      decode_graphs_ = std::make_unique<ForwardGraphs>(go, std::move(schema), std::move(memory));
     }
   }
   if (!opt.disable_piecewise_cuda_graph) {
@@ -88,14 +92,16 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
                                                                         req_pool_->max_context());
     const int cap = static_cast<int>(
         std::min<int64_t>(opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : 8192, kv_cap));
-    PiecewiseGraphsOptions po;
+    ForwardGraphsOptions po;
     po.progress = opt.capture_progress;
     po.ascending = opt.capture_ascending;
-    po.token_counts = opt.piecewise_cuda_graph_tokens.empty()
+    po.debug_eager = opt.debug_cuda_graph;
+    po.lazy = opt.cuda_graph_lazy;
+    po.shapes = opt.piecewise_cuda_graph_tokens.empty()
                           ? default_piecewise_token_counts(std::max(cap, 1))
                           : checked_token_counts(opt.piecewise_cuda_graph_tokens, cap, "--piecewise-cuda-graph-tokens");
     std::string why;
-    if (po.token_counts.empty()) {
+    if (po.shapes.empty()) {
       why = fmt::format("no token count is <= {} (--piecewise-cuda-graph-max-tokens, KV cache)", cap);
     } else if (!opt.enforce_piecewise_cuda_graph && !is_split_op("attention")) {
       // Extend attention sizes its launch from host values: captured, it would replay stale ones.
@@ -104,9 +110,28 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     if (!why.empty()) {
       GRT_WARN("piecewise graphs disabled: {}", why);
     } else {
-      piecewise_graphs_ = std::make_unique<PiecewiseGraphs>(po, model_, *req_pool_, *kv_pool_, shared_graph_memory());
+      auto schema = extend_schema(model_, *req_pool_, *kv_pool_, po.shapes.back());
+      auto memory = shared_graph_memory();
+      if (po.lazy) memory->set_consolidation(false);
+      piecewise_graphs_ = std::make_unique<ForwardGraphs>(po, std::move(schema), std::move(memory));
     }
   }
+  // A later capture (piecewise) may have lost earlier graphs' memory (a failed VMM remap).
+  for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get()})
+    if (g) g->check_memory();
+  verify_ = opt.verify_cuda_graph;
+  if (verify_) verify_cuda_graphs();
+}
+
+ForwardGraphs* ModelRunner::graphs(ForwardMode mode) {
+  if (mode == ForwardMode::DECODE) return decode_graphs_.get();
+  if (mode == ForwardMode::EXTEND) return piecewise_graphs_.get();
+  return nullptr;
+}
+
+void ModelRunner::verify_cuda_graphs() {
+  for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get()})
+    if (g) verify_forward_graphs(*this, *g);
 }
 
 std::shared_ptr<const GraphMemory> ModelRunner::shared_graph_memory() {
@@ -124,11 +149,15 @@ std::shared_ptr<const GraphMemory> ModelRunner::shared_graph_memory() {
 Tensor ModelRunner::forward(const ForwardBatch& batch) {
   batch.validate();
   if (decode_graphs_ && batch.mode == ForwardMode::DECODE) {
+    if (const int fresh = decode_graphs_->prepare(batch); fresh > 0 && verify_)
+      verify_forward_graphs(*this, *decode_graphs_, fresh);
     const std::string why = decode_graphs_->refusal(batch);
     if (why.empty()) return decode_graphs_->forward(batch);
     GRT_DEBUG("decode step of {} requests runs eagerly: {}", batch.batch_size(), why);
   }
   if (piecewise_graphs_ && batch.mode == ForwardMode::EXTEND) {
+    if (const int fresh = piecewise_graphs_->prepare(batch); fresh > 0 && verify_)
+      verify_forward_graphs(*this, *piecewise_graphs_, fresh);
     const std::string why = piecewise_graphs_->refusal(batch);
     if (why.empty()) return piecewise_graphs_->forward(batch);
     GRT_DEBUG("extend of {} tokens runs eagerly: {}", batch.num_tokens(), why);

@@ -5,9 +5,8 @@
 #include <vector>
 
 #include "model/decoder_model.h"
-#include "runtime/decode_graphs.h"
 #include "runtime/forward_batch.h"
-#include "runtime/piecewise_graphs.h"
+#include "runtime/forward_graphs.h"
 #include "runtime/kv_cache.h"
 
 namespace grt {
@@ -45,6 +44,12 @@ struct ModelRunnerOptions {
   size_t graph_memory_budget = 0;
   // Capture smallest shapes first (benchmarks measure what descending order saves).
   bool capture_ascending = false;
+  // --verify-cuda-graph: after capture, replay every shape once on a random valid batch and
+  // compare with the eager forward (graph_verify.h); a shape that differs is retired.
+  bool verify_cuda_graph = false;
+  // --cuda-graph-lazy: capture a decode batch size / piecewise token count of the schedule the
+  // first time a batch needs it, instead of all at start.
+  bool cuda_graph_lazy = false;
 };
 
 class ModelRunner {
@@ -62,9 +67,14 @@ class ModelRunner {
   // The eager forward pass alone (the reference graphs are checked against).
   Tensor forward_eager(const ForwardBatch& batch);
   // Decode graphs, or nullptr when disabled or none could be captured.
-  const DecodeGraphs* decode_graphs() const { return decode_graphs_.get(); }
+  const ForwardGraphs* decode_graphs() const { return decode_graphs_.get(); }
   // Piecewise graphs, or nullptr when disabled.
-  const PiecewiseGraphs* piecewise_graphs() const { return piecewise_graphs_.get(); }
+  const ForwardGraphs* piecewise_graphs() const { return piecewise_graphs_.get(); }
+  // The graphs of `mode` (DECODE or EXTEND), nullptr when off; mutable for verification and tests.
+  ForwardGraphs* graphs(ForwardMode mode);
+  // Replays every captured shape of both modes on a random valid batch against the eager
+  // forward; retires the shapes that differ (graph_verify.h). Run at start by verify_cuda_graph.
+  void verify_cuda_graphs();
   // The memory every graph of this runner captures into (nullptr when no graph is on).
   const GraphMemory* graph_memory() const { return graph_memory_.get(); }
   // One token per entry of batch.logit_requests, from `logits` (rows in that order).
@@ -80,8 +90,9 @@ class ModelRunner {
   size_t graph_memory_budget_ = 0;
   std::shared_ptr<GraphMemory> graph_memory_;
   // After the pools: their graphs use them.
-  std::unique_ptr<DecodeGraphs> decode_graphs_;
-  std::unique_ptr<PiecewiseGraphs> piecewise_graphs_;
+  bool verify_ = false;  // --verify-cuda-graph: also each lazily captured shape
+  std::unique_ptr<ForwardGraphs> decode_graphs_;
+  std::unique_ptr<ForwardGraphs> piecewise_graphs_;
 };
 
 }  // namespace grt

@@ -89,3 +89,50 @@ TEST(DecodeGraphsCuda, RefusedBatchRunsEagerly) {
 
 }  // namespace
 }  // namespace grt
+
+namespace grt {
+namespace {
+
+// --verify-cuda-graph on a GPU (bf16): every decode and piecewise shape of the tiny model
+// verified within the stated tolerance; a corrupted shape retired, its batches still correct.
+TEST(ForwardGraphsCuda, VerifyPassesEveryShapeAndRetiresACorruptedOne) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  ModelRunnerOptions o = testing::small_graph_options();
+  o.verify_cuda_graph = true;
+  auto g = std::make_unique<ModelRunner>(load_model("builtin:tiny", Device::cuda(0), DType::BF16, 0, 64), o);
+  for (const ForwardGraphs* fg : {g->decode_graphs(), g->piecewise_graphs()})
+    for (const CapturedShape& s : fg->runner().stats()) {
+      EXPECT_TRUE(s.verified) << fg->schema().label() << " " << s.shape << ": " << s.retired;
+      EXPECT_GE(s.max_abs_diff, 0.0);
+    }
+  g->graphs(ForwardMode::DECODE)->runner().corrupt_for_testing(4);
+  g->verify_cuda_graphs();
+  EXPECT_NE(g->decode_graphs()->runner().retired(4).find("differs from the eager forward"), std::string::npos);
+}
+
+// Lazy capture on a GPU: the same tokens' logits as capture at start (pool and vmm memory).
+TEST(ForwardGraphsCuda, LazyCaptureMatchesCaptureAtStart) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  for (GraphMemoryMode memory : {GraphMemoryMode::kPool, GraphMemoryMode::kVmm}) {
+    auto at_start = testing::decode_test_runner(Device::cuda(0), true, 8, {1, 2, 4, 8}, memory);
+    ModelRunnerOptions o = testing::small_graph_options(memory);
+    o.disable_piecewise_cuda_graph = true;
+    o.cuda_graph_lazy = true;
+    auto lazy = std::make_unique<ModelRunner>(load_model("builtin:tiny", Device::cuda(0), DType::BF16, 0, 64), o);
+    std::vector<testing::HeldRequest> ha, hl;
+    for (int i = 0; i < 5; ++i) ha.push_back(testing::hold(*at_start, 8)), hl.push_back(testing::hold(*lazy, 8));
+    for (int n : {5, 3, 1}) {
+      std::vector<testing::DecodePart> pa, pl;
+      for (int i = 0; i < n; ++i) {
+        pa.push_back({&ha[static_cast<size_t>(i)], static_cast<int32_t>(7 + i), 0});
+        pl.push_back({&hl[static_cast<size_t>(i)], static_cast<int32_t>(7 + i), 0});
+      }
+      testing::expect_logits_match(testing::decode_logits(*lazy, pl), testing::decode_logits(*at_start, pa),
+                                   kDecodeTol, "lazy, " + std::to_string(n) + " requests");
+    }
+    EXPECT_EQ(lazy->decode_graphs()->runner().shapes(), (std::vector<int>{1, 4, 8}));
+  }
+}
+
+}  // namespace
+}  // namespace grt

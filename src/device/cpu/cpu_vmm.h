@@ -17,4 +17,8 @@ void vmm_map(void* addr, size_t bytes, uint64_t handle);
 // Replaces the mapping by PROT_NONE anonymous memory: the reservation stays.
 void vmm_unmap(void* addr, size_t bytes);
 
+// Test hook: while on, vmm_map fails (Error) at any address that held a mapping before — a
+// remap, as VMM consolidation does — so tests can inject a driver failure there.
+void vmm_fail_remaps_for_testing(bool on);
+
 }  // namespace grt::cpu

@@ -1,0 +1,135 @@
+#include "runtime/forward_graphs.h"
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "device/event.h"
+#include "device/stream.h"
+
+namespace grt {
+
+ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_ptr<GraphInputSchema> schema,
+                             std::shared_ptr<const GraphMemory> memory)
+    : schema_(std::move(schema)), memory_(std::move(memory)) {
+  GRT_CHECK(!options.shapes.empty(), "{} with no {} to capture", schema_->label(), schema_->unit());
+  const Device d = memory_->capture_memory().device();
+  capture_stream_ = new_stream(d);
+  ShapeGraphOptions ro;
+  ro.label = schema_->label();
+  ro.unit = schema_->unit();
+  ro.shapes = options.shapes;
+  ro.policy = schema_->policy(options.breakable);
+  ro.policy.check_args = options.debug_eager;  // every replay checks eager steps' recorded arguments
+  ro.warmups = options.warmups;
+  ro.ascending = options.ascending;
+  ro.progress = options.progress && !options.lazy;
+  ro.debug_eager = options.debug_eager;
+  ro.lazy = options.lazy;
+  const GraphMemory* mem = memory_.get();
+  ro.graph_bytes = [mem] { return mem->physical_bytes(); };
+  ro.before_capture = [mem](int) { mem->begin_capture(); };
+  ro.memory_tag = [mem] { return mem->capture_tag(); };
+  GraphInputSchema* s = schema_.get();
+  ro.prepare = [s, this](int n) { s->prepare_dummy(n, *capture_stream_); };
+  runner_ = std::make_unique<ShapeGraphRunner>(*capture_stream_, memory_->capture_memory(), ro);
+  current_stream(d).synchronize();  // the KV cache and request table were set up on the current stream
+  runner_->capture([s](int n) { return s->step(n); });
+  capture_stream_->synchronize();
+  check_memory();
+  if (!options.lazy) GRT_INFO("{}", summary());
+}
+
+ForwardGraphs::~ForwardGraphs() {
+  try {
+    capture_stream_->synchronize();
+  } catch (const std::exception& e) {
+    GRT_ERROR("waiting for the {} stream failed: {}", schema_->label(), e.what());
+  }
+}
+
+void ForwardGraphs::check_memory() {
+  const uint64_t faults = memory_->fault_count();
+  if (faults == faults_seen_) return;
+  faults_seen_ = faults;
+  for (const CapturedShape& s : runner_->stats()) {
+    if (!s.retired.empty()) continue;
+    const std::string why = memory_->fault(s.memory_tag);
+    if (!why.empty()) runner_->retire(s.shape, "its graph memory is unmapped: " + why);
+  }
+}
+
+int ForwardGraphs::prepare(const ForwardBatch& batch) {
+  check_memory();
+  if (!runner_->options().lazy || batch.mode != schema_->mode()) return 0;
+  const int padded = runner_->padded_size(schema_->shape_of(batch));
+  if (padded == 0 || runner_->is_captured(padded)) return 0;
+  Stream& stream = current_stream(memory_->capture_memory().device());
+  // Stream-ordered: the capture stream (which overwrites the inputs with its dummy batch) waits
+  // for the work queued so far on this stream, and this stream for the capture — no device-wide
+  // synchronize that would stall other streams.
+  auto queued = new_event(stream.device());
+  queued->record(stream);
+  capture_stream_->wait(*queued);
+  const std::string why = runner_->capture_shape(padded);
+  auto captured = new_event(stream.device());
+  captured->record(*capture_stream_);
+  stream.wait(*captured);
+  check_memory();  // a capture can lose other shapes' memory (VMM consolidation)
+  return why.empty() ? padded : 0;
+}
+
+std::string ForwardGraphs::refusal(const ForwardBatch& batch) const {
+  const char* g = schema_->graph_name();
+  if (batch.mode != schema_->mode())
+    return fmt::format("forward mode is {}, not {}", forward_mode_name(batch.mode), forward_mode_name(schema_->mode()));
+  const int n = schema_->shape_of(batch);
+  if (n == 0) return batch.mode == ForwardMode::DECODE ? "the batch is empty" : "the batch has no tokens";
+  const int max = runner_->max_servable();
+  if (max == 0) return fmt::format("no {} graph was captured", g);
+  if (n > max) {
+    if (batch.mode == ForwardMode::DECODE)
+      return fmt::format("batch size {} exceeds the largest captured {} graph ({})", n, g, max);
+    return fmt::format("{} {} exceed the largest captured {} graph ({})", n, schema_->unit(), g, max);
+  }
+  std::string why = schema_->refusal(batch);
+  if (!why.empty()) return why;
+  const int padded = runner_->padded_size(n);
+  if (!runner_->is_captured(padded)) return fmt::format("the {} graph of {} {} is not captured", g, schema_->unit(), padded);
+  why = runner_->retired(padded);
+  if (!why.empty()) return fmt::format("the {} graph of {} {} is retired: {}", g, schema_->unit(), padded, why);
+  return {};
+}
+
+Tensor ForwardGraphs::forward(const ForwardBatch& batch) {
+  const std::string why = refusal(batch);
+  GRT_CHECK(why.empty(), "{} graph replay refused: {}", schema_->graph_name(), why);
+  Stream& stream = current_stream(memory_->capture_memory().device());
+  ReplayDomain::Turn turn = memory_->replay_domain().enter(stream);
+  const int n = schema_->shape_of(batch);
+  schema_->stage(batch, runner_->padded_size(n));
+  schema_->inputs().upload(stream);
+  Tensor out = runner_->replay(n, stream);  // valid until the next replay: copy the rows out
+  ++replays_;
+  const auto rows = static_cast<int64_t>(batch.logit_rows().size());
+  if (rows == 0) return Tensor();
+  return schema_->logits(out, schema_->logit_rows(rows));
+}
+
+size_t ForwardGraphs::graph_bytes() const {
+  size_t total = 0;
+  for (const CapturedShape& s : runner_->stats()) total += s.graph_bytes;
+  return total;
+}
+
+std::string ForwardGraphs::summary() const {
+  const auto& t = runner_->shapes();
+  const std::string label = schema_->label();
+  if (t.empty()) return label + (runner_->options().lazy ? ": lazy, none captured yet" : ": none captured");
+  if (schema_->mode() == ForwardMode::DECODE)
+    return fmt::format("{}: {} sizes ({}..{}) captured in {:.3f} s, {:.1f} MiB graph memory", label, t.size(),
+                       t.front(), t.back(), runner_->capture_seconds(), graph_bytes() / 1048576.0);
+  return fmt::format("{}: {} token counts ({}..{}), {} pieces each, captured in {:.3f} s, {:.1f} MiB graph memory",
+                     label, t.size(), t.front(), t.back(), runner_->stats().front().segments,
+                     runner_->capture_seconds(), graph_bytes() / 1048576.0);
+}
+
+}  // namespace grt

@@ -1,0 +1,77 @@
+// ForwardGraphs: binds a model's forward for one mode to a ShapeGraphRunner (DESIGN.md "The
+// forward pass", steps 1-2) — decode graphs per batch size, piecewise prefill graphs per token
+// count — through the mode's GraphInputSchema (graph_input_schema.h). It captures the schema's
+// step for every shape (or lazily, on first need), and serves batches that fit: stage the batch
+// into the persistent inputs padded to a captured shape, replay on the graph memory's one
+// replay stream (ReplayDomain), return the real rows' logits.
+//
+// A shape is retired — never replayed again, its batches run eagerly — when its graph memory
+// was lost (a failed VMM remap: one warning per shape) or verification found it wrong.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/shape_graph_runner.h"
+#include "runtime/forward_batch.h"
+#include "runtime/graph_input_schema.h"
+#include "runtime/graph_memory.h"
+
+namespace grt {
+
+struct ForwardGraphsOptions {
+  std::vector<int> shapes;  // ascending, unique (capture_schedule.h)
+  int warmups = 1;
+  bool progress = true;
+  bool ascending = false;    // capture order (benchmarks only)
+  bool breakable = false;    // GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1 (decode)
+  bool debug_eager = false;  // --debug-cuda-graph: the forward runs eagerly through capture/replay
+  bool lazy = false;         // --cuda-graph-lazy: capture a shape the first time a batch needs it
+};
+
+class ForwardGraphs {
+ public:
+  // Captures every shape of options.shapes (none when lazy) into `memory`. The KV cache and
+  // request table must be set up (on the current stream).
+  ForwardGraphs(const ForwardGraphsOptions& options, std::unique_ptr<GraphInputSchema> schema,
+                std::shared_ptr<const GraphMemory> memory);
+  ~ForwardGraphs();
+
+  // Retires (one warning each) the captured shapes whose graph memory was lost since the last
+  // check (a failed VMM remap, possibly caused by another runner's capture). Cheap when none was.
+  void check_memory();
+  // Before refusal()/forward() of `batch`: check_memory(), and when lazy,
+  // captures the shape the batch needs. Never throws for a capture failure (the batch then runs
+  // eagerly, refusal() says why). Returns the shape captured now, 0 when none was.
+  int prepare(const ForwardBatch& batch);
+  // Empty when a graph can serve `batch`, else why not (mode, shape).
+  std::string refusal(const ForwardBatch& batch) const;
+  bool can_run(const ForwardBatch& batch) const { return refusal(batch).empty(); }
+  // float32 logits [rows, vocab] of batch.logit_rows(), in a fresh tensor. Needs can_run;
+  // Error (naming both streams) on a stream other than the memory's replay stream, or while
+  // another replay of the memory is being issued.
+  Tensor forward(const ForwardBatch& batch);
+
+  const ShapeGraphRunner& runner() const { return *runner_; }
+  ShapeGraphRunner& runner() { return *runner_; }
+  const GraphInputSchema& schema() const { return *schema_; }
+  const GraphMemory& memory() const { return *memory_; }
+  // Steps served by a graph so far.
+  uint64_t replay_count() const { return replays_; }
+  // Graph memory this runner's captures added to the (shared) memory, and persistent input bytes.
+  size_t graph_bytes() const;
+  size_t input_bytes() const { return schema_->inputs().bytes(); }
+  // "decode graphs: 35 sizes (1..256) captured in 0.31 s, 190.0 MiB graph memory"
+  std::string summary() const;
+
+ private:
+
+  std::unique_ptr<GraphInputSchema> schema_;
+  std::shared_ptr<const GraphMemory> memory_;
+  std::shared_ptr<Stream> capture_stream_;
+  std::unique_ptr<ShapeGraphRunner> runner_;
+  uint64_t replays_ = 0;
+  uint64_t faults_seen_ = 0;
+};
+
+}  // namespace grt

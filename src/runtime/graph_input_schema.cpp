@@ -1,0 +1,197 @@
+#include "runtime/graph_input_schema.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "ops/gather.h"
+
+namespace grt {
+
+namespace {
+
+class DecodeSchema final : public GraphInputSchema {
+ public:
+  DecodeSchema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, int max_bs,
+               std::vector<int> breaks)
+      : GraphInputSchema(model->device()),
+        model_(std::move(model)),
+        req_pool_(req_pool),
+        kv_pool_(kv_pool),
+        graph_break_layers_(std::move(breaks)) {
+    input_ids_ = inputs_.add_i32("input_ids", max_bs, 0);
+    positions_ = inputs_.add_i32("positions", max_bs, 0);
+    out_cache_loc_ = inputs_.add_i32("out_cache_loc", max_bs, 0);
+    req_pool_indices_ = inputs_.add_i32("req_pool_indices", max_bs, req_pool_.padding_slot());
+    seq_lens_ = inputs_.add_i32("seq_lens", max_bs, 1);
+    logit_rows_ = inputs_.add_i32("logit_rows", max_bs, 0);
+    inputs_.allocate();
+  }
+
+  ForwardMode mode() const override { return ForwardMode::DECODE; }
+  const char* label() const override { return "decode graphs"; }
+  const char* unit() const override { return "batch size"; }
+  const char* graph_name() const override { return "decode"; }
+  CapturePolicies policy(bool breakable) const override { return CapturePolicies{.breakable = breakable}; }
+  int shape_of(const ForwardBatch& b) const override { return b.batch_size(); }
+  std::string refusal(const ForwardBatch& b) const override {
+    if (b.logit_requests.size() > static_cast<size_t>(b.batch_size()))
+      return fmt::format("{} logit rows for {} requests", b.logit_requests.size(), b.batch_size());
+    return {};
+  }
+  void prepare_dummy(int n, Stream& stream) override {
+    for (int id : {input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_}) inputs_.set(id, {}, n);
+    inputs_.upload(stream);
+  }
+  void stage(const ForwardBatch& b, int padded) override {
+    inputs_.set(input_ids_, b.input_ids, padded);
+    inputs_.set(positions_, b.positions, padded);
+    inputs_.set(out_cache_loc_, b.out_cache_loc, padded);
+    inputs_.set(req_pool_indices_, b.req_pool_indices, padded);
+    inputs_.set(seq_lens_, b.seq_lens, padded);
+    const std::vector<int32_t> rows = b.logit_rows();
+    inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
+  }
+  Tensor step(int n) override {
+    ForwardInputs in;
+    in.is_decode = true;
+    in.input_ids = inputs_.view(input_ids_, n);
+    in.positions = inputs_.view(positions_, n);
+    in.out_cache_loc = inputs_.view(out_cache_loc_, n);
+    in.decode = {req_pool_.table(), inputs_.view(req_pool_indices_, n), inputs_.view(seq_lens_, n)};
+    in.kv_cache = &kv_pool_.layers();
+    in.graph_break_layers = graph_break_layers_;
+    return model_->logits(model_->forward(in));
+  }
+  Tensor logits(const Tensor& output, const Tensor& rows) const override { return ops::gather_rows(output, rows); }
+
+ private:
+  std::shared_ptr<const DecoderModel> model_;
+  ReqToTokenPool& req_pool_;
+  TokenToKVPool& kv_pool_;
+  std::vector<int> graph_break_layers_;
+  int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_;
+};
+
+class ExtendSchema final : public GraphInputSchema {
+ public:
+  ExtendSchema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool, TokenToKVPool& kv_pool,
+               int max_tokens)
+      : GraphInputSchema(model->device()),
+        model_(std::move(model)),
+        req_pool_(req_pool),
+        kv_pool_(kv_pool),
+        max_requests_(req_pool.max_requests()) {
+    const int context = req_pool_.max_context();
+    // A capture runs a dummy batch of up to `max_tokens` tokens on the padding slot, one
+    // request per `context` tokens (a request cannot extend past its req_to_token row).
+    const int dummy_reqs = (max_tokens + context - 1) / context;
+    GRT_CHECK(dummy_reqs <= max_requests_, "piecewise graphs of {} tokens need {} request rows of {} tokens, have {}",
+              max_tokens, dummy_reqs, context, max_requests_);
+    input_ids_ = inputs_.add_i32("input_ids", max_tokens, 0);
+    positions_ = inputs_.add_i32("positions", max_tokens, 0);
+    out_cache_loc_ = inputs_.add_i32("out_cache_loc", max_tokens, 0);
+    logit_rows_ = inputs_.add_i32("logit_rows", max_tokens, 0);
+    req_pool_indices_ = inputs_.add_i32("req_pool_indices", max_requests_, req_pool_.padding_slot());
+    prefix_lens_ = inputs_.add_i32("prefix_lens", max_requests_, 0);
+    extend_lens_ = inputs_.add_i32("extend_lens", max_requests_, 0);
+    extend_start_loc_ = inputs_.add_i32("extend_start_loc", max_requests_, 0);
+    inputs_.allocate();
+    live_.is_decode = false;
+    live_.kv_cache = &kv_pool_.layers();
+    live_.extend.req_to_token = req_pool_.table();
+  }
+
+  ForwardMode mode() const override { return ForwardMode::EXTEND; }
+  const char* label() const override { return "piecewise graphs"; }
+  const char* unit() const override { return "tokens"; }
+  const char* graph_name() const override { return "piecewise"; }
+  CapturePolicies policy(bool) const override { return CapturePolicies{.split_ops = true}; }
+  int shape_of(const ForwardBatch& b) const override { return b.num_tokens(); }
+  std::string refusal(const ForwardBatch& b) const override {
+    if (b.return_all_logits) return "the batch asks for logits of prompt positions (logprobs), which run eagerly";
+    if (b.batch_size() > max_requests_)
+      return fmt::format("{} requests exceed the {} request rows", b.batch_size(), max_requests_);
+    return {};
+  }
+  // Every token padding, covered in order by requests on the padding slot.
+  void prepare_dummy(int n, Stream& stream) override {
+    const int context = req_pool_.max_context();
+    std::vector<int32_t> lens, starts;
+    for (int t = 0; t < n; t += context) {
+      starts.push_back(t);
+      lens.push_back(std::min(context, n - t));
+    }
+    const auto reqs = static_cast<int64_t>(lens.size());
+    inputs_.set(input_ids_, {}, n);
+    inputs_.set(positions_, {}, n);
+    inputs_.set(out_cache_loc_, {}, n);
+    inputs_.set(req_pool_indices_, {}, reqs);
+    inputs_.set(prefix_lens_, {}, reqs);
+    inputs_.set(extend_lens_, lens, reqs);
+    inputs_.set(extend_start_loc_, starts, reqs);
+    inputs_.upload(stream);
+    bind_live(n, static_cast<int>(reqs), std::min(n, context));
+  }
+  void stage(const ForwardBatch& b, int padded) override {
+    const int reqs = b.batch_size();
+    inputs_.set(input_ids_, b.input_ids, padded);
+    inputs_.set(positions_, b.positions, padded);
+    inputs_.set(out_cache_loc_, b.out_cache_loc, padded);
+    inputs_.set(req_pool_indices_, b.req_pool_indices, reqs);
+    inputs_.set(prefix_lens_, b.prefix_lens, reqs);
+    inputs_.set(extend_lens_, b.extend_lens, reqs);
+    inputs_.set(extend_start_loc_, b.extend_start_loc, reqs);
+    const std::vector<int32_t> rows = b.logit_rows();
+    inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
+    // The recorded attention reads the real requests: their count and longest extend.
+    bind_live(padded, reqs, *std::max_element(b.extend_lens.begin(), b.extend_lens.end()));
+  }
+  Tensor step(int n) override {
+    GRT_CHECK(live_.input_ids.size(0) == n, "piecewise capture of {} tokens over inputs of {}", n,
+              live_.input_ids.size(0));
+    return model_->forward(live_);
+  }
+  Tensor logits(const Tensor& output, const Tensor& rows) const override {
+    return model_->logits(ops::gather_rows(output, rows));
+  }
+
+ private:
+  // Points live_ at the first `tokens` rows and `reqs` requests of the persistent inputs.
+  void bind_live(int tokens, int reqs, int max_extend_len) {
+    live_.input_ids = inputs_.view(input_ids_, tokens);
+    live_.positions = inputs_.view(positions_, tokens);
+    live_.out_cache_loc = inputs_.view(out_cache_loc_, tokens);
+    live_.extend.req_pool_indices = inputs_.view(req_pool_indices_, reqs);
+    live_.extend.prefix_lens = inputs_.view(prefix_lens_, reqs);
+    live_.extend.extend_lens = inputs_.view(extend_lens_, reqs);
+    live_.extend.extend_start_loc = inputs_.view(extend_start_loc_, reqs);
+    live_.extend.num_reqs = reqs;
+    live_.extend.max_extend_len = max_extend_len;
+  }
+
+  std::shared_ptr<const DecoderModel> model_;
+  ReqToTokenPool& req_pool_;
+  TokenToKVPool& kv_pool_;
+  int max_requests_;
+  int input_ids_, positions_, out_cache_loc_;
+  int req_pool_indices_, prefix_lens_, extend_lens_, extend_start_loc_;
+  // What the captured forward reads: tensors are views of inputs_; the extend metadata's host
+  // fields are updated before every replay (the recorded attention reads them by pointer).
+  ForwardInputs live_;
+};
+
+}  // namespace
+
+std::unique_ptr<GraphInputSchema> decode_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
+                                                TokenToKVPool& kv_pool, int max_batch_size,
+                                                std::vector<int> graph_break_layers) {
+  return std::make_unique<DecodeSchema>(std::move(model), req_pool, kv_pool, max_batch_size,
+                                        std::move(graph_break_layers));
+}
+
+std::unique_ptr<GraphInputSchema> extend_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
+                                                TokenToKVPool& kv_pool, int max_tokens) {
+  return std::make_unique<ExtendSchema>(std::move(model), req_pool, kv_pool, max_tokens);
+}
+
+}  // namespace grt

@@ -1,0 +1,64 @@
+// GraphInputSchema: what one forward mode's graphs read and how a batch fills it — the
+// per-mode half of ForwardGraphs. A schema owns the persistent inputs (allocated once at the
+// largest shape), says which batches its graphs can serve and what a shape counts, writes a
+// dummy all-padding batch for capture, stages a real batch padded to a captured shape, and
+// runs the captured step. Modes: decode (a shape is a batch size) and extend (a token count,
+// piecewise at split ops); mixed and speculative-verify batches are further schemas.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/segmented_capture.h"
+#include "memory/persistent_buffers.h"
+#include "model/decoder_model.h"
+#include "runtime/forward_batch.h"
+#include "runtime/kv_cache.h"
+
+namespace grt {
+
+class GraphInputSchema {
+ public:
+  virtual ~GraphInputSchema() = default;
+
+  virtual ForwardMode mode() const = 0;
+  virtual const char* label() const = 0;       // "decode graphs", "piecewise graphs"
+  virtual const char* unit() const = 0;        // what a shape counts: "batch size", "tokens"
+  virtual const char* graph_name() const = 0;  // "decode", "piecewise": in refusals and summaries
+  virtual CapturePolicies policy(bool breakable) const = 0;
+  // The shape `batch` needs (batch size or token count).
+  virtual int shape_of(const ForwardBatch& batch) const = 0;
+  // Why this mode's graphs cannot serve `batch` apart from its mode and shape ("" when they can).
+  virtual std::string refusal(const ForwardBatch& batch) const = 0;
+  // Writes a valid all-padding batch of shape `n` into the inputs and uploads it on `stream`.
+  virtual void prepare_dummy(int n, Stream& stream) = 0;
+  // Stages `batch` padded to shape `padded`, and its logit rows (not uploaded yet).
+  virtual void stage(const ForwardBatch& batch, int padded) = 0;
+  // The step graphs capture: reads the first `n` rows of the inputs, returns [n, ...].
+  virtual Tensor step(int n) = 0;
+  // float32 logits of `rows` (an index tensor) of a replay's output.
+  virtual Tensor logits(const Tensor& output, const Tensor& rows) const = 0;
+
+  PersistentBuffers& inputs() { return inputs_; }
+  const PersistentBuffers& inputs() const { return inputs_; }
+  // Device view of the logit rows staged by stage().
+  Tensor logit_rows(int64_t n) const { return inputs_.view(logit_rows_, n); }
+
+ protected:
+  explicit GraphInputSchema(Device device) : inputs_(device) {}
+  PersistentBuffers inputs_;
+  int logit_rows_ = -1;  // declared by each schema, read after replay by the gather only
+};
+
+// Decode: one token per request. Padding rows: token 0 at position 0 of the dummy request
+// (the padding slot, seq len 1, KV written into slot 0, the sink).
+std::unique_ptr<GraphInputSchema> decode_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
+                                                TokenToKVPool& kv_pool, int max_batch_size,
+                                                std::vector<int> graph_break_layers);
+// Extend (piecewise prefill): padding tokens belong to no request (token 0 at position 0, KV
+// into slot 0); the recorded attention reads the live request count and longest extend by
+// pointer, so they are the real batch's, not the padded one's.
+std::unique_ptr<GraphInputSchema> extend_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
+                                                TokenToKVPool& kv_pool, int max_tokens);
+
+}  // namespace grt
