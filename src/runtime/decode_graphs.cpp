@@ -28,6 +28,8 @@ DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<c
   out_cache_loc_ = inputs_.add_i32("out_cache_loc", max_bs, 0);
   req_pool_indices_ = inputs_.add_i32("req_pool_indices", max_bs, req_pool_.padding_slot());
   seq_lens_ = inputs_.add_i32("seq_lens", max_bs, 1);
+  // How many rows are real (MoE layers route none of the padding rows).
+  num_real_ = inputs_.add_i32("num_token_non_padded", 1, 0);
   // Which output rows the step returns: read by the gather after replay, not by the graph.
   logit_rows_ = inputs_.add_i32("logit_rows", max_bs, 0);
   inputs_.allocate();
@@ -52,6 +54,7 @@ DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<c
   current_stream(d).synchronize();
   // Capture over an all-padding batch of the largest size.
   for (int id : {input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_}) inputs_.set(id, {}, max_bs);
+  inputs_.set(num_real_, {}, 1);
   inputs_.upload(*capture_stream_);
   runner_->capture([this](int bs) {
     Tensor hidden = model_->forward(inputs_for(bs));
@@ -77,6 +80,7 @@ ForwardInputs DecodeGraphs::inputs_for(int rows) const {
   in.out_cache_loc = inputs_.view(out_cache_loc_, rows);
   in.decode = {req_pool_.table(), inputs_.view(req_pool_indices_, rows), inputs_.view(seq_lens_, rows)};
   in.kv_cache = &kv_pool_.layers();
+  in.num_real_tokens = inputs_.view(num_real_, 1);
   in.graph_break_layers = graph_break_layers_;
   return in;
 }
@@ -105,6 +109,7 @@ Tensor DecodeGraphs::forward(const ForwardBatch& batch) {
   inputs_.set(out_cache_loc_, batch.out_cache_loc, padded);
   inputs_.set(req_pool_indices_, batch.req_pool_indices, padded);
   inputs_.set(seq_lens_, batch.seq_lens, padded);
+  inputs_.set(num_real_, {bs}, 1);
   const std::vector<int32_t> rows = batch.logit_rows();
   inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
   inputs_.upload(stream);

@@ -60,6 +60,7 @@ class DecodeGraphs {
   std::shared_ptr<const GraphMemory> memory_;
   PersistentBuffers inputs_;
   int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, logit_rows_;
+  int num_real_;  // i32 [1]: real rows of the replayed batch (ForwardInputs::num_real_tokens)
   std::unique_ptr<ShapeGraphRunner> runner_;
   uint64_t replays_ = 0;
   std::vector<int> graph_break_layers_;

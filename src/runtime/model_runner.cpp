@@ -91,6 +91,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     PiecewiseGraphsOptions po;
     po.progress = opt.capture_progress;
     po.ascending = opt.capture_ascending;
+    po.moe_dispatch_split_op = opt.moe_dispatch_split_op;
     po.token_counts = opt.piecewise_cuda_graph_tokens.empty()
                           ? default_piecewise_token_counts(std::max(cap, 1))
                           : checked_token_counts(opt.piecewise_cuda_graph_tokens, cap, "--piecewise-cuda-graph-tokens");

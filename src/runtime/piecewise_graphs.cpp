@@ -7,6 +7,7 @@
 #include "core/logging.h"
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
+#include "model/moe_layer.h"
 #include "ops/gather.h"
 
 namespace grt {
@@ -37,11 +38,13 @@ PiecewiseGraphs::PiecewiseGraphs(const PiecewiseGraphsOptions& options, std::sha
   prefix_lens_ = inputs_.add_i32("prefix_lens", max_requests_, 0);
   extend_lens_ = inputs_.add_i32("extend_lens", max_requests_, 0);
   extend_start_loc_ = inputs_.add_i32("extend_start_loc", max_requests_, 0);
+  num_real_ = inputs_.add_i32("num_token_non_padded", 1, 0);
   inputs_.allocate();
 
   live_.is_decode = false;
   live_.kv_cache = &kv_pool_.layers();
   live_.extend.req_to_token = req_pool_.table();
+  live_.num_real_tokens = inputs_.view(num_real_, 1);
 
   capture_stream_ = new_stream(d);
   ShapeGraphOptions ro;
@@ -71,11 +74,13 @@ PiecewiseGraphs::PiecewiseGraphs(const PiecewiseGraphsOptions& options, std::sha
     inputs_.set(prefix_lens_, {}, static_cast<int64_t>(lens.size()));
     inputs_.set(extend_lens_, lens, static_cast<int64_t>(lens.size()));
     inputs_.set(extend_start_loc_, starts, static_cast<int64_t>(lens.size()));
+    inputs_.set(num_real_, {}, 1);
     inputs_.upload(*capture_stream_);
     bind_live(n, static_cast<int>(lens.size()), std::min(n, context));
   };
   runner_ = std::make_unique<ShapeGraphRunner>(*capture_stream_, memory_->capture_memory(), ro);
   current_stream(d).synchronize();  // KV cache and request table were set up on the current stream
+  ScopedMoeDispatchSplit moe_split(options.moe_dispatch_split_op);
   runner_->capture([this](int n) {
     GRT_CHECK(live_.input_ids.size(0) == n, "piecewise capture of {} tokens over inputs of {}", n,
               live_.input_ids.size(0));
@@ -133,6 +138,7 @@ Tensor PiecewiseGraphs::forward(const ForwardBatch& batch) {
   inputs_.set(prefix_lens_, batch.prefix_lens, reqs);
   inputs_.set(extend_lens_, batch.extend_lens, reqs);
   inputs_.set(extend_start_loc_, batch.extend_start_loc, reqs);
+  inputs_.set(num_real_, {tokens}, 1);
   const std::vector<int32_t> rows = batch.logit_rows();
   inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
   inputs_.upload(stream);

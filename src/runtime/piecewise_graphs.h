@@ -26,6 +26,9 @@ struct PiecewiseGraphsOptions {
   int warmups = 1;
   bool progress = true;
   bool ascending = false;  // capture order (benchmarks only)
+  // MoE models: the MoE block (model/moe_layer.h, "moe_dispatch") is a split op too, so it runs
+  // eagerly between pieces instead of inside them (--moe-dispatch-split-op).
+  bool moe_dispatch_split_op = false;
 };
 
 class PiecewiseGraphs {
@@ -62,6 +65,7 @@ class PiecewiseGraphs {
   PersistentBuffers inputs_;
   int input_ids_, positions_, out_cache_loc_, logit_rows_;
   int req_pool_indices_, prefix_lens_, extend_lens_, extend_start_loc_;
+  int num_real_;  // i32 [1]: real tokens of the replayed batch (ForwardInputs::num_real_tokens)
   int max_requests_;
   // What the captured forward reads: tensors are views of inputs_; the extend metadata's host
   // fields are updated before every replay (the recorded attention reads them by pointer).
