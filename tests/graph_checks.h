@@ -243,7 +243,7 @@ inline ShapeGraphOptions toy_options(std::vector<int> sizes, bool breakable) {
   ShapeGraphOptions o;
   o.shapes = std::move(sizes);
   o.progress = false;
-  o.policy = breakable ? CapturePolicy::kBreakable : CapturePolicy::kFull;
+  o.policy = CapturePolicies{.breakable = breakable};
   return o;
 }
 
@@ -472,7 +472,7 @@ inline ShapeGraphOptions piecewise_toy_options(std::vector<int> counts, ToyPiece
   ShapeGraphOptions o;
   o.shapes = std::move(counts);
   o.progress = false;
-  o.policy = CapturePolicy::kPiecewise;
+  o.policy = CapturePolicies{.split_ops = true};
   o.prepare = [&m](int n) {
     m.capturing = false;
     m.live_rows = n;
@@ -517,6 +517,53 @@ inline void check_piecewise_failure_degrades_per_size(Device d) {
   m.live_rows = 6;
   std::vector<float> got = to_host_floats(ops::contiguous(runner.replay(6, *cap_stream)));
   EXPECT_EQ(got, to_host_floats(m.forward(6)));
+}
+
+
+// Policies compose: a piecewise capture that also honours breakable marks runs an eager_on_graph
+// step (a host decision) eagerly between pieces, next to the split op, and writes its result back.
+struct PiecewiseWithBranch {
+  ToyPiecewise pw;
+  BranchyDecode br;
+  PiecewiseWithBranch(Device d, int max_n) : pw(d, max_n), br(d, max_n) {}
+  void set_sign(int sign, uint64_t seed) { ops::fill_hash_uniform_(pw.x, 900 + seed, sign > 0 ? 1.0f : -1.0f, 0.5f); }
+  Tensor forward(int n) {
+    Tensor y = pw.forward(n);
+    auto branch = eager_on_graph("host_branch", [this](const Tensor& t) { return br.branch_eager(t); });
+    return ops::rms_norm(branch(y), br.w3, 1e-6f);
+  }
+};
+
+inline void check_eager_on_graph_inside_piecewise(Device d) {
+  auto cap_stream = new_stream(d);
+  PiecewiseWithBranch m(d, 16);
+  ShapeGraphOptions o = piecewise_toy_options({4, 16}, m.pw);
+  // Split ops alone capture the host read, which fails every shape.
+  {
+    ShapeGraphRunner split_only(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
+    split_only.capture([&](int n) { return m.forward(n); });
+    EXPECT_TRUE(split_only.shapes().empty());
+    EXPECT_NE(split_only.capture_error().find("not allowed during stream capture"), std::string::npos)
+        << split_only.capture_error();
+  }
+  o.policy = CapturePolicies{.split_ops = true, .breakable = true};
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
+  runner.capture([&](int n) { return m.forward(n); });
+  ASSERT_EQ(runner.shapes(), (std::vector<int>{4, 16})) << runner.capture_error();
+  EXPECT_EQ(runner.stats().front().segments, 3u);  // piece | attention | piece | host_branch | piece
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  const int signs[] = {1, -1, -1, 1};
+  const int counts[] = {3, 16, 9, 4};
+  for (int i = 0; i < 4; ++i) {
+    m.set_sign(signs[i], static_cast<uint64_t>(i));
+    m.pw.live_rows = counts[i];
+    const int reads = m.br.host_reads;
+    std::vector<float> got = to_host_floats(ops::contiguous(runner.replay(counts[i], *stream)));
+    EXPECT_EQ(m.br.host_reads, reads + 1) << "the eager_on_graph step must run eagerly at replay";
+    std::vector<float> want = to_host_floats(m.forward(counts[i]));
+    ASSERT_EQ(got, want) << "replay " << i << " (sign " << signs[i] << ", " << counts[i] << " tokens)";
+  }
 }
 
 }  // namespace grt::testing

@@ -25,6 +25,9 @@ TEST(PiecewiseGraphs, VmmBudgetExhaustionKeepsEarlierGraphs) {
   testing::check_vmm_budget_exhaustion_keeps_earlier_graphs(kCpu, 0.0f);
 }
 TEST(PiecewiseGraphs, OverLargeAndLogprobBatchesFallBack) { testing::check_piecewise_fallbacks(kCpu, 0.0f); }
+TEST(PiecewiseGraphRunner, EagerOnGraphStepInsideAPiecewiseCapture) {
+  testing::check_eager_on_graph_inside_piecewise(kCpu);
+}
 TEST(PiecewiseGraphs, WholeScheduleCostsLittleMoreThanTheLargest) { testing::check_piecewise_schedule_memory(kCpu); }
 
 TEST(PiecewiseGraphs, AutoDisabledWhenAttentionIsNotASplitOp) {

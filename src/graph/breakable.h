@@ -27,7 +27,7 @@ namespace grt {
 // True while this thread runs a breakable segmented capture.
 inline bool breakable_capture_active() {
   SegmentedCapture* c = SegmentedCapture::current();
-  return c && c->policy() == CapturePolicy::kBreakable;
+  return c && c->policy().breakable;
 }
 
 // A segment boundary in a breakable capture; nothing otherwise.

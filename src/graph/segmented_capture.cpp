@@ -41,7 +41,7 @@ size_t SegmentedGraph::node_count() const {
   return n;
 }
 
-SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory, CapturePolicy policy)
+SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory, CapturePolicies policy)
     : stream_(stream), memory_(std::move(memory)), policy_(policy) {
   GRT_CHECK(memory_.defined(), "a segmented capture needs graph memory (a pool or an arena)");
   GRT_CHECK(&current_stream(stream.device()) == &stream,

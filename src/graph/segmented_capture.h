@@ -37,11 +37,22 @@ namespace grt {
 
 class Stream;
 
-// Where a segmented capture splits besides explicit eager_step() calls.
-enum class CapturePolicy {
-  kFull,       // nowhere: marked code is captured like any other (decode graphs)
-  kPiecewise,  // at registered split ops (graph/split_ops.h): piecewise prefill graphs
-  kBreakable,  // at eager_on_graph / break_graph (graph/breakable.h)
+// Where a segmented capture splits besides explicit eager_step() calls: a set, so piecewise
+// prefill (split ops) and host-decided code (eager_on_graph) can work in one capture.
+//   CapturePolicies{}                                   full graph: marked code is captured
+//   CapturePolicies{.split_ops = true}                  piecewise prefill
+//   CapturePolicies{.breakable = true}                  breakable decode
+//   CapturePolicies{.split_ops = true, .breakable = true}  both
+struct CapturePolicies {
+  bool split_ops = false;  // at registered split ops (graph/split_ops.h)
+  bool breakable = false;  // at eager_on_graph / break_graph (graph/breakable.h)
+  // Debug (--debug-cuda-graph, tests): every replay compares each eager step's recorded
+  // non-tensor arguments (and declared host values, graph/host_arg.h) with their live values
+  // and fails naming the step and the argument when one changed.
+  bool check_args = false;
+
+  bool any_split() const { return split_ops || breakable; }
+  bool operator==(const CapturePolicies&) const = default;
 };
 
 // The result of a segmented capture: instantiated segments and recorded steps.
@@ -73,7 +84,7 @@ class SegmentedCapture : private ForkObserver {
   // Begins the first segment on `stream`, which must be its device's current stream and not
   // capturing. Allocations go to `memory` until finish() or destruction. `policy` says which
   // marked code splits the capture.
-  SegmentedCapture(Stream& stream, CaptureMemory memory, CapturePolicy policy = CapturePolicy::kFull);
+  SegmentedCapture(Stream& stream, CaptureMemory memory, CapturePolicies policy = {});
   // An unfinished capture is ended and discarded (after an error in the captured code).
   ~SegmentedCapture();
   SegmentedCapture(const SegmentedCapture&) = delete;
@@ -86,7 +97,7 @@ class SegmentedCapture : private ForkObserver {
 
   Stream& stream() const { return stream_; }
   const CaptureMemory& memory() const { return memory_; }
-  CapturePolicy policy() const { return policy_; }
+  const CapturePolicies& policy() const { return policy_; }
   // Streams forked into the current segment so far (joined or not).
   size_t forked_stream_count() const { return forked_.size(); }
   // The segmented capture this thread is running, or nullptr (for eager_on_graph / split ops).
@@ -104,7 +115,7 @@ class SegmentedCapture : private ForkObserver {
 
   Stream& stream_;
   CaptureMemory memory_;
-  CapturePolicy policy_ = CapturePolicy::kFull;
+  CapturePolicies policy_;
   std::vector<Stream*> forked_;
   ForkObserver* previous_observer_ = nullptr;
   bool observing_ = false;

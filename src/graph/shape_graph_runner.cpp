@@ -43,7 +43,7 @@ ShapeGraphRunner::Captured ShapeGraphRunner::capture_one(int n, const Forward& f
   Captured c;
   c.warmup_seconds = seconds_since(t0);
   if (options_.before_capture) options_.before_capture(n);
-  SegmentedCapture capture(stream_, memory_, options_.debug_eager ? CapturePolicy::kFull : options_.policy);
+  SegmentedCapture capture(stream_, memory_, options_.debug_eager ? CapturePolicies{.check_args = options_.policy.check_args} : options_.policy);
   Tensor out = options_.debug_eager ? record_eager_call(capture, "debug-cuda-graph: forward", forward, n) : forward(n);
   GRT_CHECK(out.defined() && out.rank() >= 1 && out.size(0) == n, "{}: the forward of {} {} returned {}, expected [{}, ...]",
             options_.label, options_.unit, n, out.defined() ? out.str() : std::string("nothing"), n);

@@ -37,7 +37,7 @@ struct ShapeGraphOptions {
   std::string label = "graphs";  // for progress and messages: "decode graphs", "piecewise graphs"
   std::string unit = "shape";    // what a shape counts: "batch size", "tokens"
   std::vector<int> shapes;       // ascending, unique, positive (capture_schedule.h)
-  CapturePolicy policy = CapturePolicy::kFull;
+  CapturePolicies policy;  // e.g. {.split_ops = true, .breakable = true}
   // Eager runs before the first (largest) shape's capture, and before every other shape's. The
   // first warm-up loads kernels and creates per-stream library state; our ops keep no other
   // per-shape state that capture cannot create (cuBLASLt picks an algorithm for a new shape with

@@ -40,7 +40,7 @@ bool is_split_op(const std::string& name) {
 
 bool splits_here(const std::string& name) {
   SegmentedCapture* c = SegmentedCapture::current();
-  return c && c->policy() == CapturePolicy::kPiecewise && is_split_op(name);
+  return c && c->policy().split_ops && is_split_op(name);
 }
 
 }  // namespace grt

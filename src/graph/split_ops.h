@@ -1,5 +1,5 @@
 // Split ops (piecewise graphs, seeds 000/001): ops that end a piece. Model code wraps such an op
-// with split_op(name, fn); in a piecewise capture (CapturePolicy::kPiecewise) a call to a
+// with split_op(name, fn); in a capture whose policies include split_ops a call to a
 // registered split op ends the current segment, runs the op eagerly, records it and begins the
 // next segment — the same recording as eager_on_graph (graph/breakable.h), chosen by a
 // different policy. Anywhere else the wrapper is a plain call.

@@ -40,7 +40,7 @@ DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<c
   ro.label = "decode graphs";
   ro.unit = "batch size";
   ro.shapes = options.batch_sizes;
-  ro.policy = options.breakable ? CapturePolicy::kBreakable : CapturePolicy::kFull;
+  ro.policy = CapturePolicies{.breakable = options.breakable};
   ro.warmups = options.warmups;
   ro.ascending = options.ascending;
   ro.progress = options.progress;

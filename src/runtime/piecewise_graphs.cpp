@@ -51,7 +51,7 @@ PiecewiseGraphs::PiecewiseGraphs(const PiecewiseGraphsOptions& options, std::sha
   ro.label = "piecewise graphs";
   ro.unit = "tokens";
   ro.shapes = options.token_counts;
-  ro.policy = CapturePolicy::kPiecewise;
+  ro.policy = CapturePolicies{.split_ops = true};
   ro.warmups = options.warmups;
   ro.ascending = options.ascending;
   ro.progress = options.progress;

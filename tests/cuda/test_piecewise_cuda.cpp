@@ -25,6 +25,10 @@ TEST(PiecewiseGraphRunnerCuda, FailingSplitOpDegradesThatSizeAndLarger) {
   REQUIRE_GPU();
   testing::check_piecewise_failure_degrades_per_size(kGpu);
 }
+TEST(PiecewiseGraphRunnerCuda, EagerOnGraphStepInsideAPiecewiseCapture) {
+  REQUIRE_GPU();
+  testing::check_eager_on_graph_inside_piecewise(kGpu);
+}
 TEST(PiecewiseGraphsCuda, ReplayMatchesEagerForSinglesAndBatchesWithPrefixes) {
   REQUIRE_GPU();
   testing::check_piecewise_matches_eager(kGpu, kTol);
