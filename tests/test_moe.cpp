@@ -45,7 +45,9 @@ std::unique_ptr<ModelRunner> moe_runner(const std::string& preset, Mode mode) {
   o.piecewise_cuda_graph_tokens = {4, 8, 16, 32, 64};
   o.disable_cuda_graph = o.disable_piecewise_cuda_graph = mode == Mode::kEager;
   o.graph_memory = mode == Mode::kVmm ? GraphMemoryMode::kVmm : GraphMemoryMode::kPool;
-  o.breakable_cuda_graph = mode == Mode::kBreakable;
+  // Breakable: MoE routing is a breakable mark inside every sparse layer, in decode graphs and
+  // (with the composable policies) in piecewise graphs.
+  o.breakable_cuda_graph = o.moe_eager_routing = mode == Mode::kBreakable;
   if (mode == Mode::kBreakable) o.graph_break_layers = {0};  // a break right after an MoE layer
   o.debug_cuda_graph = mode == Mode::kDebug;
   o.moe_dispatch_split_op = mode == Mode::kMoeSplit;
@@ -142,6 +144,13 @@ TEST(MoeGraphs, DispatchSplitAddsOnePiecePerSparseLayer) {
             static_cast<size_t>(c.num_hidden_layers + sparse + 1));
   EXPECT_FALSE(is_split_op("moe_dispatch"));
   EXPECT_TRUE(is_split_op("attention"));
+  // Routing as a breakable mark inside each sparse layer: one more piece per sparse layer in
+  // piecewise graphs (split ops and breakable marks in one capture); in breakable decode graphs
+  // one segment per mark plus the break after layer 0.
+  auto marks = moe_runner("tiny-qwen3-moe", Mode::kBreakable);
+  EXPECT_EQ(marks->piecewise_graphs()->runner().stats().front().segments,
+            static_cast<size_t>(c.num_hidden_layers + sparse + 1));
+  EXPECT_EQ(marks->decode_graphs()->runner().stats().front().segments, static_cast<size_t>(sparse + 1 + 1));
 }
 
 namespace {

@@ -83,7 +83,7 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
     hidden = attention_block(l, x, in);
     ops::fused_add_rms_norm_(hidden, residual, w.post_norm, eps);
     if (config_.is_moe_layer(l)) {
-      hidden = moe_block(config_, w, hidden, in.num_real_tokens);
+      hidden = moe_block(config_, w, hidden, in.num_real_tokens, in.moe_eager_routing);
     } else {
       Tensor gate_up = ops::linear(hidden, w.gate_up, Tensor(), dtype_);
       hidden = ops::linear(ops::silu_and_mul(gate_up), w.down, Tensor(), dtype_);

@@ -21,8 +21,11 @@ inline constexpr const char* kMoeDispatchOp = "moe_dispatch";
 // x: [T, H] (normed hidden states of layer `w`, a sparse layer). num_real: i32 [1] count of the
 // real rows (rows past it route to no expert and give zeros), or undefined for all rows.
 // Returns [T, H] of x's dtype. Under a piecewise capture with "moe_dispatch" registered it
-// runs as a split op.
-Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real);
+// runs as a split op. `eager_routing`: the routing and grouping are an eager_on_graph step
+// ("moe_route", graph/breakable.h), so a capture with the breakable policy runs them eagerly
+// between segments inside the layer (a plain call otherwise).
+Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real,
+                 bool eager_routing = false);
 
 // While alive, "moe_dispatch" is (enable) or is not a registered split op; the previous registry
 // comes back on destruction. Graph runners hold one around their capture: the choice is baked

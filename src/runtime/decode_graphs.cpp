@@ -17,7 +17,8 @@ DecodeGraphs::DecodeGraphs(const DecodeGraphsOptions& options, std::shared_ptr<c
       req_pool_(req_pool),
       kv_pool_(kv_pool),
       inputs_(model_->device()),
-      graph_break_layers_(options.graph_break_layers) {
+      graph_break_layers_(options.graph_break_layers),
+      moe_eager_routing_(options.moe_eager_routing) {
   GRT_CHECK(!options.batch_sizes.empty(), "decode graphs with no batch size to capture");
   const Device d = model_->device();
   const int64_t max_bs = options.batch_sizes.back();
@@ -82,6 +83,7 @@ ForwardInputs DecodeGraphs::inputs_for(int rows) const {
   in.kv_cache = &kv_pool_.layers();
   in.num_real_tokens = inputs_.view(num_real_, 1);
   in.graph_break_layers = graph_break_layers_;
+  in.moe_eager_routing = moe_eager_routing_;
   return in;
 }
 

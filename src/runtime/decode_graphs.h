@@ -26,6 +26,7 @@ struct DecodeGraphsOptions {
   bool breakable = false;    // GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1
   bool debug_eager = false;  // --debug-cuda-graph
   std::vector<int> graph_break_layers;  // break_graph() after these layers (breakable mode)
+  bool moe_eager_routing = false;       // MoE routing is a breakable mark (ForwardInputs)
 };
 
 class DecodeGraphs {
@@ -64,6 +65,7 @@ class DecodeGraphs {
   std::unique_ptr<ShapeGraphRunner> runner_;
   uint64_t replays_ = 0;
   std::vector<int> graph_break_layers_;
+  bool moe_eager_routing_ = false;
 };
 
 }  // namespace grt

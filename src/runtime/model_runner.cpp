@@ -73,6 +73,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     go.breakable = opt.breakable_cuda_graph;
     go.debug_eager = opt.debug_cuda_graph;
     go.graph_break_layers = opt.graph_break_layers;
+    go.moe_eager_routing = opt.moe_eager_routing;
     if (go.batch_sizes.empty()) {
       GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
                "--max-running-requests): decode runs eagerly", cap);
@@ -92,6 +93,8 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     po.progress = opt.capture_progress;
     po.ascending = opt.capture_ascending;
     po.moe_dispatch_split_op = opt.moe_dispatch_split_op;
+    po.breakable = opt.breakable_cuda_graph;
+    po.moe_eager_routing = opt.moe_eager_routing;
     po.token_counts = opt.piecewise_cuda_graph_tokens.empty()
                           ? default_piecewise_token_counts(std::max(cap, 1))
                           : checked_token_counts(opt.piecewise_cuda_graph_tokens, cap, "--piecewise-cuda-graph-tokens");

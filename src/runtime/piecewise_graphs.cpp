@@ -45,13 +45,14 @@ PiecewiseGraphs::PiecewiseGraphs(const PiecewiseGraphsOptions& options, std::sha
   live_.kv_cache = &kv_pool_.layers();
   live_.extend.req_to_token = req_pool_.table();
   live_.num_real_tokens = inputs_.view(num_real_, 1);
+  live_.moe_eager_routing = options.moe_eager_routing;
 
   capture_stream_ = new_stream(d);
   ShapeGraphOptions ro;
   ro.label = "piecewise graphs";
   ro.unit = "tokens";
   ro.shapes = options.token_counts;
-  ro.policy = CapturePolicies{.split_ops = true};
+  ro.policy = CapturePolicies{.split_ops = true, .breakable = options.breakable};
   ro.warmups = options.warmups;
   ro.ascending = options.ascending;
   ro.progress = options.progress;

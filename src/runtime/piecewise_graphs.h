@@ -29,6 +29,10 @@ struct PiecewiseGraphsOptions {
   // MoE models: the MoE block (model/moe_layer.h, "moe_dispatch") is a split op too, so it runs
   // eagerly between pieces instead of inside them (--moe-dispatch-split-op).
   bool moe_dispatch_split_op = false;
+  // Breakable marks (eager_on_graph) split the pieces too (GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1);
+  // moe_eager_routing makes MoE routing such a mark (ForwardInputs::moe_eager_routing).
+  bool breakable = false;
+  bool moe_eager_routing = false;
 };
 
 class PiecewiseGraphs {
