@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "cli_runner.h"
 #include "error_of.h"
 #include "graph/split_ops.h"
 #include "memory/tensor_alloc.h"
@@ -321,4 +322,17 @@ TEST(MoeWeights, FolderLoadsAndMissingExpertIsNamed) {
   const std::string err = error_of([&] { load_model(dir, Device::cpu(), DType::F32, 0, 64); });
   EXPECT_NE(err.find("model.layers.0.block_sparse_moe.experts.4.w1.weight"), std::string::npos) << err;
   fs::remove_all(dir);
+}
+
+// End to end: the CLI generates the reference's greedy tokens for an MoE preset with and without
+// --moe-dispatch-split-op.
+TEST(MoeCli, GenerateWithAndWithoutDispatchSplit) {
+  ReferenceModel ref(ModelConfig::preset("tiny-mixtral"));
+  const std::vector<int32_t> want = ref.greedy({1, 2, 3, 4, 5}, 4);
+  for (const std::string flag : {"", " --moe-dispatch-split-op"}) {
+    auto r = run_graphrt("generate --model builtin:tiny-mixtral --device cpu --token-ids 1,2,3,4,5 --max-new-tokens 4 "
+                         "--json" + flag);
+    ASSERT_EQ(r.exit_code, 0) << r.all;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["output_ids"].get<std::vector<int32_t>>(), want) << r.out;
+  }
 }
