@@ -10,7 +10,12 @@ transformers' float32 logits for a few token sequences and its greedy continuati
      "greedy": [[new ids]], "greedy_margins": [min top1-top2 logit gap per sequence], ...}
 
 Cases: llama (GQA, untied, llama3 rope scaling), mistral (GQA, no sliding window),
-qwen2 (q/k/v bias, tied embeddings), qwen3 (q/k RMSNorm, head_dim != hidden/heads).
+qwen2 (q/k/v bias, tied embeddings), qwen3 (q/k RMSNorm, head_dim != hidden/heads),
+qwen3_moe (8 experts, top-2 renormalised, the middle layer dense through mlp_only_layers),
+mixtral (4 experts, top-2). MoE folders are written in the per-expert checkpoint layout that
+models on the Hub use (Qwen3-MoE mlp.experts.<e>.{gate,up,down}_proj, Mixtral
+block_sparse_moe.experts.<e>.{w1,w3,w2}) whatever layout the installed transformers keeps in
+memory.
 Norm weights and biases are randomised too, so a kernel that ignores them fails.
 
 Run where torch + transformers are installed (CPU float32 is enough):
@@ -60,6 +65,15 @@ CASES = {
     "qwen3": ("Qwen3Config", dict(rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=False,
                                   attention_bias=False, head_dim=32),
               1000000.0, None, 404),
+    "qwen3_moe": ("Qwen3MoeConfig", dict(rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=False,
+                                         attention_bias=False, num_hidden_layers=3, num_experts=8,
+                                         num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+                                         decoder_sparse_step=1, mlp_only_layers=[1], output_router_logits=False),
+                  1000000.0, None, 505),
+    "mixtral": ("MixtralConfig", dict(rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None,
+                                      intermediate_size=48, num_local_experts=4, num_experts_per_tok=2,
+                                      output_router_logits=False, router_jitter_noise=0.0),
+                1000000.0, None, 606),
 }
 
 WEIGHT_STD = 0.15  # larger than HF's 0.02 so attention is peaked and greedy choices are clear
@@ -178,7 +192,41 @@ def save_folder(model, folder):
     st = os.path.join(folder, "model.safetensors")
     if not os.path.exists(st):
         sys.exit(f"error: {folder} has no model.safetensors after save_pretrained (sharded or .bin?)")
+    per_expert_layout(st, model.config)
     return st
+
+
+def per_expert_layout(st, cfg):
+    """Rewrites fused expert tensors (transformers 5 keeps mlp.experts.gate_up_proj [E, 2I, H] and
+    mlp.experts.down_proj [E, H, I]) as the per-expert tensors of Hub checkpoints."""
+    from safetensors.torch import load_file, save_file
+    tensors = load_file(st)
+    mixtral = cfg.model_type == "mixtral"
+    out, changed = {}, False
+    for name, t in tensors.items():
+        prefix, _, leaf = name.rpartition(".mlp.")
+        if not prefix:
+            out[name] = t
+            continue
+        moe = ".block_sparse_moe." if mixtral else ".mlp."
+        if leaf == "experts.gate_up_proj":
+            inter = t.shape[1] // 2
+            for e in range(t.shape[0]):
+                g, u = ("w1", "w3") if mixtral else ("gate_proj", "up_proj")
+                out[f"{prefix}{moe}experts.{e}.{g}.weight"] = t[e, :inter].contiguous()
+                out[f"{prefix}{moe}experts.{e}.{u}.weight"] = t[e, inter:].contiguous()
+            changed = True
+        elif leaf == "experts.down_proj":
+            for e in range(t.shape[0]):
+                out[f"{prefix}{moe}experts.{e}.{'w2' if mixtral else 'down_proj'}.weight"] = t[e].contiguous()
+            changed = True
+        elif mixtral and leaf == "gate.weight":
+            out[f"{prefix}.block_sparse_moe.gate.weight"] = t
+            changed = True
+        else:
+            out[name] = t
+    if changed:
+        save_file(out, st, metadata={"format": "pt"})
 
 
 def make_case(name, out_dir):

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "golden_fixture.h"
 #include "runtime/engine.h"
@@ -13,7 +14,13 @@ using namespace grt;
 using namespace grt::testing;
 
 namespace {
-const char* kCases[] = {"llama", "mistral", "qwen2", "qwen3"};
+const char* kCases[] = {"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"};
+// Cases whose fixtures scripts/make_golden.py has not produced yet (made on the GPU machine):
+// skipped until tests/data/<case> exists; tests/test_moe.cpp checks them against a float64
+// reference meanwhile.
+bool pending(const std::string& name, const std::string& dir) {
+  return (name == "qwen3_moe" || name == "mixtral") && !std::filesystem::exists(dir);
+}
 
 }  // namespace
 
@@ -21,6 +28,7 @@ class Golden : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Golden, CpuFloat32MatchesTransformers) {
   const std::string dir = std::string(GRAPHRT_TEST_DATA) + "/" + GetParam();
+  if (pending(GetParam(), dir)) GTEST_SKIP() << "no fixture for " << GetParam() << " yet";
   GoldenFixture g = GoldenFixture::load(dir);
   auto runner = tiny_runner(Device::cpu(), 8, 128, 4096, dir);
   Engine engine(*runner);

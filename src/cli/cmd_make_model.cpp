@@ -18,7 +18,7 @@ void register_make_model(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("make-model", "write a random-weight Hugging Face model folder");
-  cmd->add_option("--preset", o->preset, "tiny, qwen3-0.6b or llama-3.1-8b")->required();
+  cmd->add_option("--preset", o->preset, "tiny, qwen3-0.6b, llama-3.1-8b, tiny-qwen3-moe, tiny-mixtral or qwen3-30b-a3b")->required();
   cmd->add_option("--out", o->out, "folder to write")->required();
   cmd->add_option("--dtype", o->dtype, "checkpoint dtype: bf16, f16, f32")->capture_default_str();
   cmd->add_option("--seed", o->seed, "weight seed")->capture_default_str();

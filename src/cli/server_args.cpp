@@ -54,6 +54,9 @@ void ServerArgs::add_to(CLI::App& app) {
                  "token counts to capture, ascending, e.g. 4,8,16 (default: 4-32 step 4, 48-256 step 16, 288-512 "
                  "step 32, 576-1024 step 64, 1280-4096 step 256, then step 512)")
       ->delimiter(',');
+  app.add_flag("--moe-dispatch-split-op", moe_dispatch_split_op,
+               "MoE models: make each MoE block a split op of piecewise graphs (run eagerly between pieces, as "
+               "SGLang splits at MoE dispatch) instead of capturing it inside them");
   app.add_option("--graph-memory", graph_memory,
                  "graph memory: pool (one pool shared by every capture) or vmm (a virtual space per capture "
                  "over shared physical pages: max(shape), not sum)")
@@ -111,6 +114,7 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.disable_piecewise_cuda_graph = disable_piecewise_cuda_graph;
   o.enforce_piecewise_cuda_graph = enforce_piecewise_cuda_graph;
   o.piecewise_cuda_graph_tokens = piecewise_cuda_graph_tokens;
+  o.moe_dispatch_split_op = moe_dispatch_split_op;
   GRT_CHECK(piecewise_cuda_graph_max_tokens >= 0, "--piecewise-cuda-graph-max-tokens {} must be positive",
             piecewise_cuda_graph_max_tokens);
   o.piecewise_cuda_graph_max_tokens = piecewise_cuda_graph_max_tokens;

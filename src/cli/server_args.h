@@ -34,6 +34,7 @@ struct ServerArgs {
   bool enforce_piecewise_cuda_graph = false;
   int piecewise_cuda_graph_max_tokens = 0;  // 0: --chunked-prefill-size
   std::vector<int> piecewise_cuda_graph_tokens;
+  bool moe_dispatch_split_op = false;  // MoE blocks split piecewise graphs too
   std::string graph_memory = "pool";
   uint64_t graph_memory_budget = 0;  // bytes; 0: no limit
   bool enable_mixed_chunk = false;

@@ -5,6 +5,7 @@
 
 #include "graph/breakable.h"
 #include "graph/split_ops.h"
+#include "model/moe_layer.h"
 #include "ops/activation.h"
 #include "ops/embedding.h"
 #include "ops/linear.h"
@@ -81,8 +82,12 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
     }
     hidden = attention_block(l, x, in);
     ops::fused_add_rms_norm_(hidden, residual, w.post_norm, eps);
-    Tensor gate_up = ops::linear(hidden, w.gate_up, Tensor(), dtype_);
-    hidden = ops::linear(ops::silu_and_mul(gate_up), w.down, Tensor(), dtype_);
+    if (config_.is_moe_layer(l)) {
+      hidden = moe_block(config_, w, hidden, in.num_real_tokens, in.moe_eager_routing);
+    } else {
+      Tensor gate_up = ops::linear(hidden, w.gate_up, Tensor(), dtype_);
+      hidden = ops::linear(ops::silu_and_mul(gate_up), w.down, Tensor(), dtype_);
+    }
     if (!in.graph_break_layers.empty() &&
         std::find(in.graph_break_layers.begin(), in.graph_break_layers.end(), l) != in.graph_break_layers.end())
       break_graph();

@@ -1,5 +1,6 @@
 // The decoder-only transformer of Llama, Mistral, Qwen2 and Qwen3 (they differ only in
-// attention bias, q/k norm, rope scaling and tied embeddings, all read from the config).
+// attention bias, q/k norm, rope scaling and tied embeddings, all read from the config), and of
+// Qwen3-MoE and Mixtral, whose sparse layers replace the MLP with model/moe_layer.h.
 // forward() is the eager forward pass; graph runners capture this same code.
 #pragma once
 #include <memory>

@@ -23,6 +23,12 @@ struct ForwardInputs {
   ops::ExtendAttentionMeta extend;  // used when !is_decode
   ops::DecodeAttentionMeta decode;  // used when is_decode
   const std::vector<LayerKvCache>* kv_cache = nullptr;
+  // i32 [1]: how many leading rows are real tokens (SGLang's num_token_non_padded). Graph runners
+  // set it so padding rows of a padded batch never route to an MoE expert; undefined = all rows.
+  Tensor num_real_tokens;
+  // MoE routing as a breakable mark inside each sparse layer (model/moe_layer.h): tests and
+  // benchmarks of breakable marks in decode and piecewise graphs.
+  bool moe_eager_routing = false;
   // Layers after which the forward calls break_graph() (a no-op outside a breakable capture):
   // lets benchmarks and tests place graph breaks without touching the model code.
   std::vector<int> graph_break_layers;

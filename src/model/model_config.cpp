@@ -20,6 +20,8 @@ const char* arch_class_name(Arch arch) {
     case Arch::Mistral: return "MistralForCausalLM";
     case Arch::Qwen2: return "Qwen2ForCausalLM";
     case Arch::Qwen3: return "Qwen3ForCausalLM";
+    case Arch::Qwen3Moe: return "Qwen3MoeForCausalLM";
+    case Arch::Mixtral: return "MixtralForCausalLM";
   }
   return "?";
 }
@@ -30,13 +32,15 @@ const char* arch_model_type(Arch arch) {
     case Arch::Mistral: return "mistral";
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
+    case Arch::Qwen3Moe: return "qwen3_moe";
+    case Arch::Mixtral: return "mixtral";
   }
   return "?";
 }
 
 namespace {
 
-constexpr Arch kArchs[] = {Arch::Llama, Arch::Mistral, Arch::Qwen2, Arch::Qwen3};
+constexpr Arch kArchs[] = {Arch::Llama, Arch::Mistral, Arch::Qwen2, Arch::Qwen3, Arch::Qwen3Moe, Arch::Mixtral};
 
 // Typed access to one JSON object of config.json; every error names the file and the field
 // (with `prefix` for nested objects, e.g. "rope_scaling.factor").
@@ -192,10 +196,10 @@ void read_features(ModelConfig& c, const FieldReader& r, const std::string& sour
     GRT_FAIL("{}: field 'attention_bias' is true: {} attention biases (including o_proj) are not supported", source,
              arch_class_name(c.arch));
   }
-  c.qk_norm = c.arch == Arch::Qwen3;
-  if (c.arch == Arch::Mistral) {
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
+  if (c.arch == Arch::Mistral || c.arch == Arch::Mixtral) {
     c.sliding_window = r.int_opt("sliding_window", 0, 1, INT64_MAX / 2);
-  } else if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) {
+  } else if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe) {
     if (r.boolean("use_sliding_window", false)) c.sliding_window = r.int_opt("sliding_window", 0, 1, INT64_MAX / 2);
   }
   const char* dt_key = r.has("dtype") ? "dtype" : "torch_dtype";
@@ -208,6 +212,32 @@ void read_features(ModelConfig& c, const FieldReader& r, const std::string& sour
     }
     if (!is_floating(c.torch_dtype)) r.fail(dt_key, "is '" + text + "': weights must be float32, float16 or bfloat16");
   }
+}
+
+// The expert fields of Qwen3-MoE and Mixtral configs (model_config.h).
+void read_moe(ModelConfig& c, const FieldReader& r) {
+  if (c.arch == Arch::Qwen3Moe) {
+    c.num_experts = static_cast<int>(r.int_req("num_experts"));
+    c.moe_intermediate_size = static_cast<int>(r.int_req("moe_intermediate_size"));
+    c.norm_topk_prob = r.boolean("norm_topk_prob", false);
+    c.decoder_sparse_step = static_cast<int>(r.int_opt("decoder_sparse_step", 1));
+    if (const json* m = r.find("mlp_only_layers")) {
+      if (!m->is_array()) r.fail("mlp_only_layers", "must be a list of layer indices, got " + m->dump());
+      for (const json& v : *m) {
+        if (!v.is_number_integer()) r.fail("mlp_only_layers", "must list integer layer indices, got " + m->dump());
+        c.mlp_only_layers.push_back(v.get<int>());
+      }
+    }
+  } else if (c.arch == Arch::Mixtral) {
+    c.num_experts = static_cast<int>(r.int_req("num_local_experts"));
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = true;  // Mixtral's softmax over the top-k logits
+  } else {
+    return;
+  }
+  c.num_experts_per_tok = static_cast<int>(r.int_req("num_experts_per_tok"));
+  if (r.has("shared_expert_intermediate_size") && r.int_opt("shared_expert_intermediate_size", 0, 0) > 0)
+    r.fail("shared_expert_intermediate_size", "is set: shared experts are not supported");
 }
 
 const char* torch_dtype_name(DType dt) {
@@ -245,6 +275,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   read_rope(c, r, source);
   read_features(c, r, source);
+  read_moe(c, r);
   c.validate();
   return c;
 }
@@ -296,14 +327,41 @@ void ModelConfig::validate() const {
               s, rope_factor, rope_low_freq_factor, rope_high_freq_factor, rope_original_max_position);
   }
   GRT_CHECK(arch != Arch::Qwen2 || attention_bias, "{}: Qwen2 models have q/k/v biases", s);
+  const bool moe_arch = arch == Arch::Qwen3Moe || arch == Arch::Mixtral;
+  GRT_CHECK(moe_arch || num_experts == 0, "{}: {} is not a mixture-of-experts architecture but has {} experts", s,
+            arch_class_name(arch), num_experts);
+  if (moe_arch) {
+    const char* experts_field = arch == Arch::Mixtral ? "num_local_experts" : "num_experts";
+    positive(experts_field, num_experts);
+    positive("num_experts_per_tok", num_experts_per_tok);
+    positive(arch == Arch::Mixtral ? "intermediate_size" : "moe_intermediate_size", moe_intermediate_size);
+    positive("decoder_sparse_step", decoder_sparse_step);
+    GRT_CHECK(num_experts_per_tok <= num_experts,
+              "{}: field 'num_experts_per_tok' ({}) exceeds the number of experts ('{}' = {}): top-k must be at most "
+              "the expert count",
+              s, num_experts_per_tok, experts_field, num_experts);
+    for (int l : mlp_only_layers)
+      GRT_CHECK(l >= 0 && l < num_hidden_layers, "{}: field 'mlp_only_layers' lists layer {}, expected [0, {})", s, l,
+                num_hidden_layers);
+  }
+}
+
+bool ModelConfig::is_moe_layer(int layer) const {
+  if (num_experts == 0) return false;
+  for (int l : mlp_only_layers)
+    if (l == layer) return false;
+  return (layer + 1) % decoder_sparse_step == 0;
 }
 
 int64_t ModelConfig::num_parameters() const {
   const int64_t H = hidden_size, I = intermediate_size, V = vocab_size;
-  int64_t layer = 2 * H + H * q_size() + 2 * H * kv_size() + q_size() * H + 3 * H * I;
+  int64_t layer = 2 * H + H * q_size() + 2 * H * kv_size() + q_size() * H;
   if (attention_bias) layer += q_size() + 2 * kv_size();
   if (qk_norm) layer += 2 * head_dim;
-  return V * H + num_hidden_layers * layer + H + (tie_word_embeddings ? 0 : V * H);
+  int64_t mlps = 0;
+  for (int l = 0; l < num_hidden_layers; ++l)
+    mlps += is_moe_layer(l) ? num_experts * (H + 3 * H * static_cast<int64_t>(moe_intermediate_size)) : 3 * H * I;
+  return V * H + num_hidden_layers * layer + mlps + H + (tie_word_embeddings ? 0 : V * H);
 }
 
 json ModelConfig::to_json() const {
@@ -331,14 +389,29 @@ json ModelConfig::to_json() const {
     j["rope_scaling"] = nullptr;
   }
   j["tie_word_embeddings"] = tie_word_embeddings;
-  if (arch == Arch::Llama || arch == Arch::Qwen3) {
+  if (arch == Arch::Llama || arch == Arch::Qwen3 || arch == Arch::Qwen3Moe) {
     j["attention_bias"] = false;
     j["mlp_bias"] = false;
   }
-  if (arch == Arch::Mistral) j["sliding_window"] = sliding_window > 0 ? json(sliding_window) : json(nullptr);
-  if (arch == Arch::Qwen2 || arch == Arch::Qwen3) {
+  if (arch == Arch::Mistral || arch == Arch::Mixtral)
+    j["sliding_window"] = sliding_window > 0 ? json(sliding_window) : json(nullptr);
+  if (arch == Arch::Qwen2 || arch == Arch::Qwen3 || arch == Arch::Qwen3Moe) {
     j["use_sliding_window"] = sliding_window > 0;
     j["sliding_window"] = sliding_window > 0 ? json(sliding_window) : json(nullptr);
+  }
+  if (arch == Arch::Qwen3Moe) {
+    j["num_experts"] = num_experts;
+    j["num_experts_per_tok"] = num_experts_per_tok;
+    j["moe_intermediate_size"] = moe_intermediate_size;
+    j["norm_topk_prob"] = norm_topk_prob;
+    j["decoder_sparse_step"] = decoder_sparse_step;
+    j["mlp_only_layers"] = mlp_only_layers;
+    j["output_router_logits"] = false;
+  }
+  if (arch == Arch::Mixtral) {
+    j["num_local_experts"] = num_experts;
+    j["num_experts_per_tok"] = num_experts_per_tok;
+    j["output_router_logits"] = false;
   }
   j["initializer_range"] = 0.02;
   j["use_cache"] = true;
@@ -359,7 +432,9 @@ void ModelConfig::save(const std::string& dir) const {
   GRT_CHECK(out, "failed writing '{}'", file);
 }
 
-std::vector<std::string> ModelConfig::preset_names() { return {"tiny", "qwen3-0.6b", "llama-3.1-8b"}; }
+std::vector<std::string> ModelConfig::preset_names() {
+  return {"tiny", "qwen3-0.6b", "llama-3.1-8b", "tiny-qwen3-moe", "tiny-mixtral", "qwen3-30b-a3b"};
+}
 
 ModelConfig ModelConfig::preset(const std::string& name) {
   ModelConfig c;
@@ -411,6 +486,60 @@ ModelConfig ModelConfig::preset(const std::string& name) {
     c.rope_high_freq_factor = 4.0;
     c.rope_original_max_position = 8192;
     c.tie_word_embeddings = false;
+  } else if (name == "tiny-qwen3-moe") {
+    // Three layers, the middle one dense (mlp_only_layers), so both kinds of block run.
+    c.arch = Arch::Qwen3Moe;
+    c.hidden_size = 64;
+    c.intermediate_size = 128;
+    c.moe_intermediate_size = 32;
+    c.num_experts = 8;
+    c.num_experts_per_tok = 2;
+    c.norm_topk_prob = true;
+    c.mlp_only_layers = {1};
+    c.num_hidden_layers = 3;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.head_dim = 16;
+    c.vocab_size = 512;
+    c.max_position_embeddings = 2048;
+    c.rms_norm_eps = 1e-6;
+    c.rope_theta = 10000.0;
+    c.qk_norm = true;
+  } else if (name == "tiny-mixtral") {
+    c.arch = Arch::Mixtral;
+    c.hidden_size = 64;
+    c.intermediate_size = 48;
+    c.moe_intermediate_size = 48;
+    c.num_experts = 4;
+    c.num_experts_per_tok = 2;
+    c.norm_topk_prob = true;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.head_dim = 16;
+    c.vocab_size = 512;
+    c.max_position_embeddings = 2048;
+    c.rms_norm_eps = 1e-5;
+    c.rope_theta = 1000000.0;
+  } else if (name == "qwen3-30b-a3b") {
+    // Qwen/Qwen3-30B-A3B's config.json (random weights: for benchmarks).
+    c.arch = Arch::Qwen3Moe;
+    c.hidden_size = 2048;
+    c.intermediate_size = 6144;
+    c.moe_intermediate_size = 768;
+    c.num_experts = 128;
+    c.num_experts_per_tok = 8;
+    c.norm_topk_prob = true;
+    c.num_hidden_layers = 48;
+    c.num_attention_heads = 32;
+    c.num_key_value_heads = 4;
+    c.head_dim = 128;
+    c.vocab_size = 151936;
+    c.max_position_embeddings = 40960;
+    c.rms_norm_eps = 1e-6;
+    c.rope_theta = 1000000.0;
+    c.tie_word_embeddings = false;
+    c.qk_norm = true;
   } else {
     std::string names;
     for (const auto& n : preset_names()) names += (names.empty() ? "" : ", ") + n;

@@ -1,5 +1,6 @@
 // The architecture of a decoder-only model, as a Hugging Face config.json describes it
-// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM), plus the built-in
+// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM; mixtures of experts:
+// Qwen3MoeForCausalLM, MixtralForCausalLM), plus the built-in
 // presets that random-weight models use.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
@@ -12,11 +13,11 @@
 
 namespace grt {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Mixtral };
 
 // "LlamaForCausalLM", ... (the HF `architectures` entry).
 const char* arch_class_name(Arch arch);
-// "llama", "mistral", "qwen2", "qwen3" (the HF `model_type`).
+// "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral" (the HF `model_type`).
 const char* arch_model_type(Arch arch);
 
 struct ModelConfig {
@@ -44,6 +45,15 @@ struct ModelConfig {
   // use_sliding_window); 0 = full attention. graphrt attends fully, so the runtime must keep
   // contexts within this width or refuse the model.
   int64_t sliding_window = 0;
+  // Mixture of experts (Qwen3-MoE, Mixtral); num_experts == 0 for dense models. A sparse layer
+  // routes each token to its top `num_experts_per_tok` experts (softmax over all experts in
+  // float32, top-k, renormalised over the k when norm_topk_prob; Mixtral always renormalises).
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;  // of one expert (Mixtral: intermediate_size)
+  bool norm_topk_prob = false;
+  int decoder_sparse_step = 1;      // Qwen3-MoE: layer l is sparse when (l + 1) % step == 0 ...
+  std::vector<int> mlp_only_layers; // ... and l is not listed here (those use a dense MLP)
   DType torch_dtype = DType::BF16;  // the checkpoint's dtype (torch_dtype / dtype)
   std::string source;              // where it was read from ("builtin:tiny" for presets)
 
@@ -53,7 +63,8 @@ struct ModelConfig {
   static ModelConfig parse(const std::string& text, const std::string& source);
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source);
 
-  // Built-in architectures: "tiny", "qwen3-0.6b", "llama-3.1-8b". Unknown → Error listing them.
+  // Built-in architectures: "tiny", "qwen3-0.6b", "llama-3.1-8b", "tiny-qwen3-moe", "tiny-mixtral",
+  // "qwen3-30b-a3b". Unknown → Error listing them.
   static ModelConfig preset(const std::string& name);
   static std::vector<std::string> preset_names();
 
@@ -64,6 +75,10 @@ struct ModelConfig {
 
   // Throws Error naming `source` and the field when the values are inconsistent.
   void validate() const;
+
+  bool is_moe() const { return num_experts > 0; }
+  // Whether layer `layer` has a sparse MoE block (else a dense MLP of intermediate_size).
+  bool is_moe_layer(int layer) const;
 
   int64_t q_size() const { return static_cast<int64_t>(num_attention_heads) * head_dim; }
   int64_t kv_size() const { return static_cast<int64_t>(num_key_value_heads) * head_dim; }

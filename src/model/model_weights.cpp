@@ -24,7 +24,7 @@ size_t ModelWeights::bytes() const {
   add(lm_head);
   for (const LayerWeights& l : layers)
     for (const Tensor* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.q_norm, &l.k_norm, &l.o_proj, &l.post_norm,
-                            &l.gate_up, &l.down})
+                            &l.gate_up, &l.down, &l.router, &l.expert_gate_up, &l.expert_down})
       add(*t);
   return total;
 }
@@ -49,11 +49,39 @@ ModelWeights allocate(const ModelConfig& c, Device d, DType dt) {
     }
     lw.o_proj = empty(Shape{h, q}, dt, d);
     lw.post_norm = empty(Shape{h}, dt, d);
-    lw.gate_up = empty(Shape{2 * inter, h}, dt, d);
-    lw.down = empty(Shape{h, inter}, dt, d);
+    if (c.is_moe_layer(l)) {
+      const int64_t e = c.num_experts, mi = c.moe_intermediate_size;
+      lw.router = empty(Shape{e, h}, dt, d);
+      lw.expert_gate_up = empty(Shape{e, 2 * mi, h}, dt, d);
+      lw.expert_down = empty(Shape{e, h, mi}, dt, d);
+    } else {
+      lw.gate_up = empty(Shape{2 * inter, h}, dt, d);
+      lw.down = empty(Shape{h, inter}, dt, d);
+    }
     w.layers.push_back(std::move(lw));
   }
   return w;
+}
+
+// Where an expert or router tensor of a sparse layer lives (suffix `s` after "model.layers.<l>."):
+// its slice of the grouped tensors; undefined when `s` is not one.
+Tensor moe_destination(LayerWeights& l, const ModelConfig& c, const std::string& name, const std::string& s) {
+  const MoeWeightNames n = moe_weight_names(c.arch);
+  if (s == n.router) return l.router;
+  const std::string experts = std::string(n.experts) + ".";
+  if (s.rfind(experts, 0) != 0) return Tensor();
+  const size_t dot = s.find('.', experts.size());
+  GRT_CHECK(dot != std::string::npos, "no place for weight '{}'", name);
+  const std::string index = s.substr(experts.size(), dot - experts.size());
+  GRT_CHECK(!index.empty() && index.find_first_not_of("0123456789") == std::string::npos && index.size() < 9,
+            "weight '{}' has expert index '{}', not a number", name, index);
+  const int64_t e = std::stoll(index), mi = c.moe_intermediate_size;
+  GRT_CHECK(e < c.num_experts, "weight '{}' names expert {} of {}", name, e, c.num_experts);
+  const std::string proj = s.substr(dot + 1);
+  if (proj == std::string(n.gate) + ".weight") return l.expert_gate_up.select(0, e).slice(0, 0, mi);
+  if (proj == std::string(n.up) + ".weight") return l.expert_gate_up.select(0, e).slice(0, mi, 2 * mi);
+  if (proj == std::string(n.down) + ".weight") return l.expert_down.select(0, e);
+  return Tensor();
 }
 
 // Where the HF tensor `name` lives in `w` (a contiguous row range of a fused tensor, or a
@@ -85,6 +113,9 @@ Tensor destination(ModelWeights& w, const ModelConfig& c, const std::string& nam
   if (s == "mlp.gate_proj.weight") return l.gate_up.slice(0, 0, inter);
   if (s == "mlp.up_proj.weight") return l.gate_up.slice(0, inter, 2 * inter);
   if (s == "mlp.down_proj.weight") return l.down;
+  if (c.is_moe_layer(layer)) {
+    if (Tensor t = moe_destination(l, c, name, s); t.defined()) return t;
+  }
   GRT_FAIL("no place for weight '{}'", name);
 }
 

@@ -16,8 +16,13 @@ struct LayerWeights {
   Tensor q_norm, k_norm; // [hd] (Qwen3) or undefined
   Tensor o_proj;         // [H, nq * hd]
   Tensor post_norm;      // [H]
-  Tensor gate_up;        // [2 I, H]
-  Tensor down;           // [H, I]
+  Tensor gate_up;        // [2 I, H] (dense layers)
+  Tensor down;           // [H, I] (dense layers)
+  // Sparse MoE layers (config.is_moe_layer): the router and every expert's MLP, grouped so one
+  // launch serves all experts; expert e's gate rows are [e, 0:Im), its up rows [e, Im:2 Im).
+  Tensor router;          // [E, H]
+  Tensor expert_gate_up;  // [E, 2 Im, H]
+  Tensor expert_down;     // [E, H, Im]
 };
 
 struct ModelWeights {

@@ -21,6 +21,12 @@ bool WeightSpec::is_ignorable(const std::string& name) const {
 
 std::string layer_weight_name(int layer, const char* suffix) { return fmt::format("model.layers.{}.{}", layer, suffix); }
 
+MoeWeightNames moe_weight_names(Arch arch) {
+  if (arch == Arch::Mixtral)
+    return {"block_sparse_moe.gate.weight", "block_sparse_moe.experts", "w1", "w3", "w2"};
+  return {"mlp.gate.weight", "mlp.experts", "gate_proj", "up_proj", "down_proj"};
+}
+
 WeightSpec weight_spec(const ModelConfig& c) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, q = c.q_size(), kv = c.kv_size();
   WeightSpec s;
@@ -43,6 +49,18 @@ WeightSpec weight_spec(const ModelConfig& c) {
     }
     add(L("self_attn.o_proj.weight"), {H, q});
     add(L("post_attention_layernorm.weight"), {H});
+    if (c.is_moe_layer(l)) {
+      const MoeWeightNames n = moe_weight_names(c.arch);
+      const int64_t mi = c.moe_intermediate_size;
+      add(L(n.router), {c.num_experts, H});
+      for (int e = 0; e < c.num_experts; ++e) {
+        const std::string p = fmt::format("{}.{}.", n.experts, e);
+        add(L((p + n.gate + ".weight").c_str()), {mi, H});
+        add(L((p + n.up + ".weight").c_str()), {mi, H});
+        add(L((p + n.down + ".weight").c_str()), {H, mi});
+      }
+      continue;
+    }
     add(L("mlp.gate_proj.weight"), {I, H});
     add(L("mlp.up_proj.weight"), {I, H});
     add(L("mlp.down_proj.weight"), {H, I});

@@ -28,6 +28,18 @@ struct WeightSpec {
   bool is_ignorable(const std::string& name) const;
 };
 
+// How a sparse layer's tensors are named after "model.layers.<l>.": Qwen3-MoE
+// "mlp.gate.weight", "mlp.experts.<e>.{gate,up,down}_proj.weight"; Mixtral
+// "block_sparse_moe.gate.weight", "block_sparse_moe.experts.<e>.{w1,w3,w2}.weight".
+struct MoeWeightNames {
+  const char* router;   // the whole suffix of the router weight
+  const char* experts;  // the prefix before ".<e>."
+  const char* gate;     // projection names within an expert
+  const char* up;
+  const char* down;
+};
+MoeWeightNames moe_weight_names(Arch arch);
+
 // "model.layers.<layer>.<suffix>"
 std::string layer_weight_name(int layer, const char* suffix);
 

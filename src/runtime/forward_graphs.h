@@ -24,7 +24,7 @@ struct ForwardGraphsOptions {
   int warmups = 1;
   bool progress = true;
   bool ascending = false;    // capture order (benchmarks only)
-  bool breakable = false;    // GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1 (decode)
+  bool breakable = false;    // GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1: eager_on_graph / break_graph split the capture
   bool debug_eager = false;  // --debug-cuda-graph: the forward runs eagerly through capture/replay
   bool lazy = false;         // --cuda-graph-lazy: capture a shape the first time a batch needs it
 };

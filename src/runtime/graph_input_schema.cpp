@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/moe_layer.h"
 #include "ops/gather.h"
 
 namespace grt {
@@ -12,17 +13,19 @@ namespace {
 class DecodeSchema final : public GraphInputSchema {
  public:
   DecodeSchema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, int max_bs,
-               std::vector<int> breaks)
+               std::vector<int> breaks, bool moe_eager_routing)
       : GraphInputSchema(model->device()),
         model_(std::move(model)),
         req_pool_(req_pool),
         kv_pool_(kv_pool),
-        graph_break_layers_(std::move(breaks)) {
+        graph_break_layers_(std::move(breaks)),
+        moe_eager_routing_(moe_eager_routing) {
     input_ids_ = inputs_.add_i32("input_ids", max_bs, 0);
     positions_ = inputs_.add_i32("positions", max_bs, 0);
     out_cache_loc_ = inputs_.add_i32("out_cache_loc", max_bs, 0);
     req_pool_indices_ = inputs_.add_i32("req_pool_indices", max_bs, req_pool_.padding_slot());
     seq_lens_ = inputs_.add_i32("seq_lens", max_bs, 1);
+    num_real_ = inputs_.add_i32("num_token_non_padded", 1, 0);
     logit_rows_ = inputs_.add_i32("logit_rows", max_bs, 0);
     inputs_.allocate();
   }
@@ -40,6 +43,7 @@ class DecodeSchema final : public GraphInputSchema {
   }
   void prepare_dummy(int n, Stream& stream) override {
     for (int id : {input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_}) inputs_.set(id, {}, n);
+    inputs_.set(num_real_, {}, 1);
     inputs_.upload(stream);
   }
   void stage(const ForwardBatch& b, int padded) override {
@@ -48,6 +52,7 @@ class DecodeSchema final : public GraphInputSchema {
     inputs_.set(out_cache_loc_, b.out_cache_loc, padded);
     inputs_.set(req_pool_indices_, b.req_pool_indices, padded);
     inputs_.set(seq_lens_, b.seq_lens, padded);
+    inputs_.set(num_real_, {b.batch_size()}, 1);
     const std::vector<int32_t> rows = b.logit_rows();
     inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
   }
@@ -60,6 +65,8 @@ class DecodeSchema final : public GraphInputSchema {
     in.decode = {req_pool_.table(), inputs_.view(req_pool_indices_, n), inputs_.view(seq_lens_, n)};
     in.kv_cache = &kv_pool_.layers();
     in.graph_break_layers = graph_break_layers_;
+    in.num_real_tokens = inputs_.view(num_real_, 1);
+    in.moe_eager_routing = moe_eager_routing_;
     return model_->logits(model_->forward(in));
   }
   Tensor logits(const Tensor& output, const Tensor& rows) const override { return ops::gather_rows(output, rows); }
@@ -69,18 +76,20 @@ class DecodeSchema final : public GraphInputSchema {
   ReqToTokenPool& req_pool_;
   TokenToKVPool& kv_pool_;
   std::vector<int> graph_break_layers_;
-  int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_;
+  bool moe_eager_routing_;
+  int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, num_real_;
 };
 
 class ExtendSchema final : public GraphInputSchema {
  public:
   ExtendSchema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool, TokenToKVPool& kv_pool,
-               int max_tokens)
+               int max_tokens, ExtendSchemaMoe moe)
       : GraphInputSchema(model->device()),
         model_(std::move(model)),
         req_pool_(req_pool),
         kv_pool_(kv_pool),
-        max_requests_(req_pool.max_requests()) {
+        max_requests_(req_pool.max_requests()),
+        moe_dispatch_split_op_(moe.moe_dispatch_split_op) {
     const int context = req_pool_.max_context();
     // A capture runs a dummy batch of up to `max_tokens` tokens on the padding slot, one
     // request per `context` tokens (a request cannot extend past its req_to_token row).
@@ -95,8 +104,11 @@ class ExtendSchema final : public GraphInputSchema {
     prefix_lens_ = inputs_.add_i32("prefix_lens", max_requests_, 0);
     extend_lens_ = inputs_.add_i32("extend_lens", max_requests_, 0);
     extend_start_loc_ = inputs_.add_i32("extend_start_loc", max_requests_, 0);
+    num_real_ = inputs_.add_i32("num_token_non_padded", 1, 0);
     inputs_.allocate();
     live_.is_decode = false;
+    live_.num_real_tokens = inputs_.view(num_real_, 1);
+    live_.moe_eager_routing = moe.moe_eager_routing;
     live_.kv_cache = &kv_pool_.layers();
     live_.extend.req_to_token = req_pool_.table();
   }
@@ -105,7 +117,9 @@ class ExtendSchema final : public GraphInputSchema {
   const char* label() const override { return "piecewise graphs"; }
   const char* unit() const override { return "tokens"; }
   const char* graph_name() const override { return "piecewise"; }
-  CapturePolicies policy(bool) const override { return CapturePolicies{.split_ops = true}; }
+  CapturePolicies policy(bool breakable) const override {
+    return CapturePolicies{.split_ops = true, .breakable = breakable};
+  }
   int shape_of(const ForwardBatch& b) const override { return b.num_tokens(); }
   std::string refusal(const ForwardBatch& b) const override {
     if (b.return_all_logits) return "the batch asks for logits of prompt positions (logprobs), which run eagerly";
@@ -129,6 +143,7 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(prefix_lens_, {}, reqs);
     inputs_.set(extend_lens_, lens, reqs);
     inputs_.set(extend_start_loc_, starts, reqs);
+    inputs_.set(num_real_, {}, 1);
     inputs_.upload(stream);
     bind_live(n, static_cast<int>(reqs), std::min(n, context));
   }
@@ -141,6 +156,7 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(prefix_lens_, b.prefix_lens, reqs);
     inputs_.set(extend_lens_, b.extend_lens, reqs);
     inputs_.set(extend_start_loc_, b.extend_start_loc, reqs);
+    inputs_.set(num_real_, {b.num_tokens()}, 1);
     const std::vector<int32_t> rows = b.logit_rows();
     inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
     // The recorded attention reads the real requests: their count and longest extend.
@@ -149,6 +165,8 @@ class ExtendSchema final : public GraphInputSchema {
   Tensor step(int n) override {
     GRT_CHECK(live_.input_ids.size(0) == n, "piecewise capture of {} tokens over inputs of {}", n,
               live_.input_ids.size(0));
+    // Captured pieces bake the choice in; at replay the recorded split step just runs again.
+    ScopedMoeDispatchSplit moe_split(moe_dispatch_split_op_);
     return model_->forward(live_);
   }
   Tensor logits(const Tensor& output, const Tensor& rows) const override {
@@ -173,8 +191,9 @@ class ExtendSchema final : public GraphInputSchema {
   ReqToTokenPool& req_pool_;
   TokenToKVPool& kv_pool_;
   int max_requests_;
+  bool moe_dispatch_split_op_;
   int input_ids_, positions_, out_cache_loc_;
-  int req_pool_indices_, prefix_lens_, extend_lens_, extend_start_loc_;
+  int req_pool_indices_, prefix_lens_, extend_lens_, extend_start_loc_, num_real_;
   // What the captured forward reads: tensors are views of inputs_; the extend metadata's host
   // fields are updated before every replay (the recorded attention reads them by pointer).
   ForwardInputs live_;
@@ -184,14 +203,14 @@ class ExtendSchema final : public GraphInputSchema {
 
 std::unique_ptr<GraphInputSchema> decode_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
                                                 TokenToKVPool& kv_pool, int max_batch_size,
-                                                std::vector<int> graph_break_layers) {
+                                                std::vector<int> graph_break_layers, bool moe_eager_routing) {
   return std::make_unique<DecodeSchema>(std::move(model), req_pool, kv_pool, max_batch_size,
-                                        std::move(graph_break_layers));
+                                        std::move(graph_break_layers), moe_eager_routing);
 }
 
 std::unique_ptr<GraphInputSchema> extend_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
-                                                TokenToKVPool& kv_pool, int max_tokens) {
-  return std::make_unique<ExtendSchema>(std::move(model), req_pool, kv_pool, max_tokens);
+                                                TokenToKVPool& kv_pool, int max_tokens, ExtendSchemaMoe moe) {
+  return std::make_unique<ExtendSchema>(std::move(model), req_pool, kv_pool, max_tokens, moe);
 }
 
 }  // namespace grt

@@ -52,13 +52,22 @@ class GraphInputSchema {
 
 // Decode: one token per request. Padding rows: token 0 at position 0 of the dummy request
 // (the padding slot, seq len 1, KV written into slot 0, the sink).
+// Every schema also holds `num_token_non_padded` (i32 [1], ForwardInputs::num_real_tokens): the
+// real rows of the replayed batch, so MoE layers route none of the padding rows.
+// moe_eager_routing: MoE routing is a breakable mark (eager_on_graph) inside each sparse layer.
 std::unique_ptr<GraphInputSchema> decode_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
                                                 TokenToKVPool& kv_pool, int max_batch_size,
-                                                std::vector<int> graph_break_layers);
+                                                std::vector<int> graph_break_layers, bool moe_eager_routing = false);
 // Extend (piecewise prefill): padding tokens belong to no request (token 0 at position 0, KV
 // into slot 0); the recorded attention reads the live request count and longest extend by
 // pointer, so they are the real batch's, not the padded one's.
+struct ExtendSchemaMoe {
+  // The MoE block (model/moe_layer.h, "moe_dispatch") is a split op while the pieces are captured,
+  // so it runs eagerly between pieces (--moe-dispatch-split-op).
+  bool moe_dispatch_split_op = false;
+  bool moe_eager_routing = false;
+};
 std::unique_ptr<GraphInputSchema> extend_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
-                                                TokenToKVPool& kv_pool, int max_tokens);
+                                                TokenToKVPool& kv_pool, int max_tokens, ExtendSchemaMoe moe = {});
 
 }  // namespace grt

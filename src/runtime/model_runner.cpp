@@ -78,7 +78,8 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
       GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
                "--max-running-requests): decode runs eagerly", cap);
     } else {
-      auto schema = decode_schema(model_, *req_pool_, *kv_pool_, go.shapes.back(), opt.graph_break_layers);
+      auto schema = decode_schema(model_, *req_pool_, *kv_pool_, go.shapes.back(), opt.graph_break_layers,
+                                  opt.moe_eager_routing);
       auto memory = shared_graph_memory();
       if (go.lazy) memory->set_consolidation(false);  // no device-wide synchronize on a first hit
       decode_graphs_ = std::make_unique<ForwardGraphs>(go, std::move(schema), std::move(memory));
@@ -97,6 +98,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     po.ascending = opt.capture_ascending;
     po.debug_eager = opt.debug_cuda_graph;
     po.lazy = opt.cuda_graph_lazy;
+    po.breakable = opt.breakable_cuda_graph;  // breakable marks (MoE routing) split the pieces too
     po.shapes = opt.piecewise_cuda_graph_tokens.empty()
                           ? default_piecewise_token_counts(std::max(cap, 1))
                           : checked_token_counts(opt.piecewise_cuda_graph_tokens, cap, "--piecewise-cuda-graph-tokens");
@@ -110,7 +112,9 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     if (!why.empty()) {
       GRT_WARN("piecewise graphs disabled: {}", why);
     } else {
-      auto schema = extend_schema(model_, *req_pool_, *kv_pool_, po.shapes.back());
+      auto schema = extend_schema(model_, *req_pool_, *kv_pool_, po.shapes.back(),
+                                  {.moe_dispatch_split_op = opt.moe_dispatch_split_op,
+                                   .moe_eager_routing = opt.moe_eager_routing});
       auto memory = shared_graph_memory();
       if (po.lazy) memory->set_consolidation(false);
       piecewise_graphs_ = std::make_unique<ForwardGraphs>(po, std::move(schema), std::move(memory));

@@ -37,6 +37,11 @@ struct ModelRunnerOptions {
   bool enforce_piecewise_cuda_graph = false;
   int piecewise_cuda_graph_max_tokens = 0;
   std::vector<int> piecewise_cuda_graph_tokens;
+  // MoE models: each MoE block is a split op of piecewise graphs (--moe-dispatch-split-op).
+  bool moe_dispatch_split_op = false;
+  // MoE routing is a breakable mark (eager_on_graph) in decode and piecewise graphs: with
+  // breakable_cuda_graph it runs eagerly between segments inside each sparse layer (tests, bench).
+  bool moe_eager_routing = false;
   // Where graphs keep their memory (--graph-memory): one shared pool, or VMM spaces.
   GraphMemoryMode graph_memory = GraphMemoryMode::kPool;
   // Physical bytes VMM graph memory may take (0: what the memory budget leaves after weights and

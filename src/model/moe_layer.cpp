@@ -1,0 +1,72 @@
+#include "model/moe_layer.h"
+
+#include <algorithm>
+
+#include "graph/breakable.h"
+#include "graph/split_ops.h"
+#include "ops/linear.h"
+#include "ops/moe.h"
+
+namespace grt {
+namespace {
+
+// Routing and grouping of one MoE block: what an eager routing step writes back (graph/write_back.h).
+struct MoeDispatch {
+  ops::MoeRouting routing;
+  ops::MoeGroups groups;
+  template <class F>
+  void for_each_tensor(F&& f) {
+    f("topk_ids", routing.topk_ids);
+    f("topk_weights", routing.topk_weights);
+    f("expert_counts", groups.expert_counts);
+    f("sorted_slots", groups.sorted_slots);
+    f("block_expert", groups.block_expert);
+    f("slot_rows", groups.slot_rows);
+  }
+};
+
+MoeDispatch route(const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real) {
+  // Router logits in the run dtype, as transformers' gate Linear gives them; softmax in float32.
+  Tensor logits = ops::linear(x, w->router, Tensor(), x.dtype());
+  MoeDispatch d;
+  d.routing = ops::moe_route(logits, c->num_experts_per_tok, c->norm_topk_prob, num_real);
+  d.groups = ops::moe_group(d.routing, c->num_experts);
+  return d;
+}
+
+// Routing as a breakable mark: under a capture with the breakable policy it runs eagerly between
+// segments (as host-decided routing would have to) and its result is written back.
+const auto eager_route = eager_on_graph("moe_route", &route);
+
+Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real,
+               bool eager_routing) {
+  MoeDispatch d = eager_routing ? eager_route(c, w, x, num_real) : route(c, w, x, num_real);
+  Tensor expert_out = ops::moe_experts(x, d.groups, w->expert_gate_up, w->expert_down);
+  return ops::moe_combine(expert_out, d.groups, d.routing);
+}
+
+// Config and weights come by pointer: a recorded split op keeps its arguments, and the model
+// (which owns both) outlives its graphs.
+const auto moe_dispatch =
+    split_op(kMoeDispatchOp, [](const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real,
+                                bool eager_routing) { return run_moe(c, w, x, num_real, eager_routing); });
+
+}  // namespace
+
+Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real,
+                 bool eager_routing) {
+  GRT_CHECK(w.router.defined() && w.expert_gate_up.defined() && w.expert_down.defined(),
+            "moe_block: the layer has no expert weights (is it a sparse layer of {}?)", config.source);
+  return moe_dispatch(&config, &w, x, num_real, eager_routing);
+}
+
+ScopedMoeDispatchSplit::ScopedMoeDispatchSplit(bool enable) : saved_(split_op_names()) {
+  std::vector<std::string> names = saved_;
+  names.erase(std::remove(names.begin(), names.end(), kMoeDispatchOp), names.end());
+  if (enable) names.push_back(kMoeDispatchOp);
+  set_split_ops(std::move(names));
+}
+
+ScopedMoeDispatchSplit::~ScopedMoeDispatchSplit() { set_split_ops(std::move(saved_)); }
+
+}  // namespace grt

@@ -1,0 +1,44 @@
+// The sparse MLP block of Qwen3-MoE and Mixtral layers: router linear, softmax/top-k routing,
+// grouping by expert, the grouped expert MLPs and the weighted combine (ops/moe.h).
+//
+// The whole block is the split op "moe_dispatch" (graph/split_ops.h): it is a plain call unless
+// that name is registered as a split op during a piecewise capture, which then ends a piece
+// before the block and runs it eagerly between pieces (the seed's split at MoE dispatch). See
+// ScopedMoeDispatchSplit.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+
+namespace grt {
+
+// The split-op name of the MoE block.
+inline constexpr const char* kMoeDispatchOp = "moe_dispatch";
+
+// x: [T, H] (normed hidden states of layer `w`, a sparse layer). num_real: i32 [1] count of the
+// real rows (rows past it route to no expert and give zeros), or undefined for all rows.
+// Returns [T, H] of x's dtype. Under a piecewise capture with "moe_dispatch" registered it
+// runs as a split op. `eager_routing`: the routing and grouping are an eager_on_graph step
+// ("moe_route", graph/breakable.h), so a capture with the breakable policy runs them eagerly
+// between segments inside the layer (a plain call otherwise).
+Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real,
+                 bool eager_routing = false);
+
+// While alive, "moe_dispatch" is (enable) or is not a registered split op; the previous registry
+// comes back on destruction. Graph runners hold one around their capture: the choice is baked
+// into the captured pieces, replay needs nothing.
+class ScopedMoeDispatchSplit {
+ public:
+  explicit ScopedMoeDispatchSplit(bool enable);
+  ~ScopedMoeDispatchSplit();
+  ScopedMoeDispatchSplit(const ScopedMoeDispatchSplit&) = delete;
+  ScopedMoeDispatchSplit& operator=(const ScopedMoeDispatchSplit&) = delete;
+
+ private:
+  std::vector<std::string> saved_;
+};
+
+}  // namespace grt

@@ -1,0 +1,152 @@
+#include "ops/moe.h"
+
+#include "memory/tensor_alloc.h"
+#include "ops/cpu/moe_cpu.h"
+#include "ops/moe_args.h"
+#include "ops/op_checks.h"
+#ifdef GRAPHRT_WITH_CUDA
+#include "ops/cuda/moe_cuda.h"
+#endif
+
+namespace grt::ops {
+namespace {
+
+// Runs the CPU or CUDA implementation of `op` on t's device.
+template <class Args>
+void dispatch(const char* op, const Tensor& t, const Args& args, void (*cpu_fn)(Device, const Args&),
+              void (*cuda_fn)(Device, const Args&)) {
+  if (t.device().is_cuda()) {
+    if (!cuda_fn) fail_no_cuda(op, t);
+    cuda_fn(t.device(), args);
+  } else {
+    cpu_fn(t.device(), args);
+  }
+}
+
+#ifdef GRAPHRT_WITH_CUDA
+#define GRT_MOE_CUDA(fn) &::grt::cuda::fn
+#else
+#define GRT_MOE_CUDA(fn) nullptr
+#endif
+
+void check_dtype_for_device(const char* op, const Tensor& t) {
+  if (t.device().is_cpu()) check_cpu_f32(op, t);
+  else GRT_CHECK(t.dtype() == DType::BF16, "{} on CUDA supports bf16 only, got {}", op, t.str());
+}
+
+}  // namespace
+
+MoeRouting moe_route(const Tensor& router_logits, int top_k, bool renormalize, const Tensor& num_real) {
+  const char* op = "moe_route";
+  check_defined(op, router_logits, "router_logits");
+  GRT_CHECK(router_logits.rank() == 2 && router_logits.is_contiguous(),
+            "{}: router_logits must be a contiguous [tokens, experts], got {}", op, router_logits.str());
+  const int64_t T = router_logits.size(0), E = router_logits.size(1);
+  GRT_CHECK(E >= 1 && E <= kMoeMaxExperts, "{}: {} experts, expected 1..{}", op, E, kMoeMaxExperts);
+  GRT_CHECK(top_k >= 1 && top_k <= E, "{}: top_k {} must be in [1, {}] (the number of experts)", op, top_k, E);
+  if (router_logits.device().is_cpu()) check_cpu_f32(op, router_logits);
+  else
+    GRT_CHECK(router_logits.dtype() == DType::BF16 || router_logits.dtype() == DType::F32,
+              "{} on CUDA supports bf16 or f32 logits, got {}", op, router_logits.str());
+  if (num_real.defined()) {
+    check_vector(op, num_real, "num_real", DType::I32, 1);
+    check_same_device(op, router_logits, num_real);
+  }
+  MoeRouting r;
+  r.topk_ids = empty(Shape{T, top_k}, DType::I32, router_logits.device());
+  r.topk_weights = empty(Shape{T, top_k}, DType::F32, router_logits.device());
+  if (T == 0) return r;
+  MoeRouteArgs a{router_logits.data(),
+                 router_logits.dtype(),
+                 num_real.defined() ? num_real.data_as<int32_t>() : nullptr,
+                 r.topk_ids.data_as<int32_t>(),
+                 r.topk_weights.data_as<float>(),
+                 T,
+                 E,
+                 top_k,
+                 renormalize};
+  dispatch(op, router_logits, a, &::grt::cpu::moe_route, GRT_MOE_CUDA(moe_route));
+  return r;
+}
+
+MoeGroups moe_group(const MoeRouting& routing, int num_experts) {
+  const char* op = "moe_group";
+  const Tensor& ids = routing.topk_ids;
+  check_defined(op, ids, "topk_ids");
+  GRT_CHECK(ids.rank() == 2 && ids.is_contiguous() && ids.dtype() == DType::I32,
+            "{}: topk_ids must be a contiguous i32 [tokens, k], got {}", op, ids.str());
+  GRT_CHECK(num_experts >= 1 && num_experts <= kMoeMaxExperts, "{}: {} experts, expected 1..{}", op, num_experts,
+            kMoeMaxExperts);
+  const int64_t slots = ids.numel(), E = num_experts, B = kMoeBlockRows;
+  MoeGroups g;
+  g.top_k = ids.size(1);
+  g.max_rows = (slots + E * (B - 1) + B - 1) / B * B;
+  const Device d = ids.device();
+  g.expert_counts = empty(Shape{E}, DType::I32, d);
+  g.sorted_slots = empty(Shape{g.max_rows}, DType::I32, d);
+  g.block_expert = empty(Shape{g.max_rows / B}, DType::I32, d);
+  g.slot_rows = empty(Shape{slots}, DType::I32, d);
+  MoeGroupArgs a{ids.data_as<int32_t>(),          slots, E, g.max_rows, B, g.expert_counts.data_as<int32_t>(),
+                 g.sorted_slots.data_as<int32_t>(), g.block_expert.data_as<int32_t>(), g.slot_rows.data_as<int32_t>()};
+  dispatch(op, ids, a, &::grt::cpu::moe_group, GRT_MOE_CUDA(moe_group));
+  return g;
+}
+
+Tensor moe_experts(const Tensor& x, const MoeGroups& g, const Tensor& gate_up, const Tensor& down) {
+  const char* op = "moe_experts";
+  check_defined(op, x, "x");
+  check_defined(op, gate_up, "gate_up");
+  check_defined(op, down, "down");
+  check_defined(op, g.sorted_slots, "groups");
+  GRT_CHECK(x.rank() == 2 && x.is_contiguous(), "{}: x must be a contiguous [tokens, hidden], got {}", op, x.str());
+  GRT_CHECK(gate_up.rank() == 3 && gate_up.is_contiguous() && gate_up.size(1) % 2 == 0,
+            "{}: gate_up must be a contiguous [experts, 2 * inter, hidden], got {}", op, gate_up.str());
+  const int64_t E = gate_up.size(0), I = gate_up.size(1) / 2, H = x.size(1);
+  GRT_CHECK(gate_up.size(2) == H, "{}: gate_up {} does not match x {} (hidden {})", op, gate_up.str(), x.str(), H);
+  GRT_CHECK(down.rank() == 3 && down.is_contiguous() && down.size(0) == E && down.size(1) == H && down.size(2) == I,
+            "{}: down must be a contiguous [{}, {}, {}], got {}", op, E, H, I, down.str());
+  GRT_CHECK(g.expert_counts.numel() == E, "{}: groups of {} experts for weights of {}", op, g.expert_counts.numel(),
+            E);
+  GRT_CHECK(g.slot_rows.numel() == x.size(0) * g.top_k, "{}: groups of {} slots for {} tokens x top-{}", op,
+            g.slot_rows.numel(), x.size(0), g.top_k);
+  GRT_CHECK(x.dtype() == gate_up.dtype() && x.dtype() == down.dtype(), "{}: x {}, gate_up {} and down {} differ in dtype",
+            op, x.str(), gate_up.str(), down.str());
+  check_same_device(op, x, gate_up);
+  check_same_device(op, x, down);
+  check_same_device(op, x, g.sorted_slots);
+  check_dtype_for_device(op, x);
+  if (x.device().is_cuda())
+    GRT_CHECK(H % 8 == 0 && I % 8 == 0, "{} on CUDA needs hidden ({}) and expert intermediate ({}) sizes divisible by 8",
+              op, H, I);
+  Tensor out = empty(Shape{g.max_rows, H}, x.dtype(), x.device());
+  Tensor act = empty(Shape{g.max_rows, I}, x.dtype(), x.device());
+  if (x.size(0) == 0) return out;
+  MoeExpertsArgs a{x.data(), g.sorted_slots.data_as<int32_t>(), g.block_expert.data_as<int32_t>(),
+                   gate_up.data(), down.data(), act.data(), out.data(), g.max_rows, kMoeBlockRows, g.top_k, H, I,
+                   x.dtype()};
+  dispatch(op, x, a, &::grt::cpu::moe_experts, GRT_MOE_CUDA(moe_experts));
+  return out;
+}
+
+Tensor moe_combine(const Tensor& expert_out, const MoeGroups& g, const MoeRouting& routing) {
+  const char* op = "moe_combine";
+  check_defined(op, expert_out, "expert_out");
+  check_defined(op, routing.topk_weights, "topk_weights");
+  GRT_CHECK(expert_out.rank() == 2 && expert_out.is_contiguous() && expert_out.size(0) == g.max_rows,
+            "{}: expert_out must be a contiguous [{}, hidden], got {}", op, g.max_rows, expert_out.str());
+  const Tensor& w = routing.topk_weights;
+  GRT_CHECK(w.rank() == 2 && w.is_contiguous() && w.dtype() == DType::F32 && w.size(1) == g.top_k &&
+                w.numel() == g.slot_rows.numel(),
+            "{}: topk_weights must be a contiguous f32 [tokens, {}] matching the groups, got {}", op, g.top_k, w.str());
+  check_same_device(op, expert_out, w);
+  check_dtype_for_device(op, expert_out);
+  const int64_t T = w.size(0), H = expert_out.size(1);
+  Tensor out = empty(Shape{T, H}, expert_out.dtype(), expert_out.device());
+  if (T == 0 || H == 0) return out;
+  MoeCombineArgs a{expert_out.data(), g.slot_rows.data_as<int32_t>(), w.data_as<float>(), out.data(), T, g.top_k, H,
+                   expert_out.dtype()};
+  dispatch(op, expert_out, a, &::grt::cpu::moe_combine, GRT_MOE_CUDA(moe_combine));
+  return out;
+}
+
+}  // namespace grt::ops

@@ -1,0 +1,60 @@
+// Mixture-of-experts ops (Qwen3-MoE, Mixtral): route each token to its top-k experts, group the
+// (token, choice) slots by expert, run every expert's MLP over its rows in one grouped launch per
+// projection, and combine the k expert outputs of each token with its routing weights.
+//
+// Everything is sized by the host-known token count T (the padded count in a graph), never by
+// how many tokens an expert got: counts, offsets and the row order live on the device, so the
+// ops are capture-safe (no host synchronisation, no launch sized from a device value). Rows at
+// or past the device-side count of real tokens (`num_real`, i32 [1]; SGLang's
+// num_token_non_padded) route nowhere: padding rows of a graph batch never reach an expert and
+// come out as zeros.
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace grt::ops {
+
+// Rows of a group block: every expert's rows are padded to a multiple of this, so each block of
+// the grouped GEMMs belongs to one expert.
+constexpr int64_t kMoeBlockRows = 16;
+// The most experts the router supports (per-lane registers on CUDA).
+constexpr int64_t kMoeMaxExperts = 512;
+
+struct MoeRouting {
+  Tensor topk_ids;      // i32 [T, k]: expert of each choice; -1 for rows that route nowhere
+  Tensor topk_weights;  // f32 [T, k]: routing weight of each choice; 0 for those rows
+};
+
+// router_logits: [T, E] (f32 on the CPU; bf16 or f32 on CUDA). Softmax over the E experts in
+// float32, the top_k largest probabilities (ties: the lower expert index), divided by their
+// sum when `renormalize` (Qwen3-MoE norm_topk_prob; Mixtral always). num_real: i32 [1] on the
+// same device, or undefined when every row is real. Error unless 1 <= top_k <= E <= 512.
+MoeRouting moe_route(const Tensor& router_logits, int top_k, bool renormalize, const Tensor& num_real);
+
+// The slots (token t, choice j) = t * k + j grouped by expert, in blocks of kMoeBlockRows.
+struct MoeGroups {
+  Tensor expert_counts;  // i32 [E]: slots routed to each expert
+  Tensor sorted_slots;   // i32 [max_rows]: expert blocks in expert order; -1 for padding rows
+  Tensor block_expert;   // i32 [max_rows / kMoeBlockRows]: expert of each block; -1 when unused
+  Tensor slot_rows;      // i32 [T * k]: the row of sorted_slots holding each slot; -1 if unrouted
+  int64_t max_rows = 0;  // T * k + E * (kMoeBlockRows - 1), rounded up to a block
+  int64_t top_k = 0;
+};
+
+// Groups a routing of `num_experts` experts. Within an expert the CPU keeps token order; CUDA
+// may not (the combine's result does not depend on it).
+MoeGroups moe_group(const MoeRouting& routing, int num_experts);
+
+// Every expert's SwiGLU MLP over its rows: out[r] = down_e(silu(gate_e(x_t)) * up_e(x_t)) for
+// row r = slot_rows[t * k + j] of expert e (bf16 on CUDA: each projection rounded to the dtype
+// like transformers). x: [T, H] contiguous; gate_up: [E, 2 Im, H] (gate rows then up rows of
+// each expert); down: [E, H, Im]; all of x's dtype. Returns [max_rows, H] of x's dtype; rows
+// of padding are not written.
+Tensor moe_experts(const Tensor& x, const MoeGroups& groups, const Tensor& gate_up, const Tensor& down);
+
+// out[t] = sum_j topk_weights[t, j] * expert_out[slot_rows[t * k + j]] (float32 sums in choice
+// order), rounded to expert_out's dtype; zero for rows that route nowhere. Returns [T, H].
+Tensor moe_combine(const Tensor& expert_out, const MoeGroups& groups, const MoeRouting& routing);
+
+}  // namespace grt::ops

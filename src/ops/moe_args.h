@@ -1,0 +1,50 @@
+// The raw arguments of the MoE ops (ops/moe.h) that ops/moe.cpp hands to the CPU and CUDA
+// implementations: pointers and sizes only, validated by the caller.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace grt::ops {
+
+struct MoeRouteArgs {
+  const void* logits;  // [tokens, experts] of logits_dtype
+  DType logits_dtype;
+  const int32_t* num_real;  // [1] or null (all rows real)
+  int32_t* topk_ids;        // [tokens, top_k]
+  float* topk_weights;      // [tokens, top_k]
+  int64_t tokens, experts, top_k;
+  bool renormalize;
+};
+
+struct MoeGroupArgs {
+  const int32_t* topk_ids;  // [slots]
+  int64_t slots, experts, max_rows, block_rows;
+  int32_t* expert_counts;  // [experts]
+  int32_t* sorted_slots;   // [max_rows]
+  int32_t* block_expert;   // [max_rows / block_rows]
+  int32_t* slot_rows;      // [slots]
+};
+
+struct MoeExpertsArgs {
+  const void* x;  // [tokens, hidden]
+  const int32_t* sorted_slots;
+  const int32_t* block_expert;
+  const void* gate_up;  // [experts, 2 inter, hidden]
+  const void* down;     // [experts, hidden, inter]
+  void* act;            // [max_rows, inter] scratch
+  void* out;            // [max_rows, hidden]
+  int64_t max_rows, block_rows, top_k, hidden, inter;
+  DType dtype;
+};
+
+struct MoeCombineArgs {
+  const void* expert_out;  // [max_rows, hidden]
+  const int32_t* slot_rows;
+  const float* topk_weights;
+  void* out;  // [tokens, hidden]
+  int64_t tokens, top_k, hidden;
+  DType dtype;
+};
+
+}  // namespace grt::ops
