@@ -22,13 +22,22 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--token-ids", opts->token_ids, "a prompt as comma-separated token ids (repeat for a batch)")
       ->required();
   cmd->add_option("--max-new-tokens", opts->max_new_tokens, "tokens to generate per prompt")->capture_default_str();
-  cmd->add_option("--temperature", opts->sampling.temperature, "0: greedy")->capture_default_str();
-  cmd->add_option("--top-k", opts->sampling.top_k, "0: no limit")->capture_default_str();
-  cmd->add_option("--top-p", opts->sampling.top_p, "1: no limit")->capture_default_str();
-  cmd->add_option("--sampling-seed", opts->sampling.seed, "seed of the sampler (per request: seed + index)")
+  cmd->add_option("--temperature", opts->sampling.temperature, ">= 0; 0: greedy")->capture_default_str();
+  cmd->add_option("--top-k", opts->sampling.top_k, "-1 or 0: no limit, else >= 1")->capture_default_str();
+  cmd->add_option("--top-p", opts->sampling.top_p, "in (0, 1]; 1: no limit")->capture_default_str();
+  cmd->add_option("--sampling-seed", opts->sampling.seed,
+                  "seed of the sampler, 0 .. 2^63-1 (per request: seed + index)")
+      ->check(not_negative())
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "print {\"output_ids\": [...]} (a list per prompt when several)");
   cmd->callback([opts] {
+    // Bad sampling flags are refused before the model loads, named as flags.
+    const SamplingFieldNames flags{"--temperature", "--top-k", "--top-p", "--sampling-seed"};
+    opts->sampling.validate(flags);
+    GRT_CHECK(opts->max_new_tokens >= 0, "--max-new-tokens {} is not allowed: must be >= 0", opts->max_new_tokens);
+    GRT_CHECK(opts->sampling.seed <= SamplingParams::kMaxSeed - opts->token_ids.size(),
+              "--sampling-seed {} is not allowed with {} prompts: request i uses seed + i, which must stay <= {}",
+              opts->sampling.seed, opts->token_ids.size(), SamplingParams::kMaxSeed);
     auto runner = make_runner(opts->args);
     Engine engine(*runner, opts->args.engine_options());
     std::vector<GenerateRequest> reqs;

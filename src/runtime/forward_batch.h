@@ -7,18 +7,12 @@
 #include <vector>
 
 #include "model/forward_inputs.h"
+#include "runtime/sampling_params.h"
 
 namespace grt {
 
 enum class ForwardMode { EXTEND, DECODE, MIXED, IDLE };
 const char* forward_mode_name(ForwardMode mode);
-
-struct SamplingParams {
-  float temperature = 0.0f;  // <= 0: greedy
-  int top_k = 0;             // <= 0: no limit
-  float top_p = 1.0f;        // >= 1: no limit
-  uint64_t seed = 0;
-};
 
 struct ForwardBatch {
   ForwardMode mode = ForwardMode::IDLE;
