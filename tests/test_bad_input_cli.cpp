@@ -90,8 +90,10 @@ TEST(BadInputCli, Flags) {
       {kGen + "--graph-memory-budget -1 --graph-memory vmm", {"--graph-memory-budget", "-1", "must be >= 0"}},
       {kGen + "--graph-memory heap", {"--graph-memory", "pool or vmm", "heap"}},
       {kGen + "--seed -5", {"--seed", "-5", "must be >= 0"}},
-      {kGen + "--dtype int8", {"--dtype int8"}},
-      {kGen + "--device tpu", {"tpu"}},
+      {kGen + "--dtype int8", {"--dtype int8", "unknown dtype"}},
+      {kGen + "--dtype i32", {"--dtype i32", "not a floating type"}},
+      {"generate --model builtin:tiny --token-ids 1 --device tpu", {"--device tpu"}},
+      {"generate --model builtin:tiny --token-ids 1 --device cuda:-1", {"--device cuda:-1"}},
       {kGen + "--top-k 1.5", {"--top-k", "1.5"}},
       {kGen + "--max-running-requests many", {"--max-running-requests", "many"}},
       {"generate --model builtin:tiny --device cpu --token-ids 1,2 --max-new-tokens -1",
@@ -125,6 +127,10 @@ TEST(BadInputCli, HugePiecewiseMaxTokensIsBoundedWithAWarning) {
                                "--max-total-tokens 96 --max-running-requests 2 --context-length 48 --json");
   ASSERT_EQ(kv.exit_code, 0) << kv.all;
   EXPECT_NE(kv.all.find("capped at 96"), std::string::npos) << kv.all;
+  // Request slots beyond the KV slots: once a 100000-row table and 6270 decode graphs.
+  auto reqs = run_graphrt(kGen + "--max-running-requests 100000 --max-total-tokens 64 --json");
+  ASSERT_EQ(reqs.exit_code, 0) << reqs.all;
+  EXPECT_NE(reqs.all.find("--max-running-requests 100000 capped at 64"), std::string::npos) << reqs.all;
 }
 
 TEST(BadInputCli, Sampling) {

@@ -126,14 +126,24 @@ void ServerArgs::warn_no_effect() const {
 }
 
 Device ServerArgs::resolved_device() const {
-  Device d = device.empty() ? default_device() : Device::parse(device);
+  Device d;
+  try {
+    d = device.empty() ? default_device() : Device::parse(device);
+  } catch (const Error& e) {
+    throw e.with_context("--device " + device);
+  }
   check_device(d);
   return d;
 }
 
 DType ServerArgs::resolved_dtype(Device d) const {
   if (dtype.empty()) return d.is_cuda() ? DType::BF16 : DType::F32;
-  DType dt = parse_dtype(dtype);
+  DType dt;
+  try {
+    dt = parse_dtype(dtype);
+  } catch (const Error& e) {
+    throw e.with_context("--dtype " + dtype);
+  }
   GRT_CHECK(is_floating(dt), "--dtype {} is not a floating type", dtype);
   GRT_CHECK(d.is_cuda() || dt == DType::F32, "--dtype {}: the CPU backend runs float32 only", dtype);
   return dt;

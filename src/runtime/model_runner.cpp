@@ -84,17 +84,26 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     slots = std::min<int64_t>(slots, INT32_MAX);
   }
   GRT_CHECK(slots >= 2, "the memory budget leaves no room for the KV cache ({} bytes per token)", per_token);
-  req_pool_ = std::make_unique<ReqToTokenPool>(opt.max_running_requests, max_context, d);
+  // Every running request holds at least one KV slot: more request slots than KV slots would only
+  // cost start-up (a request table of rows x context, one decode graph per batch size).
+  int max_requests = opt.max_running_requests;
+  if (max_requests > slots - 1) {
+    GRT_WARN("--max-running-requests {} capped at {}: every running request holds a KV slot and the KV cache has {} "
+             "(--max-total-tokens)",
+             max_requests, slots - 1, slots - 1);
+    max_requests = static_cast<int>(slots - 1);
+  }
+  req_pool_ = std::make_unique<ReqToTokenPool>(max_requests, max_context, d);
   kv_pool_ = std::make_unique<TokenToKVPool>(c.num_hidden_layers, slots, kv_width, model_->dtype(), d);
   GRT_DEBUG("KV cache: {} token slots, {:.1f} MiB; {} requests x {} context", slots - 1,
-            kv_pool_->bytes() / 1048576.0, opt.max_running_requests, max_context);
+            kv_pool_->bytes() / 1048576.0, max_requests, max_context);
 
   graph_memory_mode_ = opt.graph_memory;
   graph_memory_budget_ = opt.graph_memory_budget;
   if (!opt.disable_cuda_graph) {
     GRT_CHECK(opt.cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", opt.cuda_graph_max_bs);
-    const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, opt.max_running_requests)
-                                              : opt.max_running_requests;
+    const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, max_requests)
+                                              : max_requests;
     DecodeGraphsOptions go;
     go.batch_sizes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
                                                : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");
@@ -114,7 +123,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     GRT_CHECK(opt.piecewise_cuda_graph_max_tokens >= 0, "--piecewise-cuda-graph-max-tokens {} must be positive",
               opt.piecewise_cuda_graph_max_tokens);
     // An extend never holds more tokens than the KV cache or all request rows together.
-    const int64_t kv_cap = std::min<int64_t>(kv_pool_->capacity(), static_cast<int64_t>(opt.max_running_requests) *
+    const int64_t kv_cap = std::min<int64_t>(kv_pool_->capacity(), static_cast<int64_t>(max_requests) *
                                                                         req_pool_->max_context());
     const int cap = static_cast<int>(
         std::min<int64_t>(opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : 8192, kv_cap));
