@@ -187,7 +187,7 @@ TEST(BadInputCli, Files) {
       {m + loop, {"loading model", loop, "symbolic links"}},
       {m + cfg_loop, {"loading model", "config.json", "symbolic links"}},
       {m + dangling, {"loading model", "symlink to a missing file"}},
-      {m + no_cfg, {"loading model", "has no config.json"}},
+      {m + no_cfg, {"loading model", "config.json' is missing"}},
       {m + no_weights, {"loading model", "neither"}},
       {m + "builtin:nonesuch", {"loading model builtin:nonesuch", "nonesuch"}},
   });

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "error_of.h"
+#include "memory/caching_allocator.h"
 #include "runtime/engine.h"
 #include "runtime_test_util.h"
 
@@ -132,4 +133,47 @@ TEST(EngineSlots, ReturnedOnErrorsAndScoreQueues) {
   EXPECT_EQ(scored[2].size(), 3u * static_cast<size_t>(r->model().config().vocab_size));
   EXPECT_EQ(r->req_pool().available(), 2);
   EXPECT_EQ(r->kv_pool().available(), r->kv_pool().capacity());
+}
+
+// A forward that fails (here: the memory budget runs out mid-step) must not leak request or KV
+// slots, in generate and in score.
+TEST(EngineSlots, ReturnedWhenTheForwardThrows) {
+  ModelRunnerOptions o;
+  o.max_running_requests = 2;
+  o.max_context = 32;
+  o.max_total_tokens = 128;
+  o.disable_cuda_graph = true;
+  o.disable_piecewise_cuda_graph = true;
+  ModelRunner r(load_model("builtin:tiny", Device::cpu(), DType::F32, 0, 32), o);
+  Engine e(r);
+  CachingAllocator& alloc = CachingAllocator::get(Device::cpu());
+  struct RestoreBudget {
+    CachingAllocator& a;
+    size_t was;
+    ~RestoreBudget() { a.set_budget(was); }
+  } restore{alloc, alloc.budget()};
+  alloc.empty_cache();
+  alloc.set_budget(alloc.stats().reserved + 1);  // no new segment fits ...
+  struct Hog {  // ... and the free room of the held ones is taken
+    CachingAllocator& a;
+    std::vector<void*> blocks;
+    ~Hog() {
+      for (void* p : blocks) a.free(p);
+    }
+  } hog{alloc, {}};
+  for (size_t size = size_t{1} << 24; size >= 256; size /= 2) {
+    while (true) {
+      try {
+        hog.blocks.push_back(alloc.allocate(size));
+      } catch (const Error&) {
+        break;
+      }
+    }
+  }
+  EXPECT_NE(error_of([&] { e.generate({{{1, 2, 3}, 2, {}}, {{4, 5}, 2, {}}, {{6}, 1, {}}}); }), "");
+  EXPECT_EQ(r.req_pool().available(), 2);
+  EXPECT_EQ(r.kv_pool().available(), r.kv_pool().capacity());
+  EXPECT_NE(error_of([&] { e.score({{1, 2}, {3}, {4, 5, 6}}); }), "");
+  EXPECT_EQ(r.req_pool().available(), 2);
+  EXPECT_EQ(r.kv_pool().available(), r.kv_pool().capacity());
 }

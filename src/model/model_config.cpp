@@ -276,7 +276,7 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
   if (!fs::exists(st)) {
     GRT_CHECK(!ec || ec == std::errc::no_such_file_or_directory, "cannot read '{}': {}", file, ec.message());
     GRT_CHECK(!fs::is_symlink(fs::symlink_status(file, ec)), "'{}' is a symlink to a missing file", file);
-    GRT_FAIL("model folder '{}' has no config.json", path);
+    GRT_FAIL("'{}' is missing: a model folder needs a config.json", file);
   }
   GRT_CHECK(!fs::is_directory(st), "'{}' is a directory; it must be the model's JSON config file", file);
   errno = 0;

@@ -78,7 +78,7 @@ std::vector<std::vector<int32_t>> Engine::generate(const std::vector<GenerateReq
   SlotReturn give_back{[&] {
     for (Running& r : running) {
       kp.free(r.kv);
-      rp.free(r.slot);
+      if (r.slot >= 0) rp.free(r.slot);
     }
     running.clear();
   }};
@@ -86,14 +86,14 @@ std::vector<std::vector<int32_t>> Engine::generate(const std::vector<GenerateReq
   while (!waiting.empty() || !running.empty()) {
     // Admit while a request slot and KV room for its whole length are free.
     while (!waiting.empty() && rp.available() > 0 && kp.available() >= total_len(requests[waiting.front()])) {
-      Running r;
+      // In `running` before anything is taken, so an error at any point gives it back.
+      Running& r = running.emplace_back();
       r.index = waiting.front();
       r.req = &requests[r.index];
       waiting.pop_front();
       r.slot = rp.alloc();
       r.kv = kp.alloc(total_len(*r.req));
       rp.write(r.slot, 0, r.kv);
-      running.push_back(std::move(r));
     }
     GRT_CHECK(!running.empty(), "request {} cannot be scheduled: KV cache has {} free slots", waiting.front(),
               kp.available());
