@@ -113,6 +113,9 @@ TEST(BadInputCli, GraphListsAreSortedAndDeduplicatedWithAWarning) {
             std::string::npos)
       << r.all;
   EXPECT_NE(r.all.find("decode graphs: 2 sizes (2..4)"), std::string::npos) << r.all;
+  // The CPU KV cache default is modest and says how to change it (it was 0.88 of host RAM).
+  EXPECT_NE(r.all.find("KV cache on the CPU: 4096 token slots"), std::string::npos) << r.all;
+  EXPECT_NE(r.all.find("--max-total-tokens changes it"), std::string::npos) << r.all;
 }
 
 // Once hung (capture grew 3x per doubling, unbounded): now capped at --chunked-prefill-size and
