@@ -100,6 +100,8 @@ TEST(BadInputCli, Flags) {
        {"--max-new-tokens -1", "must be >= 0"}},
       {"generate --model builtin:tiny --device cpu --token-ids 1,,2", {"--token-ids", "1,,2"}},
       {"generate --model builtin:tiny --device cpu --token-ids 1,x", {"'x'", "--token-ids"}},
+      {"generate --model builtin:tiny --device cpu --token-ids 99999999999", {"'99999999999'", "--token-ids"}},
+      {"score --model builtin:tiny --device cpu --token-ids ''", {"--token-ids ''"}},
   });
 }
 

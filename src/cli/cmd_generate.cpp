@@ -38,12 +38,14 @@ void register_generate(CLI::App& app) {
     GRT_CHECK(opts->sampling.seed <= SamplingParams::kMaxSeed - opts->token_ids.size(),
               "--sampling-seed {} is not allowed with {} prompts: request i uses seed + i, which must stay <= {}",
               opts->sampling.seed, opts->token_ids.size(), SamplingParams::kMaxSeed);
+    std::vector<std::vector<int32_t>> prompts;  // parsed before the model loads
+    for (const auto& t : opts->token_ids) prompts.push_back(parse_token_ids(t));
     auto runner = make_runner(opts->args);
     Engine engine(*runner, opts->args.engine_options());
     std::vector<GenerateRequest> reqs;
     for (size_t i = 0; i < opts->token_ids.size(); ++i) {
       GenerateRequest r;
-      r.prompt = parse_token_ids(opts->token_ids[i]);
+      r.prompt = std::move(prompts[i]);
       r.max_new_tokens = opts->max_new_tokens;
       r.sampling = opts->sampling;
       r.sampling.seed = opts->sampling.seed + i;
