@@ -30,16 +30,22 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--prompt", opts->prompts, "a prompt as text (repeat for a batch; needs a tokenizer)");
   cmd->add_option("--chat-file", opts->chat_file, "a chat request body (JSON with messages) rendered by the chat template");
   cmd->add_option("--max-new-tokens", opts->max_new_tokens, "tokens to generate per prompt")->capture_default_str();
-  cmd->add_option("--temperature", opts->sampling.temperature, "0: greedy")->capture_default_str();
-  cmd->add_option("--top-k", opts->sampling.top_k, "0: no limit")->capture_default_str();
-  cmd->add_option("--top-p", opts->sampling.top_p, "1: no limit")->capture_default_str();
-  cmd->add_option("--min-p", opts->sampling.min_p, "0: off")->capture_default_str();
-  cmd->add_option("--sampling-seed", opts->sampling.seed, "seed of the sampler (per request: seed + index)")
+  cmd->add_option("--temperature", opts->sampling.temperature, ">= 0; 0: greedy")->capture_default_str();
+  cmd->add_option("--top-k", opts->sampling.top_k, "-1 or 0: no limit, else >= 1")->capture_default_str();
+  cmd->add_option("--top-p", opts->sampling.top_p, "in (0, 1]; 1: no limit")->capture_default_str();
+  cmd->add_option("--sampling-seed", opts->sampling.seed,
+                  "seed of the sampler, 0 .. 2^63-1 (per request: seed + index)")
+      ->check(not_negative())
+  cmd->add_option("--min-p", opts->sampling.min_p, "in [0, 1]; 0: off")->capture_default_str();
       ->capture_default_str();
   cmd->add_option("--stop", opts->stop, "stop string (repeatable; not printed)");
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "do not stop at the model's eos tokens (benchmarks)");
   cmd->add_flag("--json", opts->json, "print {\"output_ids\": [...]} (a list per prompt when several; text too)");
   cmd->callback([opts] {
+    // Bad sampling flags are refused before the model loads, named as flags.
+    const SamplingFieldNames flags{"--temperature", "--top-k", "--top-p", "--sampling-seed", "--min-p"};
+    opts->sampling.validate(flags);
+    GRT_CHECK(opts->max_new_tokens >= 0, "--max-new-tokens {} is not allowed: must be >= 0", opts->max_new_tokens);
     const ServerArgs& a = opts->args;
     TextSupport text = text_support_for(a.model);
     std::vector<std::vector<int32_t>> prompts;
@@ -62,6 +68,9 @@ void register_generate(CLI::App& app) {
       prompts.push_back(text.encode(text.render_chat(body), false));
     }
     GRT_CHECK(!prompts.empty(), "give a prompt: --token-ids, --prompt or --chat-file");
+    GRT_CHECK(opts->sampling.seed <= SamplingParams::kMaxSeed - prompts.size(),
+              "--sampling-seed {} is not allowed with {} prompts: request i uses seed + i, which must stay <= {}",
+              opts->sampling.seed, prompts.size(), SamplingParams::kMaxSeed);
     const bool with_text = static_cast<bool>(text.stream);
     SchedulerOptions so = a.scheduler_options();
     so.eos_token_ids = eos_token_ids_of(a.model);

@@ -22,10 +22,10 @@ void register_score(CLI::App& app) {
   cmd->add_flag("--json", opts->json,
                 "print {\"vocab\": V, \"lengths\": [...], \"logits\": [[V floats] per position, prompts in order]}");
   cmd->callback([opts] {
+    std::vector<std::vector<int32_t>> prompts;  // parsed before the model loads
+    for (const auto& t : opts->token_ids) prompts.push_back(parse_token_ids(t));
     auto runner = make_runner(opts->args);
     Engine engine(*runner, opts->args.engine_options());
-    std::vector<std::vector<int32_t>> prompts;
-    for (const auto& t : opts->token_ids) prompts.push_back(parse_token_ids(t));
     auto logits = engine.score(prompts);
     const size_t vocab = static_cast<size_t>(runner->model().config().vocab_size);
     nlohmann::json rows = nlohmann::json::array();

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and friends exit 0; every bad flag exits 1, like every other error.
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const grt::Error& e) {
     std::fprintf(stderr, "graphrt: error: %s\n", e.what());
     return 1;

@@ -14,12 +14,21 @@
 
 namespace grt {
 
+const CLI::Validator& not_negative() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        return !text.empty() && text.front() == '-' ? "'" + text + "' is negative: must be >= 0" : std::string();
+      },
+      "NOT NEGATIVE");
+  return v;
+}
+
 void ServerArgs::add_to(CLI::App& app) {
   app.add_option("--model-path,--model", model, "Hugging Face model folder, or builtin:<preset> (tiny, qwen3-0.6b, llama-3.1-8b)")
       ->capture_default_str();
   app.add_option("--device", device, "cpu, cuda or cuda:N (default: cuda:0 when a GPU is usable)");
   app.add_option("--dtype", dtype, "run dtype: f32, bf16, f16 (default: bf16 on CUDA, f32 on CPU)");
-  app.add_option("--seed", seed, "seed of builtin random weights")->capture_default_str();
+  app.add_option("--seed", seed, "seed of builtin random weights")->check(not_negative())->capture_default_str();
   app.add_option("--mem-fraction-static", mem_fraction_static,
                  "share of device memory for weights, KV cache and graphs")
       ->capture_default_str();
@@ -64,6 +73,7 @@ void ServerArgs::add_to(CLI::App& app) {
   app.add_option("--graph-memory-budget", graph_memory_budget,
                  "most physical graph memory in vmm mode, e.g. 512MiB (0: no limit); a capture that needs more "
                  "runs that shape and larger ones eagerly")
+      ->check(not_negative())
       ->transform(CLI::AsSizeValue(false));
   app.add_flag("--enable-mixed-chunk", enable_mixed_chunk,
                "run a prefill chunk and the running decodes in one forward (MIXED, on the piecewise graphs)");
@@ -83,28 +93,92 @@ bool breakable_from_env() {
 }
 }  // namespace
 
+namespace {
+// A batch-size or token-count list: every value positive (else an Error naming the flag and the
+// value); given in any order or with repeats, it is sorted and deduplicated with one warning, so
+// --cuda-graph-bs and --piecewise-cuda-graph-tokens behave alike.
+std::vector<int> normalized_list(const std::vector<int>& values, const char* flag, bool warn) {
+  for (int v : values) GRT_CHECK(v > 0, "{} {}: every value must be a positive integer, got {}", flag,
+                                 fmt::format("{}", fmt::join(values, ",")), v);
+  std::vector<int> out = values;
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (warn && out != values)
+    GRT_WARN("{} {}: sorted and duplicates removed, using {}", flag, fmt::format("{}", fmt::join(values, ",")),
+             fmt::format("{}", fmt::join(out, ",")));
+  return out;
+}
+}  // namespace
+
+void ServerArgs::check() const {
+  GRT_CHECK(mem_fraction_static > 0 && mem_fraction_static <= 1,
+            "--mem-fraction-static {} is not allowed: must be in (0, 1]", mem_fraction_static);
+  GRT_CHECK(max_running_requests > 0, "--max-running-requests {} is not allowed: must be >= 1", max_running_requests);
+  GRT_CHECK(context_length >= 0, "--context-length {} is not allowed: must be >= 1 (or 0: the model's default)",
+            context_length);
+  GRT_CHECK(max_total_tokens >= 0,
+            "--max-total-tokens {} is not allowed: must be >= 1 (or 0: sized from the memory budget)",
+            max_total_tokens);
+  GRT_CHECK(chunked_prefill_size > 0, "--chunked-prefill-size {} is not allowed: must be >= 1", chunked_prefill_size);
+  GRT_CHECK(cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} is not allowed: must be >= 1 (or 0: --max-running-requests)",
+            cuda_graph_max_bs);
+  GRT_CHECK(piecewise_cuda_graph_max_tokens >= 0,
+            "--piecewise-cuda-graph-max-tokens {} is not allowed: must be >= 1 (or 0: the default)",
+            piecewise_cuda_graph_max_tokens);
+  parse_graph_memory_mode(graph_memory);
+  GRT_CHECK(!(enforce_piecewise_cuda_graph && disable_piecewise_cuda_graph),
+            "--enforce-piecewise-cuda-graph and --disable-piecewise-cuda-graph contradict each other: give one");
+  GRT_CHECK(graph_memory_budget == 0 || graph_memory == "vmm",
+            "--graph-memory-budget {} applies to --graph-memory vmm only, but --graph-memory is {}",
+            graph_memory_budget, graph_memory);
+  normalized_list(cuda_graph_bs, "--cuda-graph-bs", false);
+  normalized_list(piecewise_cuda_graph_tokens, "--piecewise-cuda-graph-tokens", false);
+}
+
+void ServerArgs::warn_no_effect() const {
+  if (debug_cuda_graph && disable_cuda_graph) GRT_WARN("--debug-cuda-graph has no effect with --disable-cuda-graph");
+  if (disable_cuda_graph && (!cuda_graph_bs.empty() || cuda_graph_max_bs > 0))
+    GRT_WARN("--cuda-graph-bs / --cuda-graph-max-bs have no effect with --disable-cuda-graph");
+  if (disable_piecewise_cuda_graph && (!piecewise_cuda_graph_tokens.empty() || piecewise_cuda_graph_max_tokens > 0))
+    GRT_WARN("--piecewise-cuda-graph-tokens / --piecewise-cuda-graph-max-tokens have no effect with "
+             "--disable-piecewise-cuda-graph");
+}
+
 Device ServerArgs::resolved_device() const {
-  Device d = device.empty() ? default_device() : Device::parse(device);
+  Device d;
+  try {
+    d = device.empty() ? default_device() : Device::parse(device);
+  } catch (const Error& e) {
+    throw e.with_context("--device " + device);
+  }
   check_device(d);
   return d;
 }
 
 DType ServerArgs::resolved_dtype(Device d) const {
   if (dtype.empty()) return d.is_cuda() ? DType::BF16 : DType::F32;
-  DType dt = parse_dtype(dtype);
+  DType dt;
+  try {
+    dt = parse_dtype(dtype);
+  } catch (const Error& e) {
+    throw e.with_context("--dtype " + dtype);
+  }
   GRT_CHECK(is_floating(dt), "--dtype {} is not a floating type", dtype);
   GRT_CHECK(d.is_cuda() || dt == DType::F32, "--dtype {}: the CPU backend runs float32 only", dtype);
   return dt;
 }
 
 ModelRunnerOptions ServerArgs::runner_options() const {
+  check();
   ModelRunnerOptions o;
   o.mem_fraction_static = mem_fraction_static;
   o.max_running_requests = max_running_requests;
   o.max_context = context_length;
   o.max_total_tokens = max_total_tokens;
   o.disable_cuda_graph = disable_cuda_graph;
-  o.cuda_graph_bs = cuda_graph_bs;
+  warn_no_effect();
+  o.cuda_graph_bs = normalized_list(cuda_graph_bs, "--cuda-graph-bs", true);
+  o.piecewise_cuda_graph_tokens = normalized_list(piecewise_cuda_graph_tokens, "--piecewise-cuda-graph-tokens", true);
   o.cuda_graph_max_bs = cuda_graph_max_bs;
   o.debug_cuda_graph = debug_cuda_graph;
   o.verify_cuda_graph = verify_cuda_graph;
@@ -115,9 +189,15 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.enforce_piecewise_cuda_graph = enforce_piecewise_cuda_graph;
   o.piecewise_cuda_graph_tokens = piecewise_cuda_graph_tokens;
   o.moe_dispatch_split_op = moe_dispatch_split_op;
-  GRT_CHECK(piecewise_cuda_graph_max_tokens >= 0, "--piecewise-cuda-graph-max-tokens {} must be positive",
-            piecewise_cuda_graph_max_tokens);
   o.piecewise_cuda_graph_max_tokens = piecewise_cuda_graph_max_tokens;
+  if (o.piecewise_cuda_graph_max_tokens > chunked_prefill_size) {
+    // No extend step holds more than --chunked-prefill-size tokens, so larger graphs would never
+    // replay; capturing them was an unbounded start-up (3x per doubling on the CPU backend).
+    GRT_WARN("--piecewise-cuda-graph-max-tokens {} capped at --chunked-prefill-size {}: no extend step holds more "
+             "tokens",
+             piecewise_cuda_graph_max_tokens, chunked_prefill_size);
+    o.piecewise_cuda_graph_max_tokens = chunked_prefill_size;
+  }
   if (o.piecewise_cuda_graph_max_tokens == 0) {
     // The CPU backend exists to test graph logic; its float32 attention is quadratic in tokens,
     // so capturing thousands of tokens there would take tens of seconds at start-up.
@@ -125,9 +205,6 @@ ModelRunnerOptions ServerArgs::runner_options() const {
                                                                    : chunked_prefill_size;
   }
   o.breakable_cuda_graph = breakable_from_env();
-  if (debug_cuda_graph && disable_cuda_graph)
-    GRT_WARN("--debug-cuda-graph has no effect with --disable-cuda-graph");
-  GRT_CHECK(cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", cuda_graph_max_bs);
   return o;
 }
 
@@ -182,6 +259,7 @@ std::vector<int32_t> eos_token_ids_of(const std::string& model) {
 }
 
 std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args) {
+  args.check();  // flags first: a bad flag is refused before minutes of loading
   Device d = args.resolved_device();
   DType dt = args.resolved_dtype(d);
   ModelRunnerOptions ro = args.runner_options();

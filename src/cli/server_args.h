@@ -41,12 +41,19 @@ struct ServerArgs {
   int max_queued_requests = 0;  // 0: no limit
 
   void add_to(CLI::App& app);
+  // Every flag value and combination: an Error naming the flag, the bad value and what is allowed
+  // (contradictions name both flags). Loads nothing; runner_options() calls it too.
+  void check() const;
   Device resolved_device() const;
   DType resolved_dtype(Device device) const;
+  // Checked options; warns once about flags that have no effect or values that were bounded.
   ModelRunnerOptions runner_options() const;
   EngineOptions engine_options() const;
   // Scheduler options (eos ids and text are filled by the command).
   SchedulerOptions scheduler_options() const;
+
+ private:
+  void warn_no_effect() const;
 };
 
 // eos_token_id of the model folder's generation_config.json, else config.json (an id or a list);
@@ -55,6 +62,9 @@ std::vector<int32_t> eos_token_ids_of(const std::string& model);
 
 // Loads the model named by args.model onto the resolved device and builds its runner.
 std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args);
+
+// For unsigned options: CLI11 would wrap "-5" to 2^64 - 5, so the text is refused first.
+const CLI::Validator& not_negative();
 
 // Parses "1,2,3" into token ids; Error naming the text on anything else.
 std::vector<int32_t> parse_token_ids(const std::string& text);

@@ -12,7 +12,14 @@ namespace grt {
 
 PersistentBuffers::PersistentBuffers(Device device) : device_id_(device) {}
 
-PersistentBuffers::~PersistentBuffers() = default;
+PersistentBuffers::~PersistentBuffers() {
+  // The last upload may still be queued and reads `staging_` (found by AddressSanitizer: a runner
+  // destroyed right after a replay freed the staging while the CPU stream still copied from it).
+  try {
+    wait_for_upload();
+  } catch (...) {  // a destructor must not throw; the device error was or will be reported elsewhere
+  }
+}
 
 int PersistentBuffers::add_i32(std::string name, int64_t max_rows, int32_t fill) {
   GRT_CHECK(!device_.defined(), "persistent buffer {} declared after allocate()", name);

@@ -17,10 +17,14 @@ FileMap::FileMap(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   GRT_CHECK(fd >= 0, "cannot open '{}': {}", path, std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
-    GRT_FAIL("'{}' is not a readable regular file{}", path, err ? std::string(": ") + std::strerror(err) : "");
+    GRT_FAIL("cannot stat '{}': {}", path, std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    GRT_FAIL("'{}' is {}, not a regular file", path, S_ISDIR(st.st_mode) ? "a directory" : "a special file");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {

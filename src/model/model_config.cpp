@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -292,13 +294,25 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& sourc
 
 ModelConfig ModelConfig::from_file(const std::string& path) {
   namespace fs = std::filesystem;
+  // error_code forms throughout: a symlink loop or an unreadable file is a named Error, never a
+  // bare filesystem_error, and "unreadable" never reads as "missing".
+  std::error_code ec;
+  const fs::file_status path_st = fs::status(path, ec);
+  if (ec && !fs::exists(path_st))
+    GRT_CHECK(ec == std::errc::no_such_file_or_directory, "model path '{}': {}", path, ec.message());
+  GRT_CHECK(fs::exists(path_st), "model path '{}' does not exist", path);
   std::string file = path;
-  if (fs::is_directory(path)) file = (fs::path(path) / "config.json").string();
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    if (!fs::exists(path)) GRT_FAIL("model path '{}' does not exist", path);
-    GRT_FAIL("cannot read '{}' (a model folder needs a config.json)", file);
+  if (fs::is_directory(path_st)) file = (fs::path(path) / "config.json").string();
+  const fs::file_status st = fs::status(file, ec);
+  if (!fs::exists(st)) {
+    GRT_CHECK(!ec || ec == std::errc::no_such_file_or_directory, "cannot read '{}': {}", file, ec.message());
+    GRT_CHECK(!fs::is_symlink(fs::symlink_status(file, ec)), "'{}' is a symlink to a missing file", file);
+    GRT_FAIL("'{}' is missing: a model folder needs a config.json", file);
   }
+  GRT_CHECK(!fs::is_directory(st), "'{}' is a directory; it must be the model's JSON config file", file);
+  errno = 0;
+  std::ifstream in(file, std::ios::binary);
+  GRT_CHECK(in, "cannot read '{}': {}", file, errno ? std::strerror(errno) : "open failed");
   std::stringstream ss;
   ss << in.rdbuf();
   return parse(ss.str(), file);

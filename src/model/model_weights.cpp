@@ -9,6 +9,7 @@
 #include "model/make_model.h"
 #include "model/safetensors.h"
 #include "model/weight_spec.h"
+#include "ops/finite_check.h"
 #include "ops/random_fill.h"
 
 namespace grt {
@@ -143,6 +144,21 @@ ModelWeights load_weights(const ModelConfig& config, const std::string& folder_p
     current_stream(device).copy_async(dst.data(), tmp.data(), dst.nbytes());
   });
   return w;
+}
+
+void check_weights_finite(const ModelConfig& config, const ModelWeights& weights) {
+  const WeightSpec all = weight_spec(config);
+  const std::vector<ExpectedWeight>& spec = all.tensors;
+  if (spec.empty()) return;
+  ModelWeights w = weights;  // handles to the same storage: destination() makes views of it
+  const Device d = weights.embed.device();
+  Tensor flags = zeros(Shape{static_cast<int64_t>(spec.size())}, DType::I32, d);
+  for (size_t i = 0; i < spec.size(); ++i)
+    ops::flag_nonfinite(destination(w, config, spec[i].name), flags, static_cast<int64_t>(i));
+  const std::vector<int32_t> bad = to_host_vector<int32_t>(flags);
+  for (size_t i = 0; i < spec.size(); ++i)
+    GRT_CHECK(!bad[i], "tensor '{}' {} holds NaN or infinite values (a corrupt or diverged checkpoint)", spec[i].name,
+              spec[i].shape.str());
 }
 
 ModelWeights random_weights(const ModelConfig& config, Device device, DType dtype, uint64_t seed) {

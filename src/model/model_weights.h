@@ -39,6 +39,10 @@ struct ModelWeights {
 // `dtype`, fused and uploaded to `device`. Errors name the file and tensor.
 ModelWeights load_weights(const ModelConfig& config, const std::string& folder, Device device, DType dtype);
 
+// Error naming the first Hugging Face tensor (and its shard-independent name) that holds a NaN or
+// an infinity. One pass over every weight on its device, one flag per tensor, one copy back.
+void check_weights_finite(const ModelConfig& config, const ModelWeights& weights);
+
 // Deterministic random weights made directly on the device (no host copy): the same values as
 // make-model writes for the same config and seed, so builtin:<preset> and its folder agree.
 ModelWeights random_weights(const ModelConfig& config, Device device, DType dtype, uint64_t seed);

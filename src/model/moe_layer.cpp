@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/breakable.h"
+#include "graph/host_arg.h"
 #include "graph/split_ops.h"
 #include "ops/linear.h"
 #include "ops/moe.h"
@@ -40,13 +41,14 @@ const auto eager_route = eager_on_graph("moe_route", &route);
 
 Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real,
                bool eager_routing) {
-  MoeDispatch d = eager_routing ? eager_route(c, w, x, num_real) : route(c, w, x, num_real);
+  MoeDispatch d = eager_routing ? eager_route(host_ref("config", c), host_ref("layer_weights", w), x, num_real)
+                                : route(c, w, x, num_real);
   Tensor expert_out = ops::moe_experts(x, d.groups, w->expert_gate_up, w->expert_down);
   return ops::moe_combine(expert_out, d.groups, d.routing);
 }
 
-// Config and weights come by pointer: a recorded split op keeps its arguments, and the model
-// (which owns both) outlives its graphs.
+// Config and weights come as host_ref (graph/host_arg.h): a recorded step keeps its arguments,
+// and the model (which owns both, immutable) outlives its graphs.
 const auto moe_dispatch =
     split_op(kMoeDispatchOp, [](const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real,
                                 bool eager_routing) { return run_moe(c, w, x, num_real, eager_routing); });
@@ -57,7 +59,7 @@ Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor&
                  bool eager_routing) {
   GRT_CHECK(w.router.defined() && w.expert_gate_up.defined() && w.expert_down.defined(),
             "moe_block: the layer has no expert weights (is it a sparse layer of {}?)", config.source);
-  return moe_dispatch(&config, &w, x, num_real, eager_routing);
+  return moe_dispatch(host_ref("config", &config), host_ref("layer_weights", &w), x, num_real, eager_routing);
 }
 
 ScopedMoeDispatchSplit::ScopedMoeDispatchSplit(bool enable) : saved_(split_op_names()) {

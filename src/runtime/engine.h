@@ -30,11 +30,13 @@ class Engine {
   Engine(ModelRunner& runner, EngineOptions options = {});
 
   // Output token ids of each request, in request order. Requests that can never fit (longer
-  // than the context or the whole KV cache, token ids out of range) are refused up front with
-  // an Error naming the request, before anything runs.
+  // than the context or the whole KV cache, token ids out of range, invalid sampling parameters)
+  // are refused up front with an Error naming the request, before anything runs. Slots are
+  // returned on every path, errors too.
   std::vector<std::vector<int32_t>> generate(const std::vector<GenerateRequest>& requests);
-  // float32 logits of every prompt position: one row-major [len, vocab] array per prompt, all
-  // prompts in one extend batch.
+  // float32 logits of every prompt position: one row-major [len, vocab] array per prompt. Prompts
+  // run in extend batches of as many as the free request slots and KV room allow (more than
+  // --max-running-requests queue, as in generate). Slots are returned on every path, errors too.
   std::vector<std::vector<float>> score(const std::vector<std::vector<int32_t>>& prompts);
   const EngineStats& stats() const { return stats_; }
 

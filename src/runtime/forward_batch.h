@@ -7,27 +7,12 @@
 #include <vector>
 
 #include "model/forward_inputs.h"
+#include "runtime/sampling_params.h"
 
 namespace grt {
 
 enum class ForwardMode { EXTEND, DECODE, MIXED, IDLE };
 const char* forward_mode_name(ForwardMode mode);
-
-struct SamplingParams {
-  float temperature = 0.0f;  // <= 0: greedy
-  int top_k = 0;             // <= 0: no limit
-  float top_p = 1.0f;        // >= 1: no limit
-  uint64_t seed = 0;
-  float min_p = 0.0f;        // drop tokens with p < min_p * p_max (0: off)
-  // OpenAI penalties on tokens already generated (0 / 0 / 1: off): logit -= frequency * count +
-  // presence * (count > 0); repetition (HF): positive logits / r, negative * r.
-  float frequency_penalty = 0.0f;
-  float presence_penalty = 0.0f;
-  float repetition_penalty = 1.0f;
-  bool has_penalties() const {
-    return frequency_penalty != 0.0f || presence_penalty != 0.0f || repetition_penalty != 1.0f;
-  }
-};
 
 struct ForwardBatch {
   ForwardMode mode = ForwardMode::IDLE;

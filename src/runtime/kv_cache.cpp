@@ -1,6 +1,7 @@
 #include "runtime/kv_cache.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
@@ -12,18 +13,26 @@ ReqToTokenPool::ReqToTokenPool(int max_requests, int max_context, Device device)
             max_context);
   table_ = zeros(Shape{max_requests + 1, max_context}, DType::I32, device);
   for (int i = max_requests - 1; i >= 0; --i) free_.push_back(i);
+  in_use_.assign(static_cast<size_t>(max_requests), 0);
 }
 
 int ReqToTokenPool::alloc() {
   GRT_CHECK(!free_.empty(), "all {} request slots are in use (raise --max-running-requests)", max_requests());
   int s = free_.back();
   free_.pop_back();
+  in_use_[static_cast<size_t>(s)] = 1;
   return s;
 }
 
 void ReqToTokenPool::free(int slot) {
-  GRT_CHECK(slot >= 0 && slot < max_requests(), "freeing request slot {} of {}", slot, max_requests());
+  GRT_CHECK(slot >= 0 && slot < max_requests(), "freeing request slot {}: slots are 0..{}", slot, max_requests() - 1);
+  GRT_CHECK(in_use_[static_cast<size_t>(slot)], "freeing request slot {} twice: it is already free", slot);
+  in_use_[static_cast<size_t>(slot)] = 0;
   free_.push_back(slot);
+}
+
+bool ReqToTokenPool::in_use(int slot) const {
+  return slot >= 0 && slot < max_requests() && in_use_[static_cast<size_t>(slot)];
 }
 
 void ReqToTokenPool::write(int slot, int start, const std::vector<int32_t>& kv_slots) {
@@ -42,7 +51,9 @@ TokenToKVPool::TokenToKVPool(int num_layers, int64_t num_slots, int64_t kv_width
   for (int l = 0; l < num_layers; ++l)
     layers_.push_back({zeros(Shape{num_slots, kv_width}, dtype, device), zeros(Shape{num_slots, kv_width}, dtype, device)});
   free_.reserve(static_cast<size_t>(num_slots - 1));
+  GRT_CHECK(num_slots <= INT32_MAX, "KV cache of {} slots: slot indices are int32, at most {}", num_slots, INT32_MAX);
   for (int64_t s = num_slots - 1; s >= 1; --s) free_.push_back(static_cast<int32_t>(s));
+  in_use_.assign(static_cast<size_t>(num_slots), 0);
 }
 
 std::vector<int32_t> TokenToKVPool::alloc(int64_t n) {
@@ -51,14 +62,31 @@ std::vector<int32_t> TokenToKVPool::alloc(int64_t n) {
   std::vector<int32_t> out(free_.end() - n, free_.end());
   std::reverse(out.begin(), out.end());
   free_.resize(free_.size() - static_cast<size_t>(n));
+  for (int32_t s : out) in_use_[static_cast<size_t>(s)] = 1;
   return out;
 }
 
 void TokenToKVPool::free(const std::vector<int32_t>& slots) {
+  // Check all first (marking each seen slot 2), so a refused free leaves the pool as it was.
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const int32_t s = slots[i];
+    const uint8_t state = s >= 1 && s < num_slots_ ? in_use_[static_cast<size_t>(s)] : 0;
+    if (state != 1) {
+      for (size_t j = 0; j < i; ++j) in_use_[static_cast<size_t>(slots[j])] = 1;
+      GRT_CHECK(s >= 1 && s < num_slots_, "freeing KV slot {}: slots are 1..{} (0 is the padding sink)", s,
+                num_slots_ - 1);
+      GRT_FAIL("freeing KV slot {} twice: {}", s, state == 2 ? "it is listed twice in one free" : "it is already free");
+    }
+    in_use_[static_cast<size_t>(s)] = 2;
+  }
   for (int32_t s : slots) {
-    GRT_CHECK(s >= 1 && s < num_slots_, "freeing KV slot {} of {}", s, num_slots_);
+    in_use_[static_cast<size_t>(s)] = 0;
     free_.push_back(s);
   }
+}
+
+bool TokenToKVPool::in_use(int64_t slot) const {
+  return slot >= 1 && slot < num_slots_ && in_use_[static_cast<size_t>(slot)] == 1;
 }
 
 size_t TokenToKVPool::bytes() const {

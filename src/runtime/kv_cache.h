@@ -16,7 +16,10 @@ class ReqToTokenPool {
 
   // A free request slot; Error when all are in use.
   int alloc();
+  // Returns `slot`; Error naming it when it is out of range or already free (a double free).
   void free(int slot);
+  // Whether `slot` is handed out (false for the padding slot and out-of-range values).
+  bool in_use(int slot) const;
   int available() const { return static_cast<int>(free_.size()); }
   int max_requests() const { return static_cast<int>(table_.size(0)) - 1; }
   int max_context() const { return static_cast<int>(table_.size(1)); }
@@ -31,6 +34,7 @@ class ReqToTokenPool {
  private:
   Tensor table_;
   std::vector<int> free_;
+  std::vector<uint8_t> in_use_;
 };
 
 class TokenToKVPool {
@@ -40,7 +44,12 @@ class TokenToKVPool {
 
   // n free slots (never slot 0); Error saying how many were asked and are free when short.
   std::vector<int32_t> alloc(int64_t n);
+  // Returns `slots`; Error naming the first slot that is out of range, already free (a double
+  // free) or listed twice; nothing is freed then.
   void free(const std::vector<int32_t>& slots);
+  // Whether `slot` is handed out (never slot 0).
+  bool in_use(int64_t slot) const;
+  int64_t num_slots() const { return num_slots_; }
   int64_t available() const { return static_cast<int64_t>(free_.size()); }
   // Slots a request can ever use (all but slot 0).
   int64_t capacity() const { return num_slots_ - 1; }
@@ -53,6 +62,7 @@ class TokenToKVPool {
   int64_t num_slots_;
   std::vector<LayerKvCache> layers_;
   std::vector<int32_t> free_;
+  std::vector<uint8_t> in_use_;
 };
 
 }  // namespace grt

@@ -1,6 +1,7 @@
 #include "runtime/model_runner.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "core/logging.h"
 #include "graph/capture_schedule.h"
@@ -11,12 +12,15 @@
 #include "ops/gather.h"
 #include "ops/sampling.h"
 #include "runtime/graph_verify.h"
+#include "runtime/batch_ranges.h"
 
 namespace grt {
 
 namespace {
 // Room kept for activations and graph memory when the KV cache is sized from the budget.
 constexpr double kActivationShare = 0.10;
+// KV cache tokens on the CPU backend when --max-total-tokens is not given (at least one context).
+constexpr int64_t kCpuDefaultKvTokens = 4096;
 }  // namespace
 
 ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelRunnerOptions& opt)
@@ -26,15 +30,26 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   GRT_CHECK(opt.mem_fraction_static > 0 && opt.mem_fraction_static <= 1, "--mem-fraction-static {} is not in (0, 1]",
             opt.mem_fraction_static);
   GRT_CHECK(opt.max_running_requests > 0, "--max-running-requests {} must be positive", opt.max_running_requests);
+  GRT_CHECK(opt.max_context >= 0, "--context-length {} is not allowed: must be >= 1 (or 0: the model's default)",
+            opt.max_context);
+  GRT_CHECK(opt.max_total_tokens >= 0,
+            "--max-total-tokens {} is not allowed: must be >= 1 (or 0: sized from the memory budget)",
+            opt.max_total_tokens);
   int max_context = opt.max_context > 0 ? opt.max_context
                                         : static_cast<int>(std::min<int64_t>(c.max_position_embeddings, 8192));
+  context_reason_ = opt.max_context > 0 ? "--context-length"
+                                        : fmt::format("the default min(max_position_embeddings {}, 8192)",
+                                                      c.max_position_embeddings);
+  GRT_CHECK(max_context <= c.max_position_embeddings, "--context-length {} exceeds the model's {} positions",
+            max_context, c.max_position_embeddings);
   if (c.sliding_window > 0 && max_context > c.sliding_window) {
     // graphrt attends over the whole context: keep requests inside the model's window.
-    GRT_INFO("context length capped at the model's sliding window {}", c.sliding_window);
+    GRT_WARN("context length {} ({}) capped at the model's sliding window {}: graphrt attends over the whole "
+             "context, so longer requests are refused",
+             max_context, context_reason_, c.sliding_window);
+    context_reason_ = fmt::format("capped at the model's sliding_window {}", c.sliding_window);
     max_context = static_cast<int>(c.sliding_window);
   }
-  GRT_CHECK(max_context <= c.max_position_embeddings, "context length {} exceeds the model's {} positions", max_context,
-            c.max_position_embeddings);
 
   const size_t total = device_total_memory(d);
   const size_t budget = static_cast<size_t>(opt.mem_fraction_static * static_cast<double>(total));
@@ -48,24 +63,48 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   const size_t per_token = TokenToKVPool::bytes_per_token(c.num_hidden_layers, kv_width, model_->dtype());
   int64_t slots;
   if (opt.max_total_tokens > 0) {
+    GRT_CHECK(opt.max_total_tokens < INT32_MAX, "--max-total-tokens {} is not allowed: KV slots are int32 (at most {})",
+              opt.max_total_tokens, INT32_MAX - 1);
     slots = opt.max_total_tokens + 1;
   } else {
     double room = static_cast<double>(budget - held) * (1.0 - kActivationShare);
     slots = static_cast<int64_t>(room / static_cast<double>(per_token));
     slots = std::min<int64_t>(slots, static_cast<int64_t>(opt.max_running_requests) * max_context + 1);
+    if (d.is_cpu()) {
+      // Host RAM is not the CPU backend's to take (--mem-fraction-static of it was 17 GiB and a
+      // minutes-long start for a 3-token prompt): a modest default, stated, and how to change it.
+      const int64_t want = std::max<int64_t>(max_context, kCpuDefaultKvTokens) + 1;
+      if (slots > want) {
+        slots = want;
+        GRT_INFO("KV cache on the CPU: {} token slots ({:.1f} MiB), the default max(context length {}, {}); "
+                 "--max-total-tokens changes it",
+                 slots - 1, static_cast<double>(slots) * static_cast<double>(per_token) / 1048576.0, max_context,
+                 kCpuDefaultKvTokens);
+      }
+    }
+    slots = std::min<int64_t>(slots, INT32_MAX);
   }
   GRT_CHECK(slots >= 2, "the memory budget leaves no room for the KV cache ({} bytes per token)", per_token);
-  req_pool_ = std::make_unique<ReqToTokenPool>(opt.max_running_requests, max_context, d);
+  // Every running request holds at least one KV slot: more request slots than KV slots would only
+  // cost start-up (a request table of rows x context, one decode graph per batch size).
+  int max_requests = opt.max_running_requests;
+  if (max_requests > slots - 1) {
+    GRT_WARN("--max-running-requests {} capped at {}: every running request holds a KV slot and the KV cache has {} "
+             "(--max-total-tokens)",
+             max_requests, slots - 1, slots - 1);
+    max_requests = static_cast<int>(slots - 1);
+  }
+  req_pool_ = std::make_unique<ReqToTokenPool>(max_requests, max_context, d);
   kv_pool_ = std::make_unique<TokenToKVPool>(c.num_hidden_layers, slots, kv_width, model_->dtype(), d);
   GRT_DEBUG("KV cache: {} token slots, {:.1f} MiB; {} requests x {} context", slots - 1,
-            kv_pool_->bytes() / 1048576.0, opt.max_running_requests, max_context);
+            kv_pool_->bytes() / 1048576.0, max_requests, max_context);
 
   graph_memory_mode_ = opt.graph_memory;
   graph_memory_budget_ = opt.graph_memory_budget;
   if (!opt.disable_cuda_graph) {
     GRT_CHECK(opt.cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", opt.cuda_graph_max_bs);
-    const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, opt.max_running_requests)
-                                              : opt.max_running_requests;
+    const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, max_requests)
+                                              : max_requests;
     ForwardGraphsOptions go;
     go.shapes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
                                                : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");
@@ -89,10 +128,14 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     GRT_CHECK(opt.piecewise_cuda_graph_max_tokens >= 0, "--piecewise-cuda-graph-max-tokens {} must be positive",
               opt.piecewise_cuda_graph_max_tokens);
     // An extend never holds more tokens than the KV cache or all request rows together.
-    const int64_t kv_cap = std::min<int64_t>(kv_pool_->capacity(), static_cast<int64_t>(opt.max_running_requests) *
+    const int64_t kv_cap = std::min<int64_t>(kv_pool_->capacity(), static_cast<int64_t>(max_requests) *
                                                                         req_pool_->max_context());
     const int cap = static_cast<int>(
         std::min<int64_t>(opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : 8192, kv_cap));
+    if (opt.piecewise_cuda_graph_max_tokens > cap)
+      GRT_WARN("--piecewise-cuda-graph-max-tokens {} capped at {}: no extend holds more tokens than the KV cache "
+               "({} slots) or all request rows together",
+               opt.piecewise_cuda_graph_max_tokens, cap, kv_pool_->capacity());
     ForwardGraphsOptions po;
     po.progress = opt.capture_progress;
     po.ascending = opt.capture_ascending;
@@ -150,8 +193,13 @@ std::shared_ptr<const GraphMemory> ModelRunner::shared_graph_memory() {
   return graph_memory_;
 }
 
-Tensor ModelRunner::forward(const ForwardBatch& batch) {
+void ModelRunner::check_batch(const ForwardBatch& batch) const {
   batch.validate();
+  check_batch_ranges(batch, model_->config().vocab_size, *req_pool_, *kv_pool_);
+}
+
+Tensor ModelRunner::forward(const ForwardBatch& batch) {
+  check_batch(batch);
   if (decode_graphs_ && batch.mode == ForwardMode::DECODE) {
     if (const int fresh = decode_graphs_->prepare(batch); fresh > 0 && verify_)
       verify_forward_graphs(*this, *decode_graphs_, fresh);
@@ -170,7 +218,7 @@ Tensor ModelRunner::forward(const ForwardBatch& batch) {
 }
 
 Tensor ModelRunner::forward_eager(const ForwardBatch& batch) {
-  batch.validate();
+  check_batch(batch);
   ForwardInputs in = upload_inputs(batch, req_pool_->table(), kv_pool_->layers(), device());
   Tensor hidden = model_->forward(in);
   std::vector<int32_t> rows = batch.logit_rows();
@@ -190,13 +238,20 @@ std::vector<int32_t> ModelRunner::sample(const ForwardBatch& batch, const Tensor
   std::vector<int64_t> seed(n);
   for (size_t i = 0; i < n; ++i) {
     size_t r = static_cast<size_t>(batch.logit_requests[i]);
+    GRT_CHECK(r < batch.sampling.size() && r < batch.sample_steps.size(),
+              "sampling: logit request {} of a batch of {} requests", r, batch.sampling.size());
     const SamplingParams& p = batch.sampling[r];
+    try {
+      p.validate();
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("sampling request {}", r));
+    }
     temp[i] = p.temperature;
     top_k[i] = p.top_k;
     top_p[i] = p.top_p;
     seed[i] = static_cast<int64_t>(p.seed);
     step[i] = batch.sample_steps[r];
-    greedy = greedy && p.temperature <= 0;
+    greedy = greedy && p.greedy();
   }
   Tensor ids;
   if (greedy) {

@@ -2,6 +2,7 @@
 // one dispatch point: decode graph → piecewise graph → eager forward, as each is available.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/decoder_model.h"
@@ -66,6 +67,13 @@ class ModelRunner {
   ReqToTokenPool& req_pool() { return *req_pool_; }
   TokenToKVPool& kv_pool() { return *kv_pool_; }
 
+  // Where the context length came from, for errors that refuse a long request: "--context-length",
+  // "the default min(...)" or "capped at the model's sliding_window N".
+  const std::string& context_length_reason() const { return context_reason_; }
+
+  // Checks the batch's fields agree (ForwardBatch::validate) and every value is in range for this
+  // model and these pools (check_batch_ranges); forward() and forward_eager() call it first.
+  void check_batch(const ForwardBatch& batch) const;
   // Runs the batch — on a decode graph when one can serve it, else eagerly; returns float32
   // logits [rows, vocab] for batch.logit_rows() (empty when none).
   Tensor forward(const ForwardBatch& batch);
@@ -89,6 +97,7 @@ class ModelRunner {
   std::shared_ptr<const GraphMemory> shared_graph_memory();
 
   std::shared_ptr<const DecoderModel> model_;
+  std::string context_reason_;
   std::unique_ptr<ReqToTokenPool> req_pool_;
   std::unique_ptr<TokenToKVPool> kv_pool_;
   GraphMemoryMode graph_memory_mode_ = GraphMemoryMode::kPool;

@@ -94,6 +94,13 @@ void sampling_fields(const json& b, RequestParams& p, const std::string& prefix)
       const int64_t v = integer(b[seed_name], f(seed_name));
       s.seed = static_cast<uint64_t>(v);
     }
+  // The one rule of allowed values (runtime/sampling_params.h), e.g. a negative seed; the checks
+  // above name the field in the body's own terms first.
+  try {
+    s.validate();
+  } catch (const Error& e) {
+    bad(f("sampling"), e.what());
+  }
   if (b.contains("stop") && !b["stop"].is_null()) {
     const json& st = b["stop"];
     if (st.is_string()) p.stop.push_back(st.get<std::string>());
