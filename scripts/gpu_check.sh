@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # On a GPU machine: configure a Release build with CUDA, build, run every test (CPU and the
 # `cuda` label), run the benchmark smoke, and print a one-screen summary last.
-#   scripts/gpu_check.sh [--golden] [--no-big]     (env: BENCHES="decode prefill breakable eager", BENCH=0)
-# --golden also regenerates tests/data with Hugging Face transformers (torch needed); --no-big
-# skips the llama-3.1-8b benchmarks.
+#   scripts/gpu_check.sh [--golden] [--no-big]     (env: BENCHES="decode prefill breakable eager", BENCH=0,
+#                                                   GOLDEN_CASES=qwen3_moe,mixtral, VERIFY=0)
+# --golden also regenerates tests/data with Hugging Face transformers (torch needed; GOLDEN_CASES picks
+# cases) and checks the tokenizer goldens against the Python `tokenizers`; --no-big skips the
+# llama-3.1-8b benchmarks. Unless VERIFY=0, `inspect --verify-cuda-graph` runs on the small dense and
+# the tiny MoE presets (pool and vmm) and the summary counts verified shapes.
 # Logs and JSON go to $OUT when set (the device tool brings that folder back), else out/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +25,12 @@ done
 
 t0=$(date +%s)
 if [ "$GOLDEN" = 1 ]; then
-  python3 scripts/make_golden.py --out tests/data >"$OUT/golden.log" 2>&1 || { cat "$OUT/golden.log"; exit 1; }
+  cases=()
+  [ -n "${GOLDEN_CASES:-}" ] && cases=(--cases "$GOLDEN_CASES")
+  python3 scripts/make_golden.py --out tests/data "${cases[@]}" >"$OUT/golden.log" 2>&1 || { cat "$OUT/golden.log"; exit 1; }
   tar czf "$OUT/golden.tar.gz" -C tests data
+  python3 scripts/make_tokenizer_goldens.py --check >"$OUT/tokenizer_goldens.log" 2>&1 ||
+    echo "tokenizer goldens differ from the Python tokenizers (see tokenizer_goldens.log)" >>"$OUT/golden.log"
 fi
 
 BUILD=build-gpu
@@ -49,6 +56,37 @@ else
   selftest_rc=1
 fi
 $BUILD/graphrt inspect --model builtin:qwen3-0.6b --device cuda --json >"$OUT/inspect_small.json" 2>>"$OUT/selftest.log" || selftest_rc=1
+
+# Graphs verified against the eager forward at start-up, per model and graph memory.
+verify_rc=0
+: >"$OUT/verify.log"
+if [ "${VERIFY:-1}" != 0 ]; then
+  for model in qwen3-0.6b tiny-qwen3-moe tiny-mixtral; do
+    for mem in pool vmm; do
+      j="$TMP/verify_${model}_${mem}.json"
+      if $BUILD/graphrt inspect --model builtin:$model --device cuda --graph-memory $mem --verify-cuda-graph --json \
+          >"$j" 2>>"$OUT/verify.log"; then
+        python3 - "$j" "$model" "$mem" >>"$OUT/verify.log" <<'PY' || verify_rc=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+bad, n, worst = [], 0, 0.0
+for mode in ("decode", "piecewise"):
+    for s in (j.get(mode) or {}).get("per_size", []):
+        n += 1
+        if s.get("max_abs_diff") is not None:
+            worst = max(worst, float(s["max_abs_diff"]))
+        if not s.get("verified"):
+            bad.append(f"{mode}:{s.get('bs', s.get('tokens'))}")
+print(f"verify {sys.argv[2]} {sys.argv[3]}: {n - len(bad)}/{n} shapes verified, max |graph - eager| {worst:.3g}"
+      + (f"; NOT verified: {' '.join(bad)}" if bad else ""))
+sys.exit(1 if bad or n == 0 else 0)
+PY
+      else
+        echo "verify $model $mem: inspect failed" >>"$OUT/verify.log"; verify_rc=1
+      fi
+    done
+  done
+fi
 
 # Benchmarks: each writes JSON into $TMP; they are merged into $OUT/bench.json (a list) and
 # their stderr goes to $OUT/bench.log. BENCHES picks which (decode, prefill, breakable, eager).
@@ -98,6 +136,9 @@ grep -E "tests passed|tests failed" "$OUT/ctest_cuda.log" | sed 's/^/cuda tests:
 grep -E "tests passed|tests failed" "$OUT/ctest_cpu.log" | sed 's/^/cpu tests:  /'
 grep -E "\(Failed\)|\(SEGFAULT\)|\(Timeout\)|\*\*\*Exception" "$OUT/ctest_cuda.log" "$OUT/ctest_cpu.log" | head -20
 sed 's/^/selftest:   /' "$OUT/selftest.log"
+grep '^verify' "$OUT/verify.log"
+[ -f "$OUT/golden.log" ] && tail -3 "$OUT/golden.log" | sed 's/^/golden:     /'
+[ -f "$OUT/tokenizer_goldens.log" ] && tail -3 "$OUT/tokenizer_goldens.log" | sed 's/^/tokenizer:  /'
 if [ -z "$BENCHES" ]; then
   echo "bench skipped"
 else
@@ -105,4 +146,4 @@ else
   [ $bench_rc = 0 ] || { echo "a benchmark failed:"; grep -B3 FAILED "$OUT/bench.log" | tail -12; }
 fi
 echo "total: $(( $(date +%s) - t0 ))s"
-[ $cuda_rc = 0 ] && [ $cpu_rc = 0 ] && [ $selftest_rc = 0 ] && [ $bench_rc = 0 ]
+[ $cuda_rc = 0 ] && [ $cpu_rc = 0 ] && [ $selftest_rc = 0 ] && [ $bench_rc = 0 ] && [ $verify_rc = 0 ]

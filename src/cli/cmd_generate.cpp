@@ -36,8 +36,8 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--sampling-seed", opts->sampling.seed,
                   "seed of the sampler, 0 .. 2^63-1 (per request: seed + index)")
       ->check(not_negative())
-  cmd->add_option("--min-p", opts->sampling.min_p, "in [0, 1]; 0: off")->capture_default_str();
       ->capture_default_str();
+  cmd->add_option("--min-p", opts->sampling.min_p, "in [0, 1]; 0: off")->capture_default_str();
   cmd->add_option("--stop", opts->stop, "stop string (repeatable; not printed)");
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "do not stop at the model's eos tokens (benchmarks)");
   cmd->add_flag("--json", opts->json, "print {\"output_ids\": [...]} (a list per prompt when several; text too)");

@@ -219,7 +219,8 @@ void read_features(ModelConfig& c, const FieldReader& r, const std::string& sour
 // The expert fields of Qwen3-MoE and Mixtral configs (model_config.h).
 void read_moe(ModelConfig& c, const FieldReader& r) {
   if (c.arch == Arch::Qwen3Moe) {
-    c.num_experts = static_cast<int>(r.int_req("num_experts"));
+    // Hub configs say num_experts; transformers 5 saves the same field as num_local_experts.
+    c.num_experts = static_cast<int>(r.int_req(r.has("num_local_experts") && !r.has("num_experts") ? "num_local_experts" : "num_experts"));
     c.moe_intermediate_size = static_cast<int>(r.int_req("moe_intermediate_size"));
     c.norm_topk_prob = r.boolean("norm_topk_prob", false);
     c.decoder_sparse_step = static_cast<int>(r.int_opt("decoder_sparse_step", 1));
