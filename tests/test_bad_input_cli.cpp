@@ -259,11 +259,11 @@ TEST(BadInputCli, Requests) {
       {"generate --model builtin:tiny --device cpu --max-new-tokens 1 --token-ids 1,-2", {"token id -2"}},
       {"score --model builtin:tiny --device cpu --token-ids 1 --token-ids 600", {"request 1", "token id 600"}},
       {"generate --model builtin:tiny --device cpu --max-new-tokens 100 --context-length 16 --token-ids 1,2",
-       {"request 0 needs 102 tokens", "context length is 16", "--context-length"}},
+       {"request 0: ", "needs 102 tokens", "context length is 16", "--context-length"}},
       {"generate --device cpu --max-new-tokens 1 --model " + sw + " --token-ids " + long_prompt,
-       {"request 0 needs 21 tokens", "context length is 16", "sliding_window 16"}},
+       {"request 0: ", "needs 21 tokens", "context length is 16", "sliding_window 16"}},
       {"generate --model builtin:tiny --device cpu --max-new-tokens 4 --max-total-tokens 8 --token-ids 1,2,3,4,5,6",
-       {"request 0 needs 10 tokens", "KV cache holds only 8"}},
+       {"request 0: ", "needs 10 tokens", "KV cache holds only 8"}},
   });
 }
 

@@ -814,16 +814,20 @@ TEST(MakeModel, EveryArchitectureRoundTrips) {
 // The committed transformers fixtures (tests/data/<case>) are folders graphrt accepts.
 TEST(Weights, GoldenFixtureFoldersPassTheCheck) {
   auto cases = testing::golden_case_dirs(GRAPHRT_TEST_DATA);
-  ASSERT_EQ(cases.size(), 4u) << "run scripts/make_golden.py --out tests/data";
+  ASSERT_EQ(cases.size(), 6u) << "run scripts/make_golden.py --out tests/data";
   struct Want {
     const char* name;
     Arch arch;
     bool tied, bias, qk_norm, llama3;
     int head_dim;
-  } wants[] = {{"llama", Arch::Llama, false, false, false, true, 16},
-               {"mistral", Arch::Mistral, false, false, false, false, 16},
-               {"qwen2", Arch::Qwen2, true, true, false, false, 16},
-               {"qwen3", Arch::Qwen3, false, false, true, false, 32}};
+    int experts;
+  } wants[] = {{"llama", Arch::Llama, false, false, false, true, 16, 0},
+               {"mistral", Arch::Mistral, false, false, false, false, 16, 0},
+               {"mixtral", Arch::Mixtral, false, false, false, false, 16, 4},
+               {"qwen2", Arch::Qwen2, true, true, false, false, 16, 0},
+               {"qwen3", Arch::Qwen3, false, false, true, false, 32, 0},
+               // transformers 5 writes Qwen3-MoE's expert count as num_local_experts
+               {"qwen3_moe", Arch::Qwen3Moe, false, false, true, false, 16, 8}};
   for (size_t i = 0; i < cases.size(); ++i) {
     const Want& w = wants[i];
     ModelConfig c = ModelConfig::from_file(cases[i]);
@@ -834,6 +838,7 @@ TEST(Weights, GoldenFixtureFoldersPassTheCheck) {
     EXPECT_EQ(c.qk_norm, w.qk_norm) << w.name;
     EXPECT_EQ(c.rope_llama3, w.llama3) << w.name;
     EXPECT_EQ(c.head_dim, w.head_dim) << w.name;
+    EXPECT_EQ(c.num_experts, w.experts) << w.name;
     EXPECT_EQ(c.num_key_value_heads, 2) << w.name;
     EXPECT_EQ(c.torch_dtype, DType::F32) << w.name;
     EXPECT_EQ(c.sliding_window, 0) << w.name;

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/server_args.h"
+#include "model/model_loader.h"
 #include "cli/text_setup.h"
 
 namespace grt {
@@ -47,6 +48,10 @@ void register_generate(CLI::App& app) {
     opts->sampling.validate(flags);
     GRT_CHECK(opts->max_new_tokens >= 0, "--max-new-tokens {} is not allowed: must be >= 0", opts->max_new_tokens);
     const ServerArgs& a = opts->args;
+    // Flags, then the model folder (config.json, with the loader's "loading model" errors), before
+    // the tokenizer and eos ids are read from that folder.
+    a.check();
+    (void)load_model_config(a.model);
     TextSupport text = text_support_for(a.model);
     std::vector<std::vector<int32_t>> prompts;
     for (const auto& t : opts->token_ids) prompts.push_back(parse_token_ids(t));

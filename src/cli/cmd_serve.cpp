@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/server_args.h"
+#include "model/model_loader.h"
 #include "cli/text_setup.h"
 #include "core/logging.h"
 #ifdef GRAPHRT_WITH_HTTP
@@ -47,6 +48,10 @@ void register_serve(CLI::App& app) {
     const ServerArgs& a = opts->args;
     GRT_CHECK(opts->port >= 0 && opts->port < 65536, "--port {} is not a port", opts->port);
     GRT_CHECK(opts->grace >= 0, "--graceful-shutdown-timeout {} must not be negative", opts->grace);
+    // Flags, then the model folder (config.json, with the loader's "loading model" errors), before
+    // the tokenizer and eos ids are read from that folder.
+    a.check();
+    (void)load_model_config(a.model);
     TextSupport text = text_support_for(a.model);
     SchedulerOptions so = a.scheduler_options();
     so.eos_token_ids = eos_token_ids_of(a.model);

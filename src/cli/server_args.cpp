@@ -187,7 +187,6 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.graph_memory_budget = static_cast<size_t>(graph_memory_budget);
   o.disable_piecewise_cuda_graph = disable_piecewise_cuda_graph;
   o.enforce_piecewise_cuda_graph = enforce_piecewise_cuda_graph;
-  o.piecewise_cuda_graph_tokens = piecewise_cuda_graph_tokens;
   o.moe_dispatch_split_op = moe_dispatch_split_op;
   o.piecewise_cuda_graph_max_tokens = piecewise_cuda_graph_max_tokens;
   if (o.piecewise_cuda_graph_max_tokens > chunked_prefill_size) {

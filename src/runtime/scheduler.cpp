@@ -95,11 +95,11 @@ void Scheduler::check(const RequestParams& p) const {
   if (p.max_tokens < 0) bad("max_tokens", fmt::format("max_tokens {} must not be negative", p.max_tokens));
   const int64_t len = static_cast<int64_t>(p.prompt.size()) + p.max_tokens;
   if (len > l.max_context)
-    bad("max_tokens", fmt::format("prompt ({} tokens) + max_tokens ({}) = {} exceeds the context length {}",
-                                  p.prompt.size(), p.max_tokens, len, l.max_context));
+    bad("max_tokens", fmt::format("needs {} tokens ({} prompt + {} max_tokens) but the context length is {} ({})", len,
+                                  p.prompt.size(), p.max_tokens, l.max_context, l.context_reason));
   if (len > l.kv_capacity)
-    bad("max_tokens", fmt::format("prompt ({} tokens) + max_tokens ({}) = {} exceeds the KV cache ({} tokens)",
-                                  p.prompt.size(), p.max_tokens, len, l.kv_capacity));
+    bad("max_tokens", fmt::format("needs {} tokens ({} prompt + {} max_tokens) but the KV cache holds only {}", len,
+                                  p.prompt.size(), p.max_tokens, l.kv_capacity));
   if (!p.stop.empty() && !options_.text) bad("stop", "stop strings need a tokenizer, and this model has none");
   for (const std::string& s : p.stop)
     if (s.empty()) bad("stop", "a stop string is empty");
@@ -182,6 +182,7 @@ void Scheduler::loop() {
     limits_.max_context = runner_->req_pool().max_context();
     limits_.kv_capacity = runner_->kv_pool().capacity();
     limits_.vocab_size = runner_->model().config().vocab_size;
+    limits_.context_reason = runner_->context_length_reason();
     metrics_.update([&](ServingSnapshot& s) {
       s.kv_total = limits_.kv_capacity;
       s.slots_total = runner_->req_pool().max_requests();

@@ -46,6 +46,7 @@ struct SchedulerLimits {
   int max_context = 0;
   int64_t kv_capacity = 0;
   int vocab_size = 0;
+  std::string context_reason;  // where max_context came from (ModelRunner::context_length_reason)
 };
 
 class Scheduler {
