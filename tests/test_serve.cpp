@@ -2,10 +2,12 @@
 // /generate, greedy tokens equal to `graphrt generate`, 64 concurrent streams, a client that
 // disconnects, retraction, bad bodies, graceful shutdown, and a soak.
 #ifdef GRAPHRT_WITH_HTTP
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <mutex>
 #include <fstream>
 #include <thread>
 
@@ -362,6 +364,8 @@ TEST(ServeSoak, TenThousandRequests) {
   ASSERT_TRUE(s.ready()) << s.log();
   const int total = 10000, clients = 32;
   std::atomic<int> next{0}, failed{0};
+  std::mutex why_mu;
+  std::string why;  // the first failures: httplib's error or the status and body
   long rss_warm = 0;
   auto worker = [&] {
     httplib::Client c = s.client();
@@ -370,14 +374,20 @@ TEST(ServeSoak, TenThousandRequests) {
     while ((i = next++) < total) {
       json body = {{"input_ids", {i % 512, (i * 7) % 512, 5}}, {"sampling_params", {{"max_new_tokens", 2}, {"temperature", 0}, {"ignore_eos", true}}}};
       auto r = c.Post("/generate", body.dump(), "application/json");
-      if (!r || r->status != 200) ++failed;
+      if (!r || r->status != 200) {
+        ++failed;
+        std::lock_guard<std::mutex> lock(why_mu);
+        if (why.size() < 2000)
+          why += fmt::format("request {}: {}\n", i,
+                             r ? fmt::format("status {} {}", r->status, r->body) : httplib::to_string(r.error()));
+      }
       if (i == 1000) rss_warm = s.rss_kib();
     }
   };
   std::vector<std::thread> ts;
   for (int k = 0; k < clients; ++k) ts.emplace_back(worker);
   for (auto& t : ts) t.join();
-  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(failed.load(), 0) << why << s.log();
   const long rss_end = s.rss_kib();
   EXPECT_EQ(metric(s, "graphrt_kv_used_tokens"), 0);
   EXPECT_EQ(metric(s, "graphrt_request_slots_used"), 0);

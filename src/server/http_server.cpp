@@ -2,7 +2,11 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "core/logging.h"
@@ -30,6 +34,15 @@ HttpServer::HttpServer(Scheduler& scheduler, TextSupport text, HttpServerOptions
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   svr_->set_payload_max_length(64u << 20);
   svr_->set_keep_alive_timeout(5);
+  // httplib closes a keep-alive connection after 5 requests by default: every reconnect is a
+  // chance for a client to race the close (a soak of 10,000 requests lost 3 that way on CI).
+  // Clients that keep a connection (benchmarks, proxies) keep it, as with uvicorn.
+  svr_->set_keep_alive_max_count(100000);
+  // The listening socket, to raise its backlog after bind (below).
+  svr_->set_socket_options([this](int sock) {
+    httplib::default_socket_options(sock);
+    listen_socket_ = sock;
+  });
   routes();
 }
 
@@ -44,6 +57,11 @@ int HttpServer::bind() {
     GRT_CHECK(svr_->bind_to_port(options_.host, port), "cannot bind {}:{} (in use, or not an address here)",
               options_.host, port);
   }
+  // httplib listens with a backlog of 5: a burst of new connections (32 clients starting at once
+  // in the soak test) overflowed it and 3 requests read a reset. Linux lets listen() be called
+  // again on a listening socket to change its backlog.
+  if (listen_socket_ >= 0 && ::listen(listen_socket_, SOMAXCONN) != 0)
+    GRT_WARN("could not raise the listen backlog of {}:{}: {}", options_.host, port, std::strerror(errno));
   return port;
 }
 

@@ -47,6 +47,7 @@ class HttpServer {
   TextSupport text_;
   HttpServerOptions options_;
   std::unique_ptr<httplib::Server> svr_;
+  int listen_socket_ = -1;  // the bound socket (set by httplib's socket-options hook)
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
   std::mutex counters_mu_;
