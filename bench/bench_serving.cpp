@@ -17,6 +17,7 @@
 #include "bench/bench_common.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "server/sse_reader.h"
 #ifdef GRAPHRT_WITH_HTTP
 #include <httplib.h>
 #endif
@@ -132,22 +133,17 @@ Result run_one(const ServingOpts& o, const Job& job) {
   const auto t0 = Clock::now();
   auto last = t0;
   bool first = true;
-  std::string buf;
+  SseReader sse;
   httplib::Request req;
   req.method = "POST";
   req.path = "/v1/completions";
   req.set_header("Content-Type", "application/json");
   req.body = body.dump();
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-        buf.append(data, n);
-        size_t pos;
-        while ((pos = buf.find("\n\n")) != std::string::npos) {
-          std::string ev = buf.substr(0, pos);
-          buf.erase(0, pos + 2);
-          if (ev.rfind("data: ", 0) != 0) continue;
-          std::string payload = ev.substr(6);
-          if (payload == "[DONE]") continue;
-          json j = json::parse(payload, nullptr, false);
+        for (const std::string& ev : sse.feed({data, n})) {
+          const auto payload = SseReader::data_of(ev);
+          if (!payload || *payload == "[DONE]") continue;
+          json j = json::parse(*payload, nullptr, false);
           if (j.is_discarded()) continue;
           if (j.contains("error")) {
             r.error = j["error"].value("message", "error");

@@ -13,6 +13,7 @@
 
 #include "cli_runner.h"
 #include "server_process.h"
+#include "server/sse_reader.h"
 
 namespace grt {
 namespace {
@@ -60,25 +61,22 @@ Streamed stream_completion(ServerProcess& s, const std::vector<int>& prompt, int
   auto c = s.client();
   json body = {{"prompt", prompt},      {"max_tokens", max_tokens},   {"temperature", 0}, {"ignore_eos", true},
                {"stream", true},        {"return_token_ids", true},   {"stream_options", {{"include_usage", true}}}};
-  std::string buf;
+  SseReader sse;
   httplib::Request req;
   req.method = "POST";
   req.path = "/v1/completions";
   req.set_header("Content-Type", "application/json");
   req.body = body.dump();
   req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
-                    buf.append(d, n);
-                    size_t pos;
-                    while ((pos = buf.find("\n\n")) != std::string::npos) {
-                      std::string ev = buf.substr(0, pos);
-                      buf.erase(0, pos + 2);
-                      EXPECT_EQ(ev.rfind("data: ", 0), 0u) << ev;
-                      std::string payload = ev.substr(6);
-                      if (payload == "[DONE]") {
+                    for (const std::string& ev : sse.feed({d, n})) {
+                      const auto payload = SseReader::data_of(ev);
+                      EXPECT_TRUE(payload.has_value()) << ev;
+                      if (!payload) continue;
+                      if (*payload == "[DONE]") {
                         out.done = true;
                         continue;
                       }
-                      json j = json::parse(payload);
+                      json j = json::parse(*payload);
                       if (!j["choices"].empty())
                         for (int id : j["choices"][0]["token_ids"]) out.ids.push_back(id);
                       out.chunks.push_back(j);
