@@ -28,21 +28,27 @@ struct HeldSlots {
 
 int uniform(std::mt19937& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 
-// Gives each request of `lens` (tokens it holds after the step) fresh KV slots, writes its
-// request row; returns each request's slots. Empty when the pools are short.
-std::optional<std::vector<std::vector<int32_t>>> hold(HeldSlots& h, const std::vector<int>& lens) {
+// A request a verification batch holds: its request row and KV slots.
+struct HeldRequest {
+  int slot;
+  std::vector<int32_t> kv;
+};
+
+// Gives each request of `lens` (tokens it holds after the step) a request row and fresh KV
+// slots and writes its row. Empty when the pools are short.
+std::optional<std::vector<HeldRequest>> hold(HeldSlots& h, const std::vector<int>& lens) {
   ModelRunner& r = h.runner;
   int64_t total = 0;
   for (int l : lens) total += l;
   if (r.req_pool().available() < static_cast<int>(lens.size()) || r.kv_pool().available() < total) return std::nullopt;
-  std::vector<std::vector<int32_t>> out;
+  std::vector<HeldRequest> out;
   for (int l : lens) {
     const int slot = r.req_pool().alloc();
     h.requests.push_back(slot);
     std::vector<int32_t> kv = r.kv_pool().alloc(l);
     h.kv.insert(h.kv.end(), kv.begin(), kv.end());
     r.req_pool().write(slot, 0, kv);
-    out.push_back(std::move(kv));
+    out.push_back({slot, std::move(kv)});
   }
   return out;
 }
@@ -68,8 +74,8 @@ std::optional<ForwardBatch> decode_batch(HeldSlots& h, int bs, int vocab, std::m
   for (size_t i = 0; i < lens.size(); ++i) {
     b.input_ids.push_back(uniform(rng, 0, vocab - 1));
     b.positions.push_back(lens[i] - 1);
-    b.out_cache_loc.push_back((*kv)[i].back());
-    add_request(b, h.requests[i], lens[i]);
+    b.out_cache_loc.push_back((*kv)[i].kv.back());
+    add_request(b, (*kv)[i].slot, lens[i]);
   }
   return b;
 }
@@ -99,12 +105,32 @@ std::optional<ForwardBatch> extend_batch(HeldSlots& h, int tokens, int vocab, st
     for (int j = 0; j < ext[i]; ++j) {
       b.input_ids.push_back(uniform(rng, 0, vocab - 1));
       b.positions.push_back(prefix[i] + j);
-      b.out_cache_loc.push_back((*kv)[i][static_cast<size_t>(prefix[i] + j)]);
+      b.out_cache_loc.push_back((*kv)[i].kv[static_cast<size_t>(prefix[i] + j)]);
     }
     b.prefix_lens.push_back(prefix[i]);
     b.extend_lens.push_back(ext[i]);
-    add_request(b, h.requests[i], lens[i]);
+    add_request(b, (*kv)[i].slot, lens[i]);
   }
+  return b;
+}
+
+// `b` followed by the requests of `more` (same mode): the eager reference at the graph's padded
+// shape. Its first rows of logits are `b`'s.
+ForwardBatch concat(ForwardBatch b, const ForwardBatch& more) {
+  const auto tokens = static_cast<int32_t>(b.input_ids.size());
+  const auto requests = static_cast<int32_t>(b.req_pool_indices.size());
+  auto append = [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); };
+  append(b.input_ids, more.input_ids);
+  append(b.positions, more.positions);
+  append(b.out_cache_loc, more.out_cache_loc);
+  append(b.req_pool_indices, more.req_pool_indices);
+  append(b.seq_lens, more.seq_lens);
+  append(b.prefix_lens, more.prefix_lens);
+  append(b.extend_lens, more.extend_lens);
+  for (int32_t s : more.extend_start_loc) b.extend_start_loc.push_back(s + tokens);
+  append(b.sampling, more.sampling);
+  append(b.sample_steps, more.sample_steps);
+  for (int32_t r : more.logit_requests) b.logit_requests.push_back(r + requests);
   return b;
 }
 
@@ -134,8 +160,23 @@ void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs, int only_
                 batch ? graphs.refusal(*batch) : std::string("the KV cache or request rows are too small"));
       continue;
     }
-    const std::vector<float> eager = to_host_floats(runner.forward_eager(*batch));
+    // The reference is the eager forward at the padded shape: the batch plus real requests up to
+    // `shape`, so the GEMMs see the M the graph was captured with (cuBLAS picks its kernels by M;
+    // at another M a bf16 model's logits differ by rounding, amplified over the layers) and any
+    // difference left is the graph's. Rows are independent, so the batch's rows must agree.
+    ForwardBatch reference = *batch;
+    const int pad = shape - n;
+    if (pad > 0) {
+      std::optional<ForwardBatch> more = graphs.schema().mode() == ForwardMode::DECODE
+                                             ? decode_batch(held, pad, vocab, rng)
+                                             : extend_batch(held, pad, vocab, rng);
+      if (more) reference = concat(std::move(reference), *more);
+      else GRT_DEBUG("{}: {} {}: no room for the padded reference, compared with the unpadded eager forward",
+                     r.options().label, unit, shape);
+    }
+    std::vector<float> eager = to_host_floats(runner.forward_eager(reference));
     const std::vector<float> graph = to_host_floats(graphs.forward(*batch));
+    eager.resize(std::min(eager.size(), graph.size()));
     double diff = 0, scale = 1;
     bool equal = eager.size() == graph.size();
     if (equal && bitwise) equal = std::memcmp(eager.data(), graph.data(), eager.size() * sizeof(float)) == 0;
