@@ -42,6 +42,10 @@ __device__ __forceinline__ float warp_sum(float v) {
 // Weights are read once: evict-first, so the few activation rows stay cached for all warps.
 __device__ __forceinline__ uint4 load_weights(const bf16* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
 
+// Starts fetching a weight chunk into L2 (no register, no wait): issued before the block's row
+// table is read and synchronised, so that round trip overlaps the first weight loads.
+__device__ __forceinline__ void prefetch_l2(const bf16* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 // out[r, n] = W_e[n, :] . a[src(r), :] for the used rows r of group block blockIdx.y (expert e).
 // kGated: W_e holds gate rows [0, N) then up rows [N, 2N); the result is silu(gate) * up, each
 // rounded to bf16 like transformers (and the tiled kernel); a row's source is x[slot / top_k].
@@ -58,6 +62,19 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int dst_row[kMaxBlockRows];
   __shared__ int used;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n = blockIdx.x * kWarps + warp;
+  const bf16* wg = w + (static_cast<int64_t>(e) * (kGated ? 2 : 1) * N + n) * K;
+  const bf16* wu = wg + static_cast<int64_t>(N) * K;  // up row (kGated only)
+  if (n < N) {
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {  // the first pass's chunks
+      const int k = lane * kChunkElems + i * 32 * kChunkElems;
+      if (k < K) {
+        prefetch_l2(wg + k);
+        if (kGated) prefetch_l2(wu + k);
+      }
+    }
+  }
   if (warp == 0) {  // compact the block's used rows (padding rows hold slot -1)
     const int r = b * block_rows + lane;
     const int slot = lane < block_rows ? sorted_slots[r] : -1;
@@ -70,11 +87,8 @@ __global__ void __launch_bounds__(kThreads)
     if (lane == 0) used = __popc(mask);
   }
   __syncthreads();
-  const int n = blockIdx.x * kWarps + warp;
   if (n >= N) return;
   const int rows = used;
-  const bf16* wg = w + (static_cast<int64_t>(e) * (kGated ? 2 : 1) * N + n) * K;
-  const bf16* wu = wg + static_cast<int64_t>(N) * K;  // up row (kGated only)
   for (int t0 = 0; t0 < rows; t0 += kRowsAtOnce) {
     const bf16* src[kRowsAtOnce];
 #pragma unroll

@@ -7,21 +7,23 @@ set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 B=build
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+ldd $B/graphrt | grep "not found"
 M="--model builtin:qwen3-30b-a3b --device cuda --mem-fraction-static 0.93"
 BS=1,4,8,16,32,64
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 # The test binaries name their data and the CLI by the path they were built at.
 [ -e /work/wt/moe2 ] || { mkdir -p /work/wt && ln -s "$PWD" /work/wt/moe2; }
 t0=$(date +%s)
-$B/tests/graphrt_cuda_tests --gtest_filter='MoeOpsCuda.*:MoeModelCuda.*' 2>&1 | tail -30 | tee "$OUT/moe_tests.log"
+timeout 90 $B/tests/graphrt_cuda_tests --gtest_filter='MoeOpsCuda.*:MoeModelCuda.*' 2>&1 | tail -30 | tee "$OUT/moe_tests.log"
 echo "tests: $(( $(date +%s) - t0 ))s"
-$B/graphrt bench decode $M --batch-sizes $BS --context 1024 --iters 20 --json >"$OUT/moe_decode_gemv.json" 2>"$OUT/bench.err" ||
+timeout 100 $B/graphrt bench decode $M --batch-sizes $BS --context 1024 --iters 20 --json >"$OUT/moe_decode_gemv.json" 2>"$OUT/bench.err" ||
   tail -5 "$OUT/bench.err"
 echo "decode gemv: $(( $(date +%s) - t0 ))s"
-GRAPHRT_MOE_GEMV_MAX_SLOTS=0 $B/graphrt bench decode $M --batch-sizes $BS --context 1024 --iters 20 --json \
+GRAPHRT_MOE_GEMV_MAX_SLOTS=0 timeout 100 $B/graphrt bench decode $M --batch-sizes $BS --context 1024 --iters 20 --json \
   >"$OUT/moe_decode_tiled.json" 2>>"$OUT/bench.err" || tail -5 "$OUT/bench.err"
 echo "decode tiled: $(( $(date +%s) - t0 ))s"
-$B/graphrt bench prefill $M --tokens 4,16,64,256,1024,4096 --iters 3 --json >"$OUT/moe_prefill.json" 2>>"$OUT/bench.err" ||
+timeout 100 $B/graphrt bench prefill $M --tokens 4,16,64,256,1024,4096 --iters 3 --json >"$OUT/moe_prefill.json" 2>>"$OUT/bench.err" ||
   tail -5 "$OUT/bench.err"
 echo "prefill: $(( $(date +%s) - t0 ))s"
 for f in "$OUT"/moe_decode_*.json; do
