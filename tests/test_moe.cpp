@@ -253,8 +253,8 @@ TEST(MoeOps, OneExpertAndSpreadBatchesMatchReference) {
 // choice runs the one reference.
 TEST(MoeOps, GemvRuleAndKernelChoiceOnCpu) {
   if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "GRAPHRT_MOE_GEMV_MAX_SLOTS overrides the rule";
-  EXPECT_EQ(ops::moe_gemv_max_slots(128), 512);  // qwen3-30b-a3b (top-8): up to 64 tokens
-  EXPECT_EQ(ops::moe_gemv_max_slots(8), 32);     // Mixtral (top-2): up to 16 tokens
+  EXPECT_EQ(ops::moe_gemv_max_slots(128), 256);  // qwen3-30b-a3b (top-8): up to 32 tokens
+  EXPECT_EQ(ops::moe_gemv_max_slots(8), 16);      // Mixtral (top-2): up to 8 tokens
   const int E = 4, k = 2, H = 16, I = 8, T = 5;
   std::vector<float> gu(static_cast<size_t>(E * 2 * I * H)), dn(static_cast<size_t>(E * H * I)),
       xv(static_cast<size_t>(T * H));

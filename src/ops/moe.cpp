@@ -58,7 +58,7 @@ std::optional<int64_t> gemv_max_slots_override() {
 
 int64_t moe_gemv_max_slots(int64_t experts) {
   if (auto v = gemv_max_slots_override()) return *v;
-  return 4 * experts;
+  return 2 * experts;
 }
 
 MoeRouting moe_route(const Tensor& router_logits, int top_k, bool renormalize, const Tensor& num_real) {

@@ -53,9 +53,10 @@ MoeGroups moe_group(const MoeRouting& routing, int num_experts);
 // CPU runs one reference for all three.
 enum class MoeExpertsKernel { kAuto, kGemv, kTiled };
 
-// The largest slot count (tokens * top_k) kAuto runs on the GEMV kernels: 4 * experts (about 4
-// rows per expert, where the tiled GEMM's 16-row blocks still run mostly padding), or the value
-// of the environment variable GRAPHRT_MOE_GEMV_MAX_SLOTS when set (0: never; for benchmarks).
+// The largest slot count (tokens * top_k) kAuto runs on the GEMV kernels: 2 * experts (about 2
+// rows per expert; measured on an H100 with qwen3-30b-a3b, the GEMV kernels win up to decode
+// bs 32 = 256 slots and lose at 64 = 512), or the value of the environment variable
+// GRAPHRT_MOE_GEMV_MAX_SLOTS when set (0: never; for benchmarks).
 int64_t moe_gemv_max_slots(int64_t experts);
 
 // Every expert's SwiGLU MLP over its rows: out[r] = down_e(silu(gate_e(x_t)) * up_e(x_t)) for

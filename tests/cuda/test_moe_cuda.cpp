@@ -90,7 +90,6 @@ TEST(MoeOpsCuda, GemvMatchesCpuReferenceForSmallBatches) {
   const int E = 16, k = 4, H = 1280, I = 200;
   auto gu = bf16_round(randoms("gu", int64_t{E} * 2 * I * H, 5.0f));
   auto dn = bf16_round(randoms("dn", int64_t{E} * H * I, 5.0f));
-  EXPECT_GE(ops::moe_gemv_max_slots(E), 16 * k) << "decode batches up to 16 should take the GEMV kernels";
   for (int T = 1; T <= 16; ++T) {
     const MoeCase c{T, E, k, H, I};
     auto logits = randoms(("logits" + std::to_string(T)).c_str(), int64_t{T} * E, 100.0f);

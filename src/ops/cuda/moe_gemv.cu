@@ -3,9 +3,13 @@
 // leave the chip idle: at bs 1 only 8 experts x 12 column tiles of blocks run gate_up, each
 // waiting on one load at a time. Here one warp owns one output row (gate and up rows together
 // for gate_up) of one expert and streams it with 16-byte loads, 4 chunks in flight per lane, for
-// all rows of a group block at once (up to 16, a compile-time count picked from the batch size);
-// blocks of 8 warps tile the output rows, so every active expert's weights are read once per
-// group block (as the tiled kernel does) by N / 8 blocks, which fills the SMs.
+// up to 4 of the expert's rows at once; blocks of 8 warps tile the output rows, so every active
+// expert's weights are read once by N / 8 blocks, which fills the SMs.
+// Its likely limit (by reading; not profiled yet): every warp reads the activation rows of its
+// block for its one output row, so activation traffic through L1/L2 grows as rows x N x K. On an
+// H100 with qwen3-30b-a3b, at 256 slots of 128 experts (2 rows per expert on average) it still
+// beat the tiled GEMMs, at 512 it lost, hence moe_gemv_max_slots = 2 E. A whole block per pass
+// (16 accumulators, 125 registers, 2 blocks per SM) measured slower at every size past 4 tokens.
 //
 // Grid: x = output row tiles, y = group blocks (kMoeBlockRows rows of one expert each, from the
 // device-side block table). Used blocks come first in the table and each holds at least one
@@ -20,6 +24,7 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kWarps = 8, kThreads = kWarps * 32;
 constexpr int kUnroll = 4;             // 16-byte weight chunks in flight per lane (and per matrix)
+constexpr int kRowsAtOnce = 4;         // a block's rows sharing one pass over the weights
 constexpr int kChunkElems = 8;         // bf16 per 16-byte chunk
 constexpr int kMaxBlockRows = 32;      // one lane per row of a group block
 
@@ -50,9 +55,7 @@ __device__ __forceinline__ void prefetch_l2(const bf16* p) { asm volatile("prefe
 // kGated: W_e holds gate rows [0, N) then up rows [N, 2N); the result is silu(gate) * up, each
 // rounded to bf16 like transformers (and the tiled kernel); a row's source is x[slot / top_k].
 // Otherwise the source row is r itself (act). Float32 sums; per row independent of the others.
-// kRows: a block's rows sharing one pass over the weights (the host picks min(tokens, block rows)
-// rounded up to 4, 8 or 16, so a block of an expert is one pass).
-template <bool kGated, int kRows>
+template <bool kGated>
 __global__ void __launch_bounds__(kThreads)
     grouped_gemv_kernel(const bf16* __restrict__ a_src, const int32_t* __restrict__ sorted_slots,
                         const int32_t* __restrict__ block_expert, int top_k, int block_rows,
@@ -91,11 +94,11 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (n >= N) return;
   const int rows = used;
-  for (int t0 = 0; t0 < rows; t0 += kRows) {
-    int src[kRows];
+  for (int t0 = 0; t0 < rows; t0 += kRowsAtOnce) {
+    const bf16* src[kRowsAtOnce];
 #pragma unroll
-    for (int t = 0; t < kRows; ++t) src[t] = src_row[min(t0 + t, rows - 1)];
-    float g[kRows] = {}, u[kRows] = {};
+    for (int t = 0; t < kRowsAtOnce; ++t) src[t] = a_src + static_cast<int64_t>(src_row[min(t0 + t, rows - 1)]) * K;
+    float g[kRowsAtOnce] = {}, u[kRowsAtOnce] = {};
     for (int k0 = lane * kChunkElems; k0 < K; k0 += 32 * kChunkElems * kUnroll) {
       uint4 vg[kUnroll], vu[kUnroll];
 #pragma unroll
@@ -112,10 +115,10 @@ __global__ void __launch_bounds__(kThreads)
         unpack8(vg[i], fg);
         if (kGated) unpack8(vu[i], fu);
 #pragma unroll
-        for (int t = 0; t < kRows; ++t) {
+        for (int t = 0; t < kRowsAtOnce; ++t) {
           if (t0 + t >= rows) continue;  // warp-uniform
           float fx[kChunkElems];
-          unpack8(*reinterpret_cast<const uint4*>(a_src + static_cast<int64_t>(src[t]) * K + k), fx);
+          unpack8(*reinterpret_cast<const uint4*>(src[t] + k), fx);
 #pragma unroll
           for (int j = 0; j < kChunkElems; ++j) {
             g[t] = fmaf(fg[j], fx[j], g[t]);
@@ -125,15 +128,15 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 #pragma unroll
-    for (int t = 0; t < kRows; ++t) {
+    for (int t = 0; t < kRowsAtOnce; ++t) {
       if (t0 + t >= rows) continue;
       g[t] = warp_sum(g[t]);
       if (kGated) u[t] = warp_sum(u[t]);
     }
-    if (lane < kRows && t0 + lane < rows) {
+    if (lane < kRowsAtOnce && t0 + lane < rows) {
       float v = 0.0f;
 #pragma unroll
-      for (int t = 0; t < kRows; ++t)  // lane t stores row t0 + t (registers indexed by constants)
+      for (int t = 0; t < kRowsAtOnce; ++t)  // lane t stores row t0 + t (registers indexed by constants)
         if (t == lane) {
           if (kGated) {
             const float gr = dense::round_to<bf16>(g[t]), ur = dense::round_to<bf16>(u[t]);
@@ -145,22 +148,6 @@ __global__ void __launch_bounds__(kThreads)
       out[static_cast<int64_t>(dst_row[t0 + lane]) * N + n] = __float2bfloat16_rn(v);
     }
   }
-}
-
-template <int kRows>
-void launch_gemv(cudaStream_t s, const ops::MoeExpertsArgs& a, int64_t blocks, int64_t gate_tiles, int64_t down_tiles) {
-  const int top_k = static_cast<int>(a.top_k), br = static_cast<int>(a.block_rows);
-  const int H = static_cast<int>(a.hidden), I = static_cast<int>(a.inter);
-  grouped_gemv_kernel<true, kRows>
-      <<<dim3(static_cast<unsigned>(gate_tiles), static_cast<unsigned>(blocks)), kThreads, 0, s>>>(
-          static_cast<const bf16*>(a.x), a.sorted_slots, a.block_expert, top_k, br,
-          static_cast<const bf16*>(a.gate_up), static_cast<bf16*>(a.act), I, H);
-  GRT_CUDA_CHECK_LAUNCH("moe_experts gemv gate_up blocks={} hidden={} inter={}", blocks, a.hidden, a.inter);
-  grouped_gemv_kernel<false, kRows>
-      <<<dim3(static_cast<unsigned>(down_tiles), static_cast<unsigned>(blocks)), kThreads, 0, s>>>(
-          static_cast<const bf16*>(a.act), a.sorted_slots, a.block_expert, top_k, br,
-          static_cast<const bf16*>(a.down), static_cast<bf16*>(a.out), H, I);
-  GRT_CUDA_CHECK_LAUNCH("moe_experts gemv down blocks={} hidden={} inter={}", blocks, a.hidden, a.inter);
 }
 
 }  // namespace
@@ -178,10 +165,16 @@ void moe_experts_gemv(cudaStream_t s, const ops::MoeExpertsArgs& a) {
   const int64_t gate_tiles = (a.inter + kWarps - 1) / kWarps, down_tiles = (a.hidden + kWarps - 1) / kWarps;
   GRT_CHECK(blocks <= 65535 && std::max(gate_tiles, down_tiles) <= 0x7fffffff,
             "moe_experts (gemv): grid {} x {} exceeds CUDA's limits", std::max(gate_tiles, down_tiles), blocks);
-  const int rows = static_cast<int>(std::min<int64_t>(a.slots / std::max<int64_t>(a.top_k, 1), a.block_rows));
-  if (rows <= 4) launch_gemv<4>(s, a, blocks, gate_tiles, down_tiles);
-  else if (rows <= 8) launch_gemv<8>(s, a, blocks, gate_tiles, down_tiles);
-  else launch_gemv<16>(s, a, blocks, gate_tiles, down_tiles);
+  const int top_k = static_cast<int>(a.top_k), br = static_cast<int>(a.block_rows);
+  const int H = static_cast<int>(a.hidden), I = static_cast<int>(a.inter);
+  grouped_gemv_kernel<true><<<dim3(static_cast<unsigned>(gate_tiles), static_cast<unsigned>(blocks)), kThreads, 0, s>>>(
+      static_cast<const bf16*>(a.x), a.sorted_slots, a.block_expert, top_k, br, static_cast<const bf16*>(a.gate_up),
+      static_cast<bf16*>(a.act), I, H);
+  GRT_CUDA_CHECK_LAUNCH("moe_experts gemv gate_up blocks={} hidden={} inter={}", blocks, a.hidden, a.inter);
+  grouped_gemv_kernel<false><<<dim3(static_cast<unsigned>(down_tiles), static_cast<unsigned>(blocks)), kThreads, 0, s>>>(
+      static_cast<const bf16*>(a.act), a.sorted_slots, a.block_expert, top_k, br, static_cast<const bf16*>(a.down),
+      static_cast<bf16*>(a.out), H, I);
+  GRT_CUDA_CHECK_LAUNCH("moe_experts gemv down blocks={} hidden={} inter={}", blocks, a.hidden, a.inter);
 }
 
 }  // namespace grt::cuda

@@ -26,9 +26,9 @@ def roofline_ms(bs, ctx, gbps):
 
 def main(folder):
     folder = Path(folder)
-    runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("moe_decode_*.json"))}
+    runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*decode*.json"))}
     if not runs:
-        sys.exit("no moe_decode_*.json in " + str(folder))
+        sys.exit("no *decode*.json in " + str(folder))
     print("| run | bs | eager ms | graph ms | active experts | active roofline ms | graph / roofline |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, j in runs.items():
@@ -36,12 +36,11 @@ def main(folder):
             roof, active = roofline_ms(r["bs"], r["ctx"], j["copy_GBps"])
             print(f"| {name} | {r['bs']} | {r['eager_ms']:.2f} | {r['graph_ms']:.2f} | {active:.1f} | {roof:.2f} | "
                   f"{r['graph_ms'] / roof:.2f}x |")
-    pre = folder / "moe_prefill.json"
-    if pre.exists():
-        print("\n| prefill tokens | eager ms | piecewise ms |")
-        print("| ---: | ---: | ---: |")
-        for r in json.loads(pre.read_text())["prefill"]:
-            print(f"| {r['tokens']} | {r['eager_ms']:.2f} | {r['piecewise_ms']:.2f} |")
+    print("\n| run | prefill tokens | eager ms | piecewise ms |")
+    print("| --- | ---: | ---: | ---: |")
+    for p in sorted(folder.glob("*prefill*.json")):
+        for r in json.loads(p.read_text())["prefill"]:
+            print(f"| {p.stem} | {r['tokens']} | {r['eager_ms']:.2f} | {r['piecewise_ms']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The device run of this folder (H100, issue 17 run 2, helper moe2): binaries built off the
+# The first device run of this folder (H100, issue 17 run 2, helper moe2; its outputs are the
+# run1_* files, and its test filter was MoeOpsCuda.*:MoeModelCuda.*, fixed since): binaries built off the
 # device (sm_90a, static text deps) and carried in build/; MoE CUDA tests, then decode
-# (GEMV kernels by the default rule vs GRAPHRT_MOE_GEMV_MAX_SLOTS=0, the tiled GEMMs alone),
+# (GEMV kernels by the rule of then, slots <= 4 E, vs GRAPHRT_MOE_GEMV_MAX_SLOTS=0, the tiled GEMMs alone),
 # and prefill. Run from the repository root with OUT set.
 set -uo pipefail
 OUT=${OUT:-out}
@@ -15,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 # The test binaries name their data and the CLI by the path they were built at.
 [ -e /work/wt/moe2 ] || { mkdir -p /work/wt && ln -s "$PWD" /work/wt/moe2; }
 t0=$(date +%s)
-timeout 90 $B/tests/graphrt_cuda_tests --gtest_filter='MoeOpsCuda.*:MoeModelCuda.*' 2>&1 | tail -30 | tee "$OUT/moe_tests.log"
+timeout 90 $B/tests/graphrt_cuda_tests --gtest_filter='*Moe*' 2>&1 | tail -30 | tee "$OUT/moe_tests.log"
 echo "tests: $(( $(date +%s) - t0 ))s"
 timeout 100 $B/graphrt bench decode $M --batch-sizes $BS --context 1024 --iters 20 --json >"$OUT/moe_decode_gemv.json" 2>"$OUT/bench.err" ||
   tail -5 "$OUT/bench.err"
@@ -23,10 +24,10 @@ echo "decode gemv: $(( $(date +%s) - t0 ))s"
 GRAPHRT_MOE_GEMV_MAX_SLOTS=0 timeout 100 $B/graphrt bench decode $M --batch-sizes $BS --context 1024 --iters 20 --json \
   >"$OUT/moe_decode_tiled.json" 2>>"$OUT/bench.err" || tail -5 "$OUT/bench.err"
 echo "decode tiled: $(( $(date +%s) - t0 ))s"
-timeout 100 $B/graphrt bench prefill $M --tokens 4,16,64,256,1024,4096 --iters 3 --json >"$OUT/moe_prefill.json" 2>>"$OUT/bench.err" ||
+timeout 100 $B/graphrt bench prefill $M --tokens 4,16,64,256,1024,4096 --iters 3 --json >"$OUT/*prefill*.json" 2>>"$OUT/bench.err" ||
   tail -5 "$OUT/bench.err"
 echo "prefill: $(( $(date +%s) - t0 ))s"
-for f in "$OUT"/moe_decode_*.json; do
+for f in "$OUT"/*decode*.json; do
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-1], [(r['bs'], round(r['eager_ms'],2), round(r['graph_ms'],2)) for r in j['decode']])" "$f"
 done
-python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print([(r['tokens'], round(r['eager_ms'],2), round(r['piecewise_ms'],2)) for r in j['prefill']])" "$OUT/moe_prefill.json"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print([(r['tokens'], round(r['eager_ms'],2), round(r['piecewise_ms'],2)) for r in j['prefill']])" "$OUT/*prefill*.json"
