@@ -222,6 +222,8 @@ TEST(MoeOps, OneExpertAndSpreadBatchesMatchReference) {
     int want_blocks = 0;
     for (int32_t n : want_counts) want_blocks += (n + 15) / 16;
     EXPECT_EQ(used, want_blocks);
+    // The GEMV kernels launch min(blocks, slots) blocks: used blocks must come first.
+    for (int b = 0; b < static_cast<int>(blocks.size()); ++b) EXPECT_EQ(blocks[static_cast<size_t>(b)] >= 0, b < used);
     auto got = to_host_floats(y);
     for (int t = 0; t < T; ++t) {
       EXPECT_EQ(ids[static_cast<size_t>(t * k)], prefs[static_cast<size_t>(t)]);
@@ -245,6 +247,30 @@ TEST(MoeOps, OneExpertAndSpreadBatchesMatchReference) {
       }
     }
   }
+}
+
+// Decode batches take the GEMV kernels, prefill-sized ones the tiled GEMMs; on the CPU either
+// choice runs the one reference.
+TEST(MoeOps, GemvRuleAndKernelChoiceOnCpu) {
+  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "GRAPHRT_MOE_GEMV_MAX_SLOTS overrides the rule";
+  EXPECT_EQ(ops::moe_gemv_max_slots(128), 256);  // qwen3-30b-a3b (top-8): up to 32 tokens
+  EXPECT_EQ(ops::moe_gemv_max_slots(8), 16);      // Mixtral (top-2): up to 8 tokens
+  const int E = 4, k = 2, H = 16, I = 8, T = 5;
+  std::vector<float> gu(static_cast<size_t>(E * 2 * I * H)), dn(static_cast<size_t>(E * H * I)),
+      xv(static_cast<size_t>(T * H));
+  random_weight_fill("gu", 1, 0, static_cast<int64_t>(gu.size()), gu.data());
+  random_weight_fill("dn", 1, 0, static_cast<int64_t>(dn.size()), dn.data());
+  random_weight_fill("x", 1, 0, static_cast<int64_t>(xv.size()), xv.data());
+  Tensor x = from_floats(xv, Shape{T, H}, DType::F32, Device::cpu());
+  Tensor gate_up = from_floats(gu, Shape{E, 2 * I, H}, DType::F32, Device::cpu());
+  Tensor down = from_floats(dn, Shape{E, H, I}, DType::F32, Device::cpu());
+  auto r = ops::moe_route(logits_for({0, 1, 2, 3, 1}, E), k, true, Tensor());
+  auto g = ops::moe_group(r, E);
+  std::vector<std::vector<float>> outs;
+  for (auto kernel : {ops::MoeExpertsKernel::kAuto, ops::MoeExpertsKernel::kGemv, ops::MoeExpertsKernel::kTiled})
+    outs.push_back(to_host_floats(ops::moe_combine(ops::moe_experts(x, g, gate_up, down, kernel), g, r)));
+  EXPECT_EQ(outs[1], outs[0]);
+  EXPECT_EQ(outs[2], outs[0]);
 }
 
 TEST(MoeOps, BadArgumentsAreClearErrors) {

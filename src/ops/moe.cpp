@@ -1,5 +1,10 @@
 #include "ops/moe.h"
 
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
 #include "memory/tensor_alloc.h"
 #include "ops/cpu/moe_cpu.h"
 #include "ops/moe_args.h"
@@ -34,7 +39,27 @@ void check_dtype_for_device(const char* op, const Tensor& t) {
   else GRT_CHECK(t.dtype() == DType::BF16, "{} on CUDA supports bf16 only, got {}", op, t.str());
 }
 
+// GRAPHRT_MOE_GEMV_MAX_SLOTS, read once; nullopt when unset.
+std::optional<int64_t> gemv_max_slots_override() {
+  static const std::optional<int64_t> v = []() -> std::optional<int64_t> {
+    const char* s = std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS");
+    if (!s || !*s) return std::nullopt;
+    int64_t n = 0;
+    const char* end = s + std::strlen(s);
+    auto [p, ec] = std::from_chars(s, end, n);
+    GRT_CHECK(ec == std::errc() && p == end && n >= 0,
+              "GRAPHRT_MOE_GEMV_MAX_SLOTS must be a non-negative integer (slots = tokens * top_k), got '{}'", s);
+    return n;
+  }();
+  return v;
+}
+
 }  // namespace
+
+int64_t moe_gemv_max_slots(int64_t experts) {
+  if (auto v = gemv_max_slots_override()) return *v;
+  return 2 * experts;
+}
 
 MoeRouting moe_route(const Tensor& router_logits, int top_k, bool renormalize, const Tensor& num_real) {
   const char* op = "moe_route";
@@ -92,7 +117,8 @@ MoeGroups moe_group(const MoeRouting& routing, int num_experts) {
   return g;
 }
 
-Tensor moe_experts(const Tensor& x, const MoeGroups& g, const Tensor& gate_up, const Tensor& down) {
+Tensor moe_experts(const Tensor& x, const MoeGroups& g, const Tensor& gate_up, const Tensor& down,
+                   MoeExpertsKernel kernel) {
   const char* op = "moe_experts";
   check_defined(op, x, "x");
   check_defined(op, gate_up, "gate_up");
@@ -124,6 +150,9 @@ Tensor moe_experts(const Tensor& x, const MoeGroups& g, const Tensor& gate_up, c
   MoeExpertsArgs a{x.data(), g.sorted_slots.data_as<int32_t>(), g.block_expert.data_as<int32_t>(),
                    gate_up.data(), down.data(), act.data(), out.data(), g.max_rows, kMoeBlockRows, g.top_k, H, I,
                    x.dtype()};
+  a.slots = g.slot_rows.numel();
+  a.use_gemv = kernel == MoeExpertsKernel::kGemv ||
+               (kernel == MoeExpertsKernel::kAuto && a.slots <= moe_gemv_max_slots(E));
   dispatch(op, x, a, &::grt::cpu::moe_experts, GRT_MOE_CUDA(moe_experts));
   return out;
 }

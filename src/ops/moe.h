@@ -46,12 +46,26 @@ struct MoeGroups {
 // may not (the combine's result does not depend on it).
 MoeGroups moe_group(const MoeRouting& routing, int num_experts);
 
+// Which CUDA kernels run the expert MLPs. kGemv: grouped GEMVs that stream each active expert's
+// weights once per few rows (small batches); kTiled: grouped tensor-core GEMMs over 16-row
+// blocks (large batches); kAuto: kGemv while tokens * top_k <= moe_gemv_max_slots(experts).
+// The choice depends on host sizes only, so a captured graph is right for every routing. The
+// CPU runs one reference for all three.
+enum class MoeExpertsKernel { kAuto, kGemv, kTiled };
+
+// The largest slot count (tokens * top_k) kAuto runs on the GEMV kernels: 2 * experts (about 2
+// rows per expert; measured on an H100 with qwen3-30b-a3b, the GEMV kernels win up to decode
+// bs 32 = 256 slots and lose at 64 = 512), or the value of the environment variable
+// GRAPHRT_MOE_GEMV_MAX_SLOTS when set (0: never; for benchmarks).
+int64_t moe_gemv_max_slots(int64_t experts);
+
 // Every expert's SwiGLU MLP over its rows: out[r] = down_e(silu(gate_e(x_t)) * up_e(x_t)) for
 // row r = slot_rows[t * k + j] of expert e (bf16 on CUDA: each projection rounded to the dtype
 // like transformers). x: [T, H] contiguous; gate_up: [E, 2 Im, H] (gate rows then up rows of
 // each expert); down: [E, H, Im]; all of x's dtype. Returns [max_rows, H] of x's dtype; rows
 // of padding are not written.
-Tensor moe_experts(const Tensor& x, const MoeGroups& groups, const Tensor& gate_up, const Tensor& down);
+Tensor moe_experts(const Tensor& x, const MoeGroups& groups, const Tensor& gate_up, const Tensor& down,
+                   MoeExpertsKernel kernel = MoeExpertsKernel::kAuto);
 
 // out[t] = sum_j topk_weights[t, j] * expert_out[slot_rows[t * k + j]] (float32 sums in choice
 // order), rounded to expert_out's dtype; zero for rows that route nowhere. Returns [T, H].

@@ -36,6 +36,8 @@ struct MoeExpertsArgs {
   void* out;            // [max_rows, hidden]
   int64_t max_rows, block_rows, top_k, hidden, inter;
   DType dtype;
+  int64_t slots = 0;      // tokens * top_k (host-known)
+  bool use_gemv = false;  // CUDA: the small-batch grouped GEMVs instead of the tiled GEMMs
 };
 
 struct MoeCombineArgs {

@@ -7,12 +7,14 @@
 // group:   one block: shared-memory counts, block-padded offsets, slot scatter (atomics; the
 //          order within an expert varies, the per-row results do not).
 // experts: two grouped GEMMs on bf16 tensor cores (WMMA 16x16x16, f32 accumulation), 16 rows x
-//          64 columns per block: gate/up together with silu*mul in the epilogue, then down.
+//          64 columns per block: gate/up together with silu*mul in the epilogue, then down;
+//          small batches run the grouped GEMVs of moe_gemv.cu instead (the caller's choice).
 // combine: per token, the k weighted rows summed in float32 in choice order.
 #include <mma.h>
 
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/moe_cuda.h"
+#include "ops/cuda/moe_gemv.h"
 
 namespace grt::cuda {
 namespace {
@@ -109,9 +111,18 @@ __global__ void group_kernel(ops::MoeGroupArgs a) {
     if (e >= 0 && e < E) atomicAdd(&counts[e], 1);
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int off = 0;
-    for (int e = 0; e < E; ++e) {
+  if (threadIdx.x < 32) {  // block-padded offsets: each lane sums a run of experts, then a warp scan
+    const int lane = threadIdx.x, per = (E + 31) / 32, first = min(lane * per, E), last = min(first + per, E);
+    int local = 0;
+    for (int e = first; e < last; ++e) local += (counts[e] + B - 1) / B * B;
+    int incl = local;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += v;
+    }
+    int off = incl - local;
+    for (int e = first; e < last; ++e) {
       offsets[e] = off;
       off += (counts[e] + B - 1) / B * B;
     }
@@ -272,6 +283,10 @@ void moe_experts(Device d, const ops::MoeExpertsArgs& a) {
   cudaStream_t s = launch_stream(d);
   GRT_CHECK(a.dtype == DType::BF16, "moe_experts on CUDA supports bf16 only, got {}", dtype_name(a.dtype));
   GRT_CHECK(a.block_rows == BM, "moe_experts on CUDA needs blocks of {} rows, got {}", BM, a.block_rows);
+  if (a.use_gemv) {
+    moe_experts_gemv(s, a);
+    return;
+  }
   const int64_t blocks = a.max_rows / BM;
   const int64_t gate_cols = (a.inter + BN - 1) / BN, down_cols = (a.hidden + BN - 1) / BN;
   check_grid("moe_experts", blocks, std::max(gate_cols, down_cols));
