@@ -20,13 +20,18 @@ fi
 # Only graphrt's own processes see the carried libraries (python keeps its own).
 LIBS="$PWD/$BIN/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
 run() { LD_LIBRARY_PATH="$LIBS" "$@"; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 
 SHAPES=${SHAPES:-16/8/128,32/8/128,16/8/64}
 TOKENS=${TOKENS:-512,1024,2048,4096,8192,16384}
 PREFIXES=${PREFIXES:-0,4096}
-KERNELS=${KERNELS:-auto,fa2-q128,fa2-q128w4,fa2-q64,tc}
+KERNELS=${KERNELS:-auto,fa2-q64,fa2-q128,fa2-q128w4,fa2-q128x2,tc}
 
+if [[ -n "${SASS:-}" ]] && command -v cuobjdump >/dev/null; then
+  # SASS of one FA2 instance (e.g. SASS=Li128ELi4ELi1ELi2E: bf16? head_dim 128, 4 warps, MT 1, OCC 2).
+  cuobjdump -sass "$BIN/graphrt" 2>/dev/null | awk -v pat="$SASS" '/Function :/ {keep = index($0, "extend_fa2") && index($0, pat) && index($0, "bfloat16")} keep' >"$OUT/sass.txt"
+  echo "sass lines: $(wc -l <"$OUT/sass.txt"); HMMA $(grep -c HMMA "$OUT/sass.txt") LDSM $(grep -c LDSM "$OUT/sass.txt") MUFU $(grep -c MUFU "$OUT/sass.txt") BAR $(grep -c BAR "$OUT/sass.txt") LDL $(grep -c LDL "$OUT/sass.txt")"
+fi
 echo "== tests"
 run "$BIN/graphrt_cuda_tests" --gtest_filter="${TESTS:-OpsAttentionCuda.*}" >"$OUT/tests.log" 2>&1
 echo "tests rc=$?"
@@ -34,8 +39,8 @@ grep -E "^\[  (FAILED|PASSED) |Failure|Expected|Which is|max_abs|error" "$OUT/te
 
 echo "== torch sdpa"
 PYTHONUNBUFFERED=1 python3 scripts/bench_attention_torch.py --shapes "$SHAPES" --tokens "$TOKENS" \
-  --prefixes "$PREFIXES" --out "$OUT/torch_attention.json" 2>"$OUT/torch.log"
-echo "torch rc=$?"; tail -2 "$OUT/torch.log" | cut -c1-400
+  --prefixes "$PREFIXES" --out "$OUT/torch_attention.json" 2>/tmp/torch.log
+echo "torch rc=$?"; grep -v '^{' /tmp/torch.log | tail -3 | cut -c1-300
 
 echo "== bench attention"
 run "$BIN/graphrt" bench attention --shapes "$SHAPES" --tokens "$TOKENS" --prefixes "$PREFIXES" --kernels "$KERNELS" \
@@ -44,10 +49,10 @@ run "$BIN/graphrt" bench attention --shapes "$SHAPES" --tokens "$TOKENS" --prefi
 if [[ "${PREFILL:-0}" == 1 ]]; then
   echo "== bench prefill (default extend kernel, then the old tc kernel)"
   run "$BIN/graphrt" bench prefill --model builtin:qwen3-0.6b --tokens "${PREFILL_TOKENS:-256,4096}" --json \
-    >"$OUT/prefill_new.json" 2>"$OUT/prefill_new.log"
+    >"$OUT/prefill_new.json" 2>/tmp/prefill_new.log
   echo "new rc=$?"
   GRAPHRT_EXTEND_KERNEL=tc run "$BIN/graphrt" bench prefill --model builtin:qwen3-0.6b \
-    --tokens "${PREFILL_TOKENS:-256,4096}" --json >"$OUT/prefill_old.json" 2>"$OUT/prefill_old.log"
+    --tokens "${PREFILL_TOKENS:-256,4096}" --json >"$OUT/prefill_old.json" 2>/tmp/prefill_old.log
   echo "old rc=$?"
   python3 - "$OUT" <<'EOF'
 import json, sys

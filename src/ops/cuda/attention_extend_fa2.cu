@@ -25,8 +25,11 @@ using attn::kv_slot;
 // WARPS warps of MT m16 row tiles each: MT = 1 keeps Q fragments in registers for the whole
 // loop; MT = 2 reuses every K/V fragment for two row tiles (half the shared-memory reads per
 // FLOP) and reloads Q from shared memory per tile to stay within 255 registers.
-template <int HD, int WARPS, int MT>
+// OCC: blocks per multiprocessor the register budget aims at (launch bounds); Q stays in
+// registers only where that leaves room (MT = 1 and at most 8 warps per multiprocessor).
+template <int HD, int WARPS, int MT, int OCC>
 struct Fa2Cfg {
+  static constexpr bool kQInRegs = MT == 1 && WARPS * OCC <= 8;
   static constexpr int kThreads = 32 * WARPS;
   static constexpr int kBQ = 16 * MT * WARPS;              // query rows per block
   static constexpr int kBK = MT == 2 && HD == 128 ? 32 : 64;  // keys per tile (32: fewer score registers)
@@ -102,10 +105,10 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-template <typename T, int HD, int WARPS, int MT>
-__global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT>::kThreads, WARPS <= 4 ? 2 : 1)
+template <typename T, int HD, int WARPS, int MT, int OCC>
+__global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC)
     extend_fa2_kernel(ExtendParams p) {
-  using C = Fa2Cfg<HD, WARPS, MT>;
+  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
   constexpr int kWarpRows = 16 * MT;
   constexpr int kBK = C::kBK;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -180,7 +183,7 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT>::kThreads, WARPS <= 4 ? 
   // either way, and the clamp keeps positions in i32.
   const int wpos0 = static_cast<int>(min(prefix + q0 + wrow0, static_cast<int64_t>(kv_end)));
 
-  uint32_t qf[MT == 1 ? HD / 16 : 1][4];  // MT = 1: all of Q, loaded once
+  uint32_t qf[C::kQInRegs ? HD / 16 : 1][4];  // all of Q, loaded once (kQInRegs)
   float o[MT][HD / 8][4];
   float m[MT][2], l[MT][2];
 #pragma unroll
@@ -205,7 +208,7 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT>::kThreads, WARPS <= 4 ? 
     cp_async_wait<1>();
     __syncthreads();
     const uint32_t qs_addr = smem_addr(qs + wrow0 * C::kPitch + a_off);
-    if constexpr (MT == 1) {
+    if constexpr (C::kQInRegs) {
       if (t == 0) {
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
@@ -226,7 +229,7 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT>::kThreads, WARPS <= 4 ? 
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) {
         uint32_t qa[MT][4];
-        if constexpr (MT > 1) {
+        if constexpr (!C::kQInRegs) {
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) ldmatrix_x4(qa[mt], qs_addr + (mt * 16 * C::kPitch + kk * 16) * 2);
         }
@@ -236,7 +239,7 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT>::kThreads, WARPS <= 4 ? 
           ldmatrix_x4(bf, ks_addr + (np * 16 * C::kPitch + kk * 16) * 2);
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            const uint32_t* a = MT == 1 ? qf[MT == 1 ? kk : 0] : qa[mt];
+            const uint32_t* a = C::kQInRegs ? qf[C::kQInRegs ? kk : 0] : qa[mt];
             mma16816<T>(s[mt][2 * np], a, bf[0], bf[1]);
             mma16816<T>(s[mt][2 * np + 1], a, bf[2], bf[3]);
           }
@@ -244,22 +247,23 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT>::kThreads, WARPS <= 4 ? 
       }
 
       // Scale into the log2 domain; mask keys past a row's position or past kv_end.
+      // Mask keys past a row's position or past kv_end (raw scores; the scale, > 0, is folded
+      // into the exponent below and into the running max).
       const bool need_mask = k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end;
+      const float sl2 = p.scale_log2;
       uint32_t pf[MT][kBK / 16][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
+        if (need_mask) {
 #pragma unroll
-        for (int j = 0; j < kBK / 8; ++j)
+          for (int j = 0; j < kBK / 8; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            float v = s[mt][j][e] * p.scale_log2;
-            if (need_mask) {
+            for (int e = 0; e < 4; ++e) {
               const int key = k0 + 8 * j + 2 * t4 + (e & 1);
               const int qpos = wpos0 + 16 * mt + g + 8 * (e / 2);
-              if (key > qpos || key >= kv_end) v = -INFINITY;
+              if (key > qpos || key >= kv_end) s[mt][j][e] = -INFINITY;
             }
-            s[mt][j][e] = v;
-          }
+        }
 
         // Online softmax per row (the 4 lanes of a quad share a row).
 #pragma unroll
@@ -269,15 +273,15 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT>::kThreads, WARPS <= 4 ? 
           for (int j = 0; j < kBK / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * i], s[mt][j][2 * i + 1]));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
           mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float mn = fmaxf(m[mt][i], mx);
+          const float mn = fmaxf(m[mt][i], mx * sl2);
           const float mu = mn == -INFINITY ? 0.0f : mn;  // nothing visible yet: keep zeros
           const float alpha = fast_exp2(m[mt][i] - mu);
           m[mt][i] = mn;
           float rs = 0.0f;
 #pragma unroll
           for (int j = 0; j < kBK / 8; ++j) {
-            s[mt][j][2 * i] = fast_exp2(s[mt][j][2 * i] - mu);
-            s[mt][j][2 * i + 1] = fast_exp2(s[mt][j][2 * i + 1] - mu);
+            s[mt][j][2 * i] = fast_exp2(fmaf(s[mt][j][2 * i], sl2, -mu));
+            s[mt][j][2 * i + 1] = fast_exp2(fmaf(s[mt][j][2 * i + 1], sl2, -mu));
             rs += s[mt][j][2 * i] + s[mt][j][2 * i + 1];
           }
           l[mt][i] = l[mt][i] * alpha + rs;
@@ -337,10 +341,10 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT>::kThreads, WARPS <= 4 ? 
     }
 }
 
-template <typename T, int HD, int WARPS, int MT>
+template <typename T, int HD, int WARPS, int MT, int OCC>
 void launch_fa2(cudaStream_t st, const ExtendParams& p) {
-  using C = Fa2Cfg<HD, WARPS, MT>;
-  auto kernel = extend_fa2_kernel<T, HD, WARPS, MT>;
+  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
+  auto kernel = extend_fa2_kernel<T, HD, WARPS, MT, OCC>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa2 (head_dim {}, {} warps)", C::kSmem, HD,
                  WARPS);
@@ -352,9 +356,10 @@ void launch_fa2(cudaStream_t st, const ExtendParams& p) {
 template <typename T, int HD>
 void launch_fa2_hd(cudaStream_t st, const ExtendParams& p, Fa2Tile tile) {
   switch (tile) {
-    case Fa2Tile::kQ64: launch_fa2<T, HD, 4, 1>(st, p); break;
-    case Fa2Tile::kQ128: launch_fa2<T, HD, 8, 1>(st, p); break;
-    case Fa2Tile::kQ128W4: launch_fa2<T, HD, 4, 2>(st, p); break;
+    case Fa2Tile::kQ64: launch_fa2<T, HD, 4, 1, 2>(st, p); break;
+    case Fa2Tile::kQ128: launch_fa2<T, HD, 8, 1, 1>(st, p); break;
+    case Fa2Tile::kQ128W4: launch_fa2<T, HD, 4, 2, 2>(st, p); break;
+    case Fa2Tile::kQ128X2: launch_fa2<T, HD, 8, 1, 2>(st, p); break;
   }
 }
 
@@ -372,7 +377,7 @@ bool fa2_supports(const ExtendParams& p, DType dtype) {
   // 16-byte cp.async of q rows and cache rows.
   const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   return aligned(p.q) && aligned(p.k_cache) && aligned(p.v_cache) && aligned(p.out) && (p.q_stride * 2) % 16 == 0 &&
-         p.num_slots <= INT32_MAX && p.max_context <= INT32_MAX / 2;
+         p.num_slots <= INT32_MAX && p.max_context <= INT32_MAX / 2 && p.scale_log2 > 0.0f;
 }
 
 void launch_extend_fa2(cudaStream_t stream, const ExtendParams& p, DType dtype, Fa2Tile tile) {
