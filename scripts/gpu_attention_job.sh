@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
 SHAPES=${SHAPES:-16/8/128,32/8/128,16/8/64}
 TOKENS=${TOKENS:-512,1024,2048,4096,8192,16384}
 PREFIXES=${PREFIXES:-0,4096}
-KERNELS=${KERNELS:-auto,fa2-q64,fa2-q128,fa2-q128w4,fa2-q128x2,tc}
+KERNELS=${KERNELS:-auto,fa2-q64,fa2-q128,fa2-q128w4,tc}
 
 if [[ -n "${SASS:-}" ]] && command -v cuobjdump >/dev/null; then
   # SASS of one FA2 instance (e.g. SASS=Li128ELi4ELi1ELi2E: bf16? head_dim 128, 4 warps, MT 1, OCC 2).
@@ -46,6 +46,17 @@ echo "== bench attention"
 run "$BIN/graphrt" bench attention --shapes "$SHAPES" --tokens "$TOKENS" --prefixes "$PREFIXES" --kernels "$KERNELS" \
   --torch "$OUT/torch_attention.json" --json-out "$OUT/attention.json" 2>&1 | tee "$OUT/attention.txt"
 
+if [[ "${SANITIZE:-0}" == 1 ]] && command -v compute-sanitizer >/dev/null; then
+  echo "== compute-sanitizer (memcheck, racecheck) on the FA2 tests"
+  F=OpsAttentionCuda.ExtendFa2EqualsCpuAcrossGqaHeadDimsAndTiles:OpsAttentionCuda.ExtendEqualsCpuAcrossShapes
+  for tool in memcheck racecheck; do
+    LD_LIBRARY_PATH="$LIBS" timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 \
+      "$BIN/graphrt_cuda_tests" --gtest_filter="$F" >/tmp/san_$tool.log 2>&1
+    echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' /tmp/san_$tool.log | tr '\n' ' ')"
+    cat /tmp/san_$tool.log >>"$OUT/sanitizer.log"
+  done
+fi
+
 if [[ "${PREFILL:-0}" == 1 ]]; then
   echo "== bench prefill (default extend kernel, then the old tc kernel)"
   run "$BIN/graphrt" bench prefill --model builtin:qwen3-0.6b --tokens "${PREFILL_TOKENS:-256,4096}" --json \
@@ -54,10 +65,17 @@ if [[ "${PREFILL:-0}" == 1 ]]; then
   GRAPHRT_EXTEND_KERNEL=tc run "$BIN/graphrt" bench prefill --model builtin:qwen3-0.6b \
     --tokens "${PREFILL_TOKENS:-256,4096}" --json >"$OUT/prefill_old.json" 2>/tmp/prefill_old.log
   echo "old rc=$?"
+  for k in ${PREFILL_FORCE:-}; do
+    GRAPHRT_EXTEND_KERNEL=$k run "$BIN/graphrt" bench prefill --model builtin:qwen3-0.6b \
+      --tokens "${PREFILL_TOKENS:-256,4096}" --json >"$OUT/prefill_$k.json" 2>/tmp/prefill_$k.log
+    echo "$k rc=$?"
+  done
   python3 - "$OUT" <<'EOF'
 import json, sys
 out = sys.argv[1]
-for tag in ("new", "old"):
+import glob, os
+tags = ["new", "old"] + [os.path.basename(f)[8:-5] for f in sorted(glob.glob(f"{out}/prefill_fa2*.json"))]
+for tag in tags:
     try:
         j = json.load(open(f"{out}/prefill_{tag}.json"))
     except Exception as e:

@@ -209,7 +209,6 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kFa2Q64: return "fa2-q64";
     case ExtendKernel::kFa2Q128: return "fa2-q128";
     case ExtendKernel::kFa2Q128W4: return "fa2-q128w4";
-    case ExtendKernel::kFa2Q128X2: return "fa2-q128x2";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -220,20 +219,18 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
   if (forced.empty() || forced == "auto") {
-    // Measured on an H100 (bench/results/h100_2026-11-23_attention): head_dim 128 runs best on
-    // 64-row tiles; head_dim 64 on 128-row tiles of 4 warps x 32 rows, where those still give
-    // two blocks per multiprocessor (else 64-row tiles: short prompts).
+    // Measured on an H100 (bench/results/h100_2026-11-23_attention): 128-row tiles of 4 warps x
+    // 32 rows read half the shared memory per FLOP and win wherever their blocks (a pair of q
+    // tiles each, two blocks per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
     if (fa2_supports(p, dtype)) {
-      if (p.hd == 128) return ExtendKernel::kFa2Q64;
-      return int64_t{(p.max_extend_len + 127) / 128} * p.nq * p.num_reqs >= 2 * multiprocessors()
-                 ? ExtendKernel::kFa2Q128W4
-                 : ExtendKernel::kFa2Q64;
+      const int64_t blocks = int64_t{((p.max_extend_len + 127) / 128 + 1) / 2} * p.nq * p.num_reqs;
+      return blocks * 10 >= int64_t{2} * multiprocessors() * 9 ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
     }
     if (tc_supports(p, dtype)) return ExtendKernel::kTensorCore;
     return ExtendKernel::kSimt;
   }
   for (ExtendKernel k : {ExtendKernel::kFa2Q64, ExtendKernel::kFa2Q128, ExtendKernel::kFa2Q128W4,
-                         ExtendKernel::kFa2Q128X2, ExtendKernel::kTensorCore, ExtendKernel::kSimt}) {
+                         ExtendKernel::kTensorCore, ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
     const bool ok = k == ExtendKernel::kSimt || (k == ExtendKernel::kTensorCore ? tc_supports(p, dtype)
                                                                                  : fa2_supports(p, dtype));
@@ -241,7 +238,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
               forced, dtype_name(dtype), p.hd);
     return k;
   }
-  GRT_FAIL("GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, fa2-q64, fa2-q128, fa2-q128w4, fa2-q128x2, tc, simt", forced);
+  GRT_FAIL("GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, fa2-q64, fa2-q128, fa2-q128w4, tc, simt", forced);
 }
 
 void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
@@ -277,13 +274,11 @@ void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
             static_cast<unsigned>(e.num_reqs));
   cudaStream_t st = native_stream(stream);
   const ExtendKernel k = choose_extend_kernel(p, a.dtype);
-  if (k == ExtendKernel::kFa2Q64 || k == ExtendKernel::kFa2Q128 || k == ExtendKernel::kFa2Q128W4 ||
-      k == ExtendKernel::kFa2Q128X2) {
+  if (k == ExtendKernel::kFa2Q64 || k == ExtendKernel::kFa2Q128 || k == ExtendKernel::kFa2Q128W4) {
     launch_extend_fa2(st, p, a.dtype,
-                      k == ExtendKernel::kFa2Q64      ? Fa2Tile::kQ64
-                      : k == ExtendKernel::kFa2Q128   ? Fa2Tile::kQ128
-                      : k == ExtendKernel::kFa2Q128W4 ? Fa2Tile::kQ128W4
-                                                      : Fa2Tile::kQ128X2);
+                      k == ExtendKernel::kFa2Q64    ? Fa2Tile::kQ64
+                      : k == ExtendKernel::kFa2Q128 ? Fa2Tile::kQ128
+                                                    : Fa2Tile::kQ128W4);
     GRT_CUDA_CHECK_LAUNCH("attention_extend ({}) reqs={} max_extend_len={} heads {}/{} head_dim {}",
                           extend_kernel_name(k), e.num_reqs, e.max_extend_len, p.nq, p.nkv, p.hd);
     return;

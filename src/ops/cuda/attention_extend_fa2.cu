@@ -6,7 +6,8 @@
 // next tile loads while this one is used; the table entries of the tile after next are read one
 // step ahead), operands come from ldmatrix (V transposed), rows are padded by 16 bytes so ldmatrix
 // and cp.async hit distinct banks. Causal: a block stops at the key of its last row, a warp skips
-// tiles wholly in its future, and only tiles crossing the diagonal or the end are masked.
+// tiles wholly in its future, only tiles crossing the diagonal or the end are masked, and each
+// block runs a long and a short q tile (extend_fa2_kernel) so blocks do equal work.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -32,7 +33,8 @@ struct Fa2Cfg {
   static constexpr bool kQInRegs = MT == 1 && WARPS * OCC <= 8;
   static constexpr int kThreads = 32 * WARPS;
   static constexpr int kBQ = 16 * MT * WARPS;              // query rows per block
-  static constexpr int kBK = MT == 2 && HD == 128 ? 32 : 64;  // keys per tile (32: fewer score registers)
+  // Keys per tile: 32 at 32 rows x head_dim 128 (fewer score and slot registers: 64 spills).
+  static constexpr int kBK = MT == 2 && HD == 128 ? 32 : 64;
   static constexpr int kPitch = HD + 8;                    // bf16 elements per shared row
   static constexpr int kChunks = HD / 8;                   // 16-byte chunks per row
   static constexpr int kRowsPerPass = kThreads / kChunks;  // rows the block copies at once
@@ -105,22 +107,18 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// Query tile `qt` of request blockIdx.z, head blockIdx.y (ext: the request's clamped extend
+// length, qt * kBQ < ext).
 template <typename T, int HD, int WARPS, int MT, int OCC>
-__global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC)
-    extend_fa2_kernel(ExtendParams p) {
+__device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext, unsigned char* smem_raw) {
   using C = Fa2Cfg<HD, WARPS, MT, OCC>;
   constexpr int kWarpRows = 16 * MT;
   constexpr int kBK = C::kBK;
-  extern __shared__ __align__(128) unsigned char smem_raw[];
   T* qs = reinterpret_cast<T*>(smem_raw);
   T* kvs = qs + C::kBQ * C::kPitch;  // stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
 
-  // Heaviest q tiles (longest causal range) first, so the tail of the grid is short.
-  const int qt = gridDim.x - 1 - blockIdx.x;
   const int b = blockIdx.z, h = blockIdx.y, kvh = h / p.group;
-  const int ext = min(max(p.extend_lens[b], 0), p.max_extend_len);
   const int q0 = qt * C::kBQ;
-  if (q0 >= ext) return;
   const int64_t prefix = max(p.prefix_lens[b], 0);
   const int64_t start = p.extend_start_loc[b];
   const int32_t req = p.req_pool_indices[b];
@@ -214,13 +212,13 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC)
         for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
       }
     }
+    const T* ks = kvs + (2 * (t & 1)) * C::kTileElems;
+    const T* vs = ks + C::kTileElems;
     const int k0 = t * kBK;
-    if (warp_active && k0 <= wpos0 + kWarpRows - 1) {
-      const T* ks = kvs + (2 * (t & 1)) * C::kTileElems;
-      const T* vs = ks + C::kTileElems;
+    if (warp_active && k0 <= wpos0 + kWarpRows - 1) {  // else: every key is in the warp's future
       const uint32_t ks_addr = smem_addr(ks + k_off), vs_addr = smem_addr(vs + v_off);
 
-      // S = Q · Kᵀ (16 MT x 64).
+      // S = Q · Kᵀ (16 MT x kBK).
       float s[MT][kBK / 8][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -246,7 +244,6 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC)
         }
       }
 
-      // Scale into the log2 domain; mask keys past a row's position or past kv_end.
       // Mask keys past a row's position or past kv_end (raw scores; the scale, > 0, is folded
       // into the exponent below and into the running max).
       const bool need_mask = k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end;
@@ -341,6 +338,29 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC)
     }
 }
 
+// Causal work grows with the q tile, so block x takes the pair of tiles (tiles - 1 - x, x) of
+// its request and head: every block of a request does about the same work, and the grid is one
+// even wave instead of a tail of the longest tiles.
+template <typename T, int HD, int WARPS, int MT, int OCC>
+__global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC) extend_fa2_kernel(ExtendParams p) {
+  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
+  const int tiles = (ext + C::kBQ - 1) / C::kBQ;
+  const int x = blockIdx.x;
+  if (x >= (tiles + 1) / 2) return;
+  // One inlined body in a loop (not two copies): keeps register allocation as for one tile.
+#pragma unroll 1
+  for (int pass = 0; pass < 2; ++pass) {
+    const int qt = pass == 0 ? tiles - 1 - x : x;
+    if (pass == 1) {
+      if (qt == tiles - 1 - x) break;
+      __syncthreads();  // shared memory is reused by the second tile
+    }
+    fa2_tile<T, HD, WARPS, MT, OCC>(p, qt, ext, smem_raw);
+  }
+}
+
 template <typename T, int HD, int WARPS, int MT, int OCC>
 void launch_fa2(cudaStream_t st, const ExtendParams& p) {
   using C = Fa2Cfg<HD, WARPS, MT, OCC>;
@@ -348,7 +368,8 @@ void launch_fa2(cudaStream_t st, const ExtendParams& p) {
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa2 (head_dim {}, {} warps)", C::kSmem, HD,
                  WARPS);
-  dim3 grid(static_cast<unsigned>((p.max_extend_len + C::kBQ - 1) / C::kBQ), static_cast<unsigned>(p.nq),
+  const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
+  dim3 grid(static_cast<unsigned>((tiles + 1) / 2), static_cast<unsigned>(p.nq),
             static_cast<unsigned>(p.num_reqs));
   kernel<<<grid, C::kThreads, C::kSmem, st>>>(p);
 }
@@ -359,7 +380,6 @@ void launch_fa2_hd(cudaStream_t st, const ExtendParams& p, Fa2Tile tile) {
     case Fa2Tile::kQ64: launch_fa2<T, HD, 4, 1, 2>(st, p); break;
     case Fa2Tile::kQ128: launch_fa2<T, HD, 8, 1, 1>(st, p); break;
     case Fa2Tile::kQ128W4: launch_fa2<T, HD, 4, 2, 2>(st, p); break;
-    case Fa2Tile::kQ128X2: launch_fa2<T, HD, 8, 1, 2>(st, p); break;
   }
 }
 

@@ -34,19 +34,17 @@ bool launch_extend_tensor_core(cudaStream_t stream, const ExtendParams& p, DType
 // cache and output rows, slots and positions that fit i32, a positive scale.
 bool fa2_supports(const ExtendParams& p, DType dtype);
 // Query tiles of the FA2 kernel: 64 rows on 4 warps of 16, 128 rows on 8 warps of 16, 128 rows
-// on 4 warps of 32, 128 rows on 8 warps of 16 sized for two blocks per multiprocessor (Q
-// re-read from shared memory).
-enum class Fa2Tile { kQ64, kQ128, kQ128W4, kQ128X2 };
+// on 4 warps of 32.
+enum class Fa2Tile { kQ64, kQ128, kQ128W4 };
 // Launches the FA2 kernel; an unsupported case (fa2_supports false) is an Error.
 void launch_extend_fa2(cudaStream_t stream, const ExtendParams& p, DType dtype, Fa2Tile tile);
 
-enum class ExtendKernel { kFa2Q64, kFa2Q128, kFa2Q128W4, kFa2Q128X2, kTensorCore, kSimt };
+enum class ExtendKernel { kFa2Q64, kFa2Q128, kFa2Q128W4, kTensorCore, kSimt };
 const char* extend_kernel_name(ExtendKernel k);
-// The kernel attention_extend runs for this case: FA2 wherever fa2_supports (head_dim 128:
-// fa2-q64; head_dim 64: fa2-q128w4, or fa2-q64 when 128-row tiles would give fewer than two
-// blocks per multiprocessor), else
+// The kernel attention_extend runs for this case: FA2 wherever fa2_supports (fa2-q128w4 when its
+// blocks fill >= 90% of two per multiprocessor, else fa2-q64), else
 // the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
-// (fa2-q64, fa2-q128, fa2-q128w4, fa2-q128x2, tc, simt; unset or "auto": the default choice) forces one for benchmarks
+// (fa2-q64, fa2-q128, fa2-q128w4, tc, simt; unset or "auto": the default choice) forces one for benchmarks
 // and tests; forcing a kernel that cannot serve the case is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 
