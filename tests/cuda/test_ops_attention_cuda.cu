@@ -126,23 +126,37 @@ class ForceExtendKernel {
   ForceExtendKernel& operator=(const ForceExtendKernel&) = delete;
 };
 
+// Forces GRAPHRT_EXTEND_PAIRING (FA2 blocks running one or two q tiles) for one scope.
+class ForcePairing {
+ public:
+  explicit ForcePairing(const char* v) { setenv("GRAPHRT_EXTEND_PAIRING", v, 1); }
+  ~ForcePairing() { unsetenv("GRAPHRT_EXTEND_PAIRING"); }
+  ForcePairing(const ForcePairing&) = delete;
+  ForcePairing& operator=(const ForcePairing&) = delete;
+};
+
 TEST(OpsAttentionCuda, ExtendFa2EqualsCpuAcrossGqaHeadDimsAndTiles) {
-  // GQA ratios 1/2/4/8, head dims 64/128, both q tiles; lengths that are no multiple of the 64/128
-  // row tiles or the 64-key tiles, prefixes crossing key tiles, one single-token request, padding.
-  for (const char* kernel : {"fa2-q64", "fa2-q128", "fa2-q128w4"}) {
-    ForceExtendKernel force(kernel);
-    for (int hd : {64, 128})
-      for (int group : {1, 2, 4, 8}) {
-        const int nkv = group == 8 ? 1 : 2;
-        SCOPED_TRACE(std::string(kernel) + " group " + std::to_string(group) + " hd " + std::to_string(hd));
-        expect_extend_matches(make_case(nkv * group, nkv, hd, {0, 37, 200, 5}, {130, 65, 1, 257}, 3, 20 + group),
-                              DType::BF16, 1.0f / std::sqrt(static_cast<float>(hd)));
-      }
+  // GQA ratios 1/2/4/8, head dims 64/128, all q tiles, blocks of one or two q tiles; lengths that
+  // are no multiple of the 64/128 row tiles or the 32/64-key tiles (odd and even tile counts),
+  // prefixes crossing key tiles, one single-token request, padding rows.
+  for (const char* pairing : {"0", "1"}) {
+    for (const char* kernel : {"fa2-q64", "fa2-q128", "fa2-q128w4"}) {
+      ForcePairing pair(pairing);
+      ForceExtendKernel force(kernel);
+      for (int hd : {64, 128})
+        for (int group : {1, 2, 4, 8}) {
+          const int nkv = group == 8 ? 1 : 2;
+          SCOPED_TRACE(std::string(kernel) + " pairing " + pairing + " group " + std::to_string(group) + " hd " +
+                       std::to_string(hd));
+          expect_extend_matches(make_case(nkv * group, nkv, hd, {0, 37, 200, 5}, {130, 65, 1, 257}, 3, 20 + group),
+                                DType::BF16, 1.0f / std::sqrt(static_cast<float>(hd)));
+        }
+    }
   }
 }
 
 TEST(OpsAttentionCuda, ExtendFa2LongPromptAndF16) {
-  ForceExtendKernel force("fa2-q128");
+  ForceExtendKernel force("fa2-q128w4");
   expect_extend_matches(make_case(16, 8, 128, {0, 3000}, {1100, 129}, 0, 21), DType::BF16, 0.088f);
   expect_extend_matches(make_case(32, 8, 64, {64, 0}, {191, 128}, 1, 22), DType::F16, 0.125f);
 }
@@ -206,6 +220,11 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
     ForceExtendKernel force("fastest");
     EXPECT_THROW(cuda::choose_extend_kernel(params_for(128, 16 * 128, buf), DType::BF16), Error);
   }
+  // Pairs of q tiles on long prompts; one tile per block where halving would starve the GPU.
+  EXPECT_TRUE(cuda::fa2_pair_q_tiles(params_for(128, 16 * 128, buf), 128));
+  cuda::ExtendParams short_extend = params_for(128, 16 * 128, buf);
+  short_extend.max_extend_len = 512;  // 4 pairs x 16 heads: 64 blocks
+  EXPECT_FALSE(cuda::fa2_pair_q_tiles(short_extend, 64));
 }
 
 // ---- decode -----------------------------------------------------------------------------------

@@ -204,6 +204,16 @@ bool tc_supports(const ExtendParams& p, DType dtype) {
 
 }  // namespace
 
+bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile) {
+  if (const char* env = std::getenv("GRAPHRT_EXTEND_PAIRING"); env != nullptr && *env != 0) {
+    const std::string v = env;
+    GRT_CHECK(v == "0" || v == "1", "GRAPHRT_EXTEND_PAIRING='{}' must be 0 or 1", v);
+    return v == "1";
+  }
+  const int64_t blocks = int64_t{((p.max_extend_len + q_tile - 1) / q_tile + 1) / 2} * p.nq * p.num_reqs;
+  return blocks * 10 >= int64_t{2} * multiprocessors() * 9;
+}
+
 const char* extend_kernel_name(ExtendKernel k) {
   switch (k) {
     case ExtendKernel::kFa2Q64: return "fa2-q64";
@@ -275,6 +285,7 @@ void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
   cudaStream_t st = native_stream(stream);
   const ExtendKernel k = choose_extend_kernel(p, a.dtype);
   if (k == ExtendKernel::kFa2Q64 || k == ExtendKernel::kFa2Q128 || k == ExtendKernel::kFa2Q128W4) {
+    p.pair_q_tiles = fa2_pair_q_tiles(p, k == ExtendKernel::kFa2Q64 ? 64 : 128);
     launch_extend_fa2(st, p, a.dtype,
                       k == ExtendKernel::kFa2Q64    ? Fa2Tile::kQ64
                       : k == ExtendKernel::kFa2Q128 ? Fa2Tile::kQ128

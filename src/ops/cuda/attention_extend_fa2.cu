@@ -338,9 +338,10 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
     }
 }
 
-// Causal work grows with the q tile, so block x takes the pair of tiles (tiles - 1 - x, x) of
-// its request and head: every block of a request does about the same work, and the grid is one
-// even wave instead of a tail of the longest tiles.
+// Causal work grows with the q tile. With p.pair_q_tiles block x takes the pair of tiles
+// (tiles - 1 - x, x) of its request and head: every block of a request does about the same
+// work, and the grid is an even wave instead of a tail of the longest tiles. Without (grids too
+// small to halve) block x takes one tile, the heaviest first.
 template <typename T, int HD, int WARPS, int MT, int OCC>
 __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC) extend_fa2_kernel(ExtendParams p) {
   using C = Fa2Cfg<HD, WARPS, MT, OCC>;
@@ -348,15 +349,21 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC) ext
   const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
   const int tiles = (ext + C::kBQ - 1) / C::kBQ;
   const int x = blockIdx.x;
-  if (x >= (tiles + 1) / 2) return;
+  int first = 0, second = -1;
+  if (p.pair_q_tiles) {
+    if (x >= (tiles + 1) / 2) return;
+    first = tiles - 1 - x;
+    if (x != first) second = x;
+  } else {
+    first = static_cast<int>(gridDim.x) - 1 - x;
+    if (first >= tiles) return;
+  }
   // One inlined body in a loop (not two copies): keeps register allocation as for one tile.
 #pragma unroll 1
   for (int pass = 0; pass < 2; ++pass) {
-    const int qt = pass == 0 ? tiles - 1 - x : x;
-    if (pass == 1) {
-      if (qt == tiles - 1 - x) break;
-      __syncthreads();  // shared memory is reused by the second tile
-    }
+    const int qt = pass == 0 ? first : second;
+    if (qt < 0) break;
+    if (pass == 1) __syncthreads();  // shared memory is reused by the second tile
     fa2_tile<T, HD, WARPS, MT, OCC>(p, qt, ext, smem_raw);
   }
 }
@@ -369,7 +376,7 @@ void launch_fa2(cudaStream_t st, const ExtendParams& p) {
                  "allowing {} bytes of shared memory for attention_extend fa2 (head_dim {}, {} warps)", C::kSmem, HD,
                  WARPS);
   const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
-  dim3 grid(static_cast<unsigned>((tiles + 1) / 2), static_cast<unsigned>(p.nq),
+  dim3 grid(static_cast<unsigned>(p.pair_q_tiles ? (tiles + 1) / 2 : tiles), static_cast<unsigned>(p.nq),
             static_cast<unsigned>(p.num_reqs));
   kernel<<<grid, C::kThreads, C::kSmem, st>>>(p);
 }

@@ -24,6 +24,7 @@ struct ExtendParams {
   void* out;
   int nq, nkv, hd, group, num_reqs, max_extend_len, ld;  // ld: shared row pitch (SIMT kernel)
   float scale_log2;
+  bool pair_q_tiles;  // FA2: each block runs q tiles (last - x, x) instead of one (extend_fa2_kernel)
 };
 
 // Launches the tensor-core kernel when it serves this case (bf16/f16, head_dim 64 or 128,
@@ -41,6 +42,12 @@ void launch_extend_fa2(cudaStream_t stream, const ExtendParams& p, DType dtype, 
 
 enum class ExtendKernel { kFa2Q64, kFa2Q128, kFa2Q128W4, kTensorCore, kSimt };
 const char* extend_kernel_name(ExtendKernel k);
+// Whether FA2 blocks pair a long and a short q tile (equal causal work per block) for this case
+// and q tile height: wherever the halved grid still fills >= 90% of two blocks per
+// multiprocessor (short extends keep one tile per block, heaviest first).
+// GRAPHRT_EXTEND_PAIRING=0/1 forces it (tests).
+bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
+
 // The kernel attention_extend runs for this case: FA2 wherever fa2_supports (fa2-q128w4 when its
 // blocks fill >= 90% of two per multiprocessor, else fa2-q64), else
 // the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
