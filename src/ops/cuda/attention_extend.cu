@@ -195,6 +195,13 @@ int multiprocessors() {
   return n;
 }
 
+// Whether FA2 blocks of `q_tile` rows, each running a pair of q tiles, fill >= 90% of two blocks
+// per multiprocessor.
+bool pairs_fill_gpu(const ExtendParams& p, int q_tile) {
+  const int64_t blocks = int64_t{((p.max_extend_len + q_tile - 1) / q_tile + 1) / 2} * p.nq * p.num_reqs;
+  return blocks * 10 >= int64_t{2} * multiprocessors() * 9;
+}
+
 bool tc_supports(const ExtendParams& p, DType dtype) {
   if (dtype != DType::BF16 && dtype != DType::F16) return false;
   if (p.hd != 64 && p.hd != 128) return false;
@@ -210,8 +217,7 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile) {
     GRT_CHECK(v == "0" || v == "1", "GRAPHRT_EXTEND_PAIRING='{}' must be 0 or 1", v);
     return v == "1";
   }
-  const int64_t blocks = int64_t{((p.max_extend_len + q_tile - 1) / q_tile + 1) / 2} * p.nq * p.num_reqs;
-  return blocks * 10 >= int64_t{2} * multiprocessors() * 9;
+  return pairs_fill_gpu(p, q_tile);
 }
 
 const char* extend_kernel_name(ExtendKernel k) {
@@ -232,10 +238,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // Measured on an H100 (bench/results/h100_2026-11-23_attention): 128-row tiles of 4 warps x
     // 32 rows read half the shared memory per FLOP and win wherever their blocks (a pair of q
     // tiles each, two blocks per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
-    if (fa2_supports(p, dtype)) {
-      const int64_t blocks = int64_t{((p.max_extend_len + 127) / 128 + 1) / 2} * p.nq * p.num_reqs;
-      return blocks * 10 >= int64_t{2} * multiprocessors() * 9 ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
-    }
+    if (fa2_supports(p, dtype)) return pairs_fill_gpu(p, 128) ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
     if (tc_supports(p, dtype)) return ExtendKernel::kTensorCore;
     return ExtendKernel::kSimt;
   }

@@ -6,8 +6,8 @@
 // next tile loads while this one is used; the table entries of the tile after next are read one
 // step ahead), operands come from ldmatrix (V transposed), rows are padded by 16 bytes so ldmatrix
 // and cp.async hit distinct banks. Causal: a block stops at the key of its last row, a warp skips
-// tiles wholly in its future, only tiles crossing the diagonal or the end are masked, and each
-// block runs a long and a short q tile (extend_fa2_kernel) so blocks do equal work.
+// tiles wholly in its future, only tiles crossing the diagonal or the end are masked, and where
+// the grid allows each block runs a long and a short q tile (extend_fa2_kernel): equal work.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
