@@ -33,6 +33,8 @@ void register_bench_decode(CLI::App& bench);
 void register_bench_breakable(CLI::App& bench);
 // `graphrt bench prefill` (bench/bench_prefill.cpp).
 void register_bench_prefill(CLI::App& bench);
+// `graphrt bench attention` (bench/bench_attention.cpp).
+void register_bench_attention(CLI::App& bench);
 // `graphrt bench memory` (bench/bench_memory.cpp).
 void register_bench_memory(CLI::App& bench);
 // bench_serving.cpp

@@ -168,6 +168,7 @@ void register_bench(CLI::App& app) {
   register_bench_decode(*bench);
   register_bench_breakable(*bench);
   register_bench_prefill(*bench);
+  register_bench_attention(*bench);
   register_bench_memory(*bench);
   register_bench_serving(*bench);
   register_bench_tokenizer(*bench);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <numeric>
 #include <random>
 #include <set>
@@ -19,6 +21,7 @@
 #include "memory/graph_pool.h"
 #include "memory/tensor_alloc.h"
 #include "ops/attention.h"
+#include "ops/cuda/attention_extend_params.h"
 #include "ops/kv_store.h"
 #include "ops/sampling.h"
 
@@ -112,6 +115,116 @@ TEST(OpsAttentionCuda, ExtendEqualsCpuLongAndMany) {
 TEST(OpsAttentionCuda, ExtendF32AndF16EqualCpu) {
   expect_extend_matches(make_case(16, 8, 128, {0, 9}, {33, 17}, 1, 5), DType::F32, 0.088f);
   expect_extend_matches(make_case(16, 8, 128, {0, 9}, {33, 17}, 1, 5), DType::F16, 0.088f);
+}
+
+// Forces GRAPHRT_EXTEND_KERNEL for one scope (the dispatcher reads it at every call).
+class ForceExtendKernel {
+ public:
+  explicit ForceExtendKernel(const char* name) { setenv("GRAPHRT_EXTEND_KERNEL", name, 1); }
+  ~ForceExtendKernel() { unsetenv("GRAPHRT_EXTEND_KERNEL"); }
+  ForceExtendKernel(const ForceExtendKernel&) = delete;
+  ForceExtendKernel& operator=(const ForceExtendKernel&) = delete;
+};
+
+// Forces GRAPHRT_EXTEND_PAIRING (FA2 blocks running one or two q tiles) for one scope.
+class ForcePairing {
+ public:
+  explicit ForcePairing(const char* v) { setenv("GRAPHRT_EXTEND_PAIRING", v, 1); }
+  ~ForcePairing() { unsetenv("GRAPHRT_EXTEND_PAIRING"); }
+  ForcePairing(const ForcePairing&) = delete;
+  ForcePairing& operator=(const ForcePairing&) = delete;
+};
+
+TEST(OpsAttentionCuda, ExtendFa2EqualsCpuAcrossGqaHeadDimsAndTiles) {
+  // GQA ratios 1/2/4/8, head dims 64/128, all q tiles, blocks of one or two q tiles; lengths that
+  // are no multiple of the 64/128 row tiles or the 32/64-key tiles (odd and even tile counts),
+  // prefixes crossing key tiles, one single-token request, padding rows.
+  for (const char* pairing : {"0", "1"}) {
+    for (const char* kernel : {"fa2-q64", "fa2-q128", "fa2-q128w4"}) {
+      ForcePairing pair(pairing);
+      ForceExtendKernel force(kernel);
+      for (int hd : {64, 128})
+        for (int group : {1, 2, 4, 8}) {
+          const int nkv = group == 8 ? 1 : 2;
+          SCOPED_TRACE(std::string(kernel) + " pairing " + pairing + " group " + std::to_string(group) + " hd " +
+                       std::to_string(hd));
+          expect_extend_matches(make_case(nkv * group, nkv, hd, {0, 37, 200, 5}, {130, 65, 1, 257}, 3, 20 + group),
+                                DType::BF16, 1.0f / std::sqrt(static_cast<float>(hd)));
+        }
+    }
+  }
+}
+
+TEST(OpsAttentionCuda, ExtendFa2LongPromptAndF16) {
+  ForceExtendKernel force("fa2-q128w4");
+  expect_extend_matches(make_case(16, 8, 128, {0, 3000}, {1100, 129}, 0, 21), DType::BF16, 0.088f);
+  expect_extend_matches(make_case(32, 8, 64, {64, 0}, {191, 128}, 1, 22), DType::F16, 0.125f);
+}
+
+TEST(OpsAttentionCuda, ExtendFallbackKernelsStillEqualCpu) {
+  for (const char* kernel : {"tc", "simt"}) {
+    ForceExtendKernel force(kernel);
+    SCOPED_TRACE(kernel);
+    expect_extend_matches(make_case(16, 8, 128, {0, 13, 100}, {1, 70, 65}, 2, 23), DType::BF16, 0.088f);
+  }
+}
+
+cuda::ExtendParams params_for(int hd, int64_t q_stride, void* ptr) {
+  cuda::ExtendParams p{};
+  p.q = p.k_cache = p.v_cache = ptr;
+  p.out = ptr;
+  p.q_stride = q_stride;
+  p.hd = hd;
+  p.nq = 16;
+  p.nkv = 8;
+  p.num_slots = 1000;
+  p.scale_log2 = 0.1275f;
+  p.num_reqs = 1;
+  p.max_extend_len = 16384;  // 128 x 16 blocks of 128 rows: many waves on any GPU
+  return p;
+}
+
+TEST(OpsAttentionCuda, ExtendKernelChoice) {
+  alignas(16) static char buf[64];
+  const auto name = [](const cuda::ExtendParams& p, DType dt) {
+    return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
+  };
+  // FA2 for bf16 and f16 at head dims 64 and 128, strided q included.
+  for (DType dt : {DType::BF16, DType::F16})
+    for (int hd : {64, 128}) {
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-q128w4") << hd;
+      // A short prompt: 128-row tiles would leave most multiprocessors idle.
+      cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
+      short_prompt.max_extend_len = 256;
+      EXPECT_EQ(name(short_prompt, dt), "fa2-q64") << hd;
+    }
+  // A non-positive scale (never from a model) stays on the old kernels.
+  cuda::ExtendParams negative = params_for(128, 16 * 128, buf);
+  negative.scale_log2 = -1.0f;
+  EXPECT_EQ(name(negative, DType::BF16), "tc");
+  // Everything else: the old kernels.
+  EXPECT_EQ(name(params_for(128, 16 * 128, buf), DType::F32), "simt");
+  EXPECT_EQ(name(params_for(256, 16 * 256, buf), DType::BF16), "simt");
+  EXPECT_EQ(name(params_for(16, 64, buf), DType::BF16), "simt");
+  EXPECT_EQ(name(params_for(128, 16 * 128 + 2, buf), DType::BF16), "simt");  // rows not 16-byte aligned
+  {
+    ForceExtendKernel force("tc");
+    EXPECT_EQ(name(params_for(128, 16 * 128, buf), DType::BF16), "tc");
+  }
+  {
+    ForceExtendKernel force("fa2-q64");
+    EXPECT_EQ(name(params_for(64, 16 * 64, buf), DType::BF16), "fa2-q64");
+    EXPECT_THROW(cuda::choose_extend_kernel(params_for(256, 16 * 256, buf), DType::BF16), Error);
+  }
+  {
+    ForceExtendKernel force("fastest");
+    EXPECT_THROW(cuda::choose_extend_kernel(params_for(128, 16 * 128, buf), DType::BF16), Error);
+  }
+  // Pairs of q tiles on long prompts; one tile per block where halving would starve the GPU.
+  EXPECT_TRUE(cuda::fa2_pair_q_tiles(params_for(128, 16 * 128, buf), 128));
+  cuda::ExtendParams short_extend = params_for(128, 16 * 128, buf);
+  short_extend.max_extend_len = 512;  // 4 pairs x 16 heads: 64 blocks
+  EXPECT_FALSE(cuda::fa2_pair_q_tiles(short_extend, 64));
 }
 
 // ---- decode -----------------------------------------------------------------------------------

@@ -4,7 +4,10 @@
 // rows, then the warp runs an online softmax (per-lane partial sums, one max reduction per row
 // and tile) and accumulates P·V with each lane owning NP column pairs of the head.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_stream.h"
@@ -179,7 +182,77 @@ void launch_extend(cudaStream_t st, ExtendParams p, dim3 grid) {
   else launch_np<T, 4>(st, p, grid, smem);
 }
 
+// Multiprocessors of the current device (read once per device; threads may race to fill it).
+int multiprocessors() {
+  static std::atomic<int> cached[64] = {};
+  int dev = 0;
+  GRT_CUDA_CHECK(cudaGetDevice(&dev), "reading the current device for attention_extend");
+  int n = dev >= 0 && dev < 64 ? cached[dev].load(std::memory_order_relaxed) : 0;
+  if (n > 0) return n;
+  GRT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev),
+                 "reading the multiprocessor count of device {}", dev);
+  if (dev >= 0 && dev < 64) cached[dev].store(n, std::memory_order_relaxed);
+  return n;
+}
+
+// Whether FA2 blocks of `q_tile` rows, each running a pair of q tiles, fill >= 90% of two blocks
+// per multiprocessor.
+bool pairs_fill_gpu(const ExtendParams& p, int q_tile) {
+  const int64_t blocks = int64_t{((p.max_extend_len + q_tile - 1) / q_tile + 1) / 2} * p.nq * p.num_reqs;
+  return blocks * 10 >= int64_t{2} * multiprocessors() * 9;
+}
+
+bool tc_supports(const ExtendParams& p, DType dtype) {
+  if (dtype != DType::BF16 && dtype != DType::F16) return false;
+  if (p.hd != 64 && p.hd != 128) return false;
+  const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  return aligned(p.q) && aligned(p.k_cache) && aligned(p.v_cache) && (p.q_stride * 2) % 16 == 0;
+}
+
 }  // namespace
+
+bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile) {
+  if (const char* env = std::getenv("GRAPHRT_EXTEND_PAIRING"); env != nullptr && *env != 0) {
+    const std::string v = env;
+    GRT_CHECK(v == "0" || v == "1", "GRAPHRT_EXTEND_PAIRING='{}' must be 0 or 1", v);
+    return v == "1";
+  }
+  return pairs_fill_gpu(p, q_tile);
+}
+
+const char* extend_kernel_name(ExtendKernel k) {
+  switch (k) {
+    case ExtendKernel::kFa2Q64: return "fa2-q64";
+    case ExtendKernel::kFa2Q128: return "fa2-q128";
+    case ExtendKernel::kFa2Q128W4: return "fa2-q128w4";
+    case ExtendKernel::kTensorCore: return "tc";
+    case ExtendKernel::kSimt: return "simt";
+  }
+  return "?";
+}
+
+ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
+  const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
+  const std::string forced = env ? env : "";
+  if (forced.empty() || forced == "auto") {
+    // Measured on an H100 (bench/results/h100_2026-11-23_attention): 128-row tiles of 4 warps x
+    // 32 rows read half the shared memory per FLOP and win wherever their blocks (a pair of q
+    // tiles each, two blocks per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
+    if (fa2_supports(p, dtype)) return pairs_fill_gpu(p, 128) ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
+    if (tc_supports(p, dtype)) return ExtendKernel::kTensorCore;
+    return ExtendKernel::kSimt;
+  }
+  for (ExtendKernel k : {ExtendKernel::kFa2Q64, ExtendKernel::kFa2Q128, ExtendKernel::kFa2Q128W4,
+                         ExtendKernel::kTensorCore, ExtendKernel::kSimt}) {
+    if (forced != extend_kernel_name(k)) continue;
+    const bool ok = k == ExtendKernel::kSimt || (k == ExtendKernel::kTensorCore ? tc_supports(p, dtype)
+                                                                                 : fa2_supports(p, dtype));
+    GRT_CHECK(ok, "GRAPHRT_EXTEND_KERNEL={}: that kernel does not serve dtype {} head_dim {} (or unaligned rows)",
+              forced, dtype_name(dtype), p.hd);
+    return k;
+  }
+  GRT_FAIL("GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, fa2-q64, fa2-q128, fa2-q128w4, tc, simt", forced);
+}
 
 void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
   const ops::PagedAttentionArgs& a = e.a;
@@ -213,7 +286,18 @@ void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
   dim3 grid(static_cast<unsigned>((e.max_extend_len + kBQ - 1) / kBQ), static_cast<unsigned>(p.nq),
             static_cast<unsigned>(e.num_reqs));
   cudaStream_t st = native_stream(stream);
-  if (launch_extend_tensor_core(st, p, a.dtype)) {
+  const ExtendKernel k = choose_extend_kernel(p, a.dtype);
+  if (k == ExtendKernel::kFa2Q64 || k == ExtendKernel::kFa2Q128 || k == ExtendKernel::kFa2Q128W4) {
+    p.pair_q_tiles = fa2_pair_q_tiles(p, k == ExtendKernel::kFa2Q64 ? 64 : 128);
+    launch_extend_fa2(st, p, a.dtype,
+                      k == ExtendKernel::kFa2Q64    ? Fa2Tile::kQ64
+                      : k == ExtendKernel::kFa2Q128 ? Fa2Tile::kQ128
+                                                    : Fa2Tile::kQ128W4);
+    GRT_CUDA_CHECK_LAUNCH("attention_extend ({}) reqs={} max_extend_len={} heads {}/{} head_dim {}",
+                          extend_kernel_name(k), e.num_reqs, e.max_extend_len, p.nq, p.nkv, p.hd);
+    return;
+  }
+  if (k == ExtendKernel::kTensorCore && launch_extend_tensor_core(st, p, a.dtype)) {
     GRT_CUDA_CHECK_LAUNCH("attention_extend (tensor cores) reqs={} max_extend_len={} heads {}/{} head_dim {}",
                           e.num_reqs, e.max_extend_len, p.nq, p.nkv, p.hd);
     return;

@@ -1,5 +1,6 @@
-// Kernel parameters of paged extend attention, shared by the SIMT kernel (attention_extend.cu)
-// and the tensor-core kernel (attention_extend_tc.cu).
+// Kernel parameters of paged extend attention, shared by the SIMT kernel (attention_extend.cu),
+// the WMMA tensor-core kernel (attention_extend_tc.cu) and the FlashAttention-2 style kernel
+// (attention_extend_fa2.cu), and the choice between them.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -23,10 +24,35 @@ struct ExtendParams {
   void* out;
   int nq, nkv, hd, group, num_reqs, max_extend_len, ld;  // ld: shared row pitch (SIMT kernel)
   float scale_log2;
+  bool pair_q_tiles;  // FA2: each block runs q tiles (last - x, x) instead of one (extend_fa2_kernel)
 };
 
 // Launches the tensor-core kernel when it serves this case (bf16/f16, head_dim 64 or 128,
 // 16-byte aligned rows) and returns true; false leaves the work to the SIMT kernel.
 bool launch_extend_tensor_core(cudaStream_t stream, const ExtendParams& p, DType dtype);
+
+// Whether the FA2 kernel serves this case: bf16/f16, head_dim 64 or 128, 16-byte aligned q,
+// cache and output rows, slots and positions that fit i32, a positive scale.
+bool fa2_supports(const ExtendParams& p, DType dtype);
+// Query tiles of the FA2 kernel: 64 rows on 4 warps of 16, 128 rows on 8 warps of 16, 128 rows
+// on 4 warps of 32.
+enum class Fa2Tile { kQ64, kQ128, kQ128W4 };
+// Launches the FA2 kernel; an unsupported case (fa2_supports false) is an Error.
+void launch_extend_fa2(cudaStream_t stream, const ExtendParams& p, DType dtype, Fa2Tile tile);
+
+enum class ExtendKernel { kFa2Q64, kFa2Q128, kFa2Q128W4, kTensorCore, kSimt };
+const char* extend_kernel_name(ExtendKernel k);
+// Whether FA2 blocks pair a long and a short q tile (equal causal work per block) for this case
+// and q tile height: wherever the halved grid still fills >= 90% of two blocks per
+// multiprocessor (short extends keep one tile per block, heaviest first).
+// GRAPHRT_EXTEND_PAIRING=0/1 forces it (tests).
+bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
+
+// The kernel attention_extend runs for this case: FA2 wherever fa2_supports (fa2-q128w4 when its
+// blocks fill >= 90% of two per multiprocessor, else fa2-q64), else
+// the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
+// (fa2-q64, fa2-q128, fa2-q128w4, tc, simt; unset or "auto": the default choice) forces one for benchmarks
+// and tests; forcing a kernel that cannot serve the case is an Error.
+ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 
 }  // namespace grt::cuda

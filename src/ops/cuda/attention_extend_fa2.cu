@@ -1,0 +1,419 @@
+// Paged extend attention, FlashAttention-2 style, on mma.sync m16n8k16 (bf16/f16 in, f32
+// accumulate), head_dim 64 and 128. One block per (q tile, q head, request); each warp owns 16 or
+// 32 query rows (Fa2Cfg), keeps its O accumulator in registers and runs the online softmax on the
+// score fragments themselves (exp2 with the log2e-scaled scale). K/V tiles of 64 (or 32)
+// positions are gathered through req_to_token with cp.async into two shared-memory stages (the
+// next tile loads while this one is used; the table entries of the tile after next are read one
+// step ahead), operands come from ldmatrix (V transposed), rows are padded by 16 bytes so ldmatrix
+// and cp.async hit distinct banks. Causal: a block stops at the key of its last row, a warp skips
+// tiles wholly in its future, only tiles crossing the diagonal or the end are masked, and where
+// the grid allows each block runs a long and a short q tile (extend_fa2_kernel): equal work.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "device/cuda/cuda_check.h"
+#include "ops/cuda/attention_common.cuh"
+#include "ops/cuda/attention_extend_params.h"
+
+namespace grt::cuda {
+namespace {
+
+using attn::kv_slot;
+
+// WARPS warps of MT m16 row tiles each: MT = 1 keeps Q fragments in registers for the whole
+// loop; MT = 2 reuses every K/V fragment for two row tiles (half the shared-memory reads per
+// FLOP) and reloads Q from shared memory per tile to stay within 255 registers.
+// OCC: blocks per multiprocessor the register budget aims at (launch bounds); Q stays in
+// registers only where that leaves room (MT = 1 and at most 8 warps per multiprocessor).
+template <int HD, int WARPS, int MT, int OCC>
+struct Fa2Cfg {
+  static constexpr bool kQInRegs = MT == 1 && WARPS * OCC <= 8;
+  static constexpr int kThreads = 32 * WARPS;
+  static constexpr int kBQ = 16 * MT * WARPS;              // query rows per block
+  // Keys per tile: 32 at 32 rows x head_dim 128 (fewer score and slot registers: 64 spills).
+  static constexpr int kBK = MT == 2 && HD == 128 ? 32 : 64;
+  static constexpr int kPitch = HD + 8;                    // bf16 elements per shared row
+  static constexpr int kChunks = HD / 8;                   // 16-byte chunks per row
+  static constexpr int kRowsPerPass = kThreads / kChunks;  // rows the block copies at once
+  static constexpr int kKvRows = kBK / kRowsPerPass;       // K/V rows per thread and tile
+  static constexpr int kQRows = kBQ / kRowsPerPass;
+  static constexpr int kTileElems = kBK * kPitch;
+  static constexpr size_t kSmem = size_t{kBQ + 4 * kBK} * kPitch * 2;  // Q + 2 stages of K and V
+  static_assert(kThreads % kChunks == 0 && kBK % kRowsPerPass == 0 && kBQ % kRowsPerPass == 0);
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global → shared; an invalid source zero-fills (src-size 0 reads nothing).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// c += a · b for one m16n8k16 tile.
+template <typename T>
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  uint32_t u;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    u = *reinterpret_cast<uint32_t*>(&v);
+  } else {
+    __half2 v = __floats2half2_rn(lo, hi);
+    u = *reinterpret_cast<uint32_t*>(&v);
+  }
+  return u;
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Query tile `qt` of request blockIdx.z, head blockIdx.y (ext: the request's clamped extend
+// length, qt * kBQ < ext).
+template <typename T, int HD, int WARPS, int MT, int OCC>
+__device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext, unsigned char* smem_raw) {
+  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
+  constexpr int kWarpRows = 16 * MT;
+  constexpr int kBK = C::kBK;
+  T* qs = reinterpret_cast<T*>(smem_raw);
+  T* kvs = qs + C::kBQ * C::kPitch;  // stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
+
+  const int b = blockIdx.z, h = blockIdx.y, kvh = h / p.group;
+  const int q0 = qt * C::kBQ;
+  const int64_t prefix = max(p.prefix_lens[b], 0);
+  const int64_t start = p.extend_start_loc[b];
+  const int32_t req = p.req_pool_indices[b];
+  const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
+  const int rows = min(C::kBQ, ext - q0);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  // Positions fit i32 (fa2_supports bounds max_context).
+  const int kv_end = static_cast<int>(min(prefix + q0 + rows, p.max_context));
+  const int num_tiles = static_cast<int>((kv_end + kBK - 1) / kBK);
+
+  // Copy roles: this thread moves 16-byte chunk `chunk` of rows crow, crow + kRowsPerPass, ...
+  const int chunk = tid % C::kChunks, crow = tid / C::kChunks;
+  const int64_t width = static_cast<int64_t>(p.nkv) * HD;
+  const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+  const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+
+  // Q tile (rows past the request or the output zero-filled).
+  {
+    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(h) * HD + chunk * 8;
+#pragma unroll
+    for (int i = 0; i < C::kQRows; ++i) {
+      const int r = crow + i * C::kRowsPerPass;
+      const int64_t row = start + q0 + r;
+      const bool ok = r < rows && row >= 0 && row < p.num_rows;
+      cp_async16(smem_addr(qs + r * C::kPitch + chunk * 8), ok ? q + row * p.q_stride : q, ok);
+    }
+  }
+  // Slots of this thread's rows of tile `t` (-1: past kv_end, zero-filled).
+  int32_t slots[C::kKvRows];
+  auto load_slots = [&](int t) {
+#pragma unroll
+    for (int i = 0; i < C::kKvRows; ++i) {
+      const int pos = t * kBK + crow + i * C::kRowsPerPass;
+      slots[i] = pos < kv_end ? static_cast<int32_t>(kv_slot(table, pos, p.num_slots)) : -1;
+    }
+  };
+  auto issue_tile = [&](int stage) {
+    T* ks = kvs + (2 * stage) * C::kTileElems;
+    T* vs = ks + C::kTileElems;
+#pragma unroll
+    for (int i = 0; i < C::kKvRows; ++i) {
+      const int r = crow + i * C::kRowsPerPass;
+      const bool ok = slots[i] >= 0;
+      const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
+      cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
+      cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, ok);
+    }
+  };
+  load_slots(0);
+  issue_tile(0);
+  cp_async_commit();  // group 0: Q and tile 0
+  if (num_tiles > 1) load_slots(1);
+
+  // Fragment ownership (mma layouts): in row tile mt this lane holds rows g and g + 8, score
+  // and output columns 2t, 2t + 1 of every 8-column tile.
+  const int g = lane / 4, t4 = lane % 4;
+  const int wrow0 = warp * kWarpRows;
+  const bool warp_active = wrow0 < rows;
+  // Position of the warp's first row, clamped to kv_end: rows at or past it see every key < kv_end
+  // either way, and the clamp keeps positions in i32.
+  const int wpos0 = static_cast<int>(min(prefix + q0 + wrow0, static_cast<int64_t>(kv_end)));
+
+  uint32_t qf[C::kQInRegs ? HD / 16 : 1][4];  // all of Q, loaded once (kQInRegs)
+  float o[MT][HD / 8][4];
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    m[mt][0] = m[mt][1] = -INFINITY;
+    l[mt][0] = l[mt][1] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < HD / 8; ++j) o[mt][j][0] = o[mt][j][1] = o[mt][j][2] = o[mt][j][3] = 0.0f;
+  }
+
+  // ldmatrix lane addresses (element offsets inside a tile): Q/A: row lane%16, col 8*(lane/16);
+  // K/B: key (lane%8) + 8*(lane/16), dim 8*((lane/8)%2); V/B transposed: key (lane%8) +
+  // 8*((lane/8)%2), dim 8*(lane/16).
+  const int a_off = (lane % 16) * C::kPitch + (lane / 16) * 8;
+  const int k_off = ((lane % 8) + (lane / 16) * 8) * C::kPitch + ((lane / 8) % 2) * 8;
+  const int v_off = ((lane % 8) + ((lane / 8) % 2) * 8) * C::kPitch + (lane / 16) * 8;
+
+  for (int t = 0; t < num_tiles; ++t) {
+    if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
+    cp_async_commit();
+    if (t + 2 < num_tiles) load_slots(t + 2);
+    cp_async_wait<1>();
+    __syncthreads();
+    const uint32_t qs_addr = smem_addr(qs + wrow0 * C::kPitch + a_off);
+    if constexpr (C::kQInRegs) {
+      if (t == 0) {
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
+      }
+    }
+    const T* ks = kvs + (2 * (t & 1)) * C::kTileElems;
+    const T* vs = ks + C::kTileElems;
+    const int k0 = t * kBK;
+    if (warp_active && k0 <= wpos0 + kWarpRows - 1) {  // else: every key is in the warp's future
+      const uint32_t ks_addr = smem_addr(ks + k_off), vs_addr = smem_addr(vs + v_off);
+
+      // S = Q · Kᵀ (16 MT x kBK).
+      float s[MT][kBK / 8][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < kBK / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        uint32_t qa[MT][4];
+        if constexpr (!C::kQInRegs) {
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) ldmatrix_x4(qa[mt], qs_addr + (mt * 16 * C::kPitch + kk * 16) * 2);
+        }
+#pragma unroll
+        for (int np = 0; np < kBK / 16; ++np) {
+          uint32_t bf[4];
+          ldmatrix_x4(bf, ks_addr + (np * 16 * C::kPitch + kk * 16) * 2);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            const uint32_t* a = C::kQInRegs ? qf[C::kQInRegs ? kk : 0] : qa[mt];
+            mma16816<T>(s[mt][2 * np], a, bf[0], bf[1]);
+            mma16816<T>(s[mt][2 * np + 1], a, bf[2], bf[3]);
+          }
+        }
+      }
+
+      // Mask keys past a row's position or past kv_end (raw scores; the scale, > 0, is folded
+      // into the exponent below and into the running max).
+      const bool need_mask = k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end;
+      const float sl2 = p.scale_log2;
+      uint32_t pf[MT][kBK / 16][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if (need_mask) {
+#pragma unroll
+          for (int j = 0; j < kBK / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int key = k0 + 8 * j + 2 * t4 + (e & 1);
+              const int qpos = wpos0 + 16 * mt + g + 8 * (e / 2);
+              if (key > qpos || key >= kv_end) s[mt][j][e] = -INFINITY;
+            }
+        }
+
+        // Online softmax per row (the 4 lanes of a quad share a row).
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          float mx = -INFINITY;
+#pragma unroll
+          for (int j = 0; j < kBK / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * i], s[mt][j][2 * i + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float mn = fmaxf(m[mt][i], mx * sl2);
+          const float mu = mn == -INFINITY ? 0.0f : mn;  // nothing visible yet: keep zeros
+          const float alpha = fast_exp2(m[mt][i] - mu);
+          m[mt][i] = mn;
+          float rs = 0.0f;
+#pragma unroll
+          for (int j = 0; j < kBK / 8; ++j) {
+            s[mt][j][2 * i] = fast_exp2(fmaf(s[mt][j][2 * i], sl2, -mu));
+            s[mt][j][2 * i + 1] = fast_exp2(fmaf(s[mt][j][2 * i + 1], sl2, -mu));
+            rs += s[mt][j][2 * i] + s[mt][j][2 * i + 1];
+          }
+          l[mt][i] = l[mt][i] * alpha + rs;
+#pragma unroll
+          for (int j = 0; j < HD / 8; ++j) {
+            o[mt][j][2 * i] *= alpha;
+            o[mt][j][2 * i + 1] *= alpha;
+          }
+        }
+        // P as A fragments: the score layout of n-tiles 2kk, 2kk+1 is the A layout of k-step kk.
+#pragma unroll
+        for (int kk = 0; kk < kBK / 16; ++kk) {
+          pf[mt][kk][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pf[mt][kk][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pf[mt][kk][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pf[mt][kk][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
+      }
+
+      // O += P · V (16 MT x HD).
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+#pragma unroll
+        for (int np = 0; np < HD / 16; ++np) {
+          uint32_t bf[4];
+          ldmatrix_x4_trans(bf, vs_addr + (kk * 16 * C::kPitch + np * 16) * 2);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816<T>(o[mt][2 * np], pf[mt][kk], bf[0], bf[1]);
+            mma16816<T>(o[mt][2 * np + 1], pf[mt][kk], bf[2], bf[3]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // this stage is refilled by the next iteration's copy
+  }
+  cp_async_wait<0>();
+
+  // Normalise and store: row sums are split over the quad.
+  T* out = static_cast<T*>(p.out) + static_cast<int64_t>(h) * HD + 2 * t4;
+  const int64_t out_stride = static_cast<int64_t>(p.nq) * HD;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float lt = l[mt][i];
+      lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+      lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+      const int r = wrow0 + 16 * mt + g + 8 * i;
+      const int64_t row = start + q0 + r;
+      if (r >= rows || row < 0 || row >= p.num_rows) continue;
+      const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+      T* dst = out + row * out_stride;
+#pragma unroll
+      for (int j = 0; j < HD / 8; ++j)
+        *reinterpret_cast<uint32_t*>(dst + 8 * j) = pack2<T>(o[mt][j][2 * i] * inv, o[mt][j][2 * i + 1] * inv);
+    }
+}
+
+// Causal work grows with the q tile. With p.pair_q_tiles block x takes the pair of tiles
+// (tiles - 1 - x, x) of its request and head: every block of a request does about the same
+// work, and the grid is an even wave instead of a tail of the longest tiles. Without (grids too
+// small to halve) block x takes one tile, the heaviest first.
+template <typename T, int HD, int WARPS, int MT, int OCC>
+__global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC) extend_fa2_kernel(ExtendParams p) {
+  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
+  const int tiles = (ext + C::kBQ - 1) / C::kBQ;
+  const int x = blockIdx.x;
+  int first = 0, second = -1;
+  if (p.pair_q_tiles) {
+    if (x >= (tiles + 1) / 2) return;
+    first = tiles - 1 - x;
+    if (x != first) second = x;
+  } else {
+    first = static_cast<int>(gridDim.x) - 1 - x;
+    if (first >= tiles) return;
+  }
+  // One inlined body in a loop (not two copies): keeps register allocation as for one tile.
+#pragma unroll 1
+  for (int pass = 0; pass < 2; ++pass) {
+    const int qt = pass == 0 ? first : second;
+    if (qt < 0) break;
+    if (pass == 1) __syncthreads();  // shared memory is reused by the second tile
+    fa2_tile<T, HD, WARPS, MT, OCC>(p, qt, ext, smem_raw);
+  }
+}
+
+template <typename T, int HD, int WARPS, int MT, int OCC>
+void launch_fa2(cudaStream_t st, const ExtendParams& p) {
+  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
+  auto kernel = extend_fa2_kernel<T, HD, WARPS, MT, OCC>;
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
+                 "allowing {} bytes of shared memory for attention_extend fa2 (head_dim {}, {} warps)", C::kSmem, HD,
+                 WARPS);
+  const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
+  dim3 grid(static_cast<unsigned>(p.pair_q_tiles ? (tiles + 1) / 2 : tiles), static_cast<unsigned>(p.nq),
+            static_cast<unsigned>(p.num_reqs));
+  kernel<<<grid, C::kThreads, C::kSmem, st>>>(p);
+}
+
+template <typename T, int HD>
+void launch_fa2_hd(cudaStream_t st, const ExtendParams& p, Fa2Tile tile) {
+  switch (tile) {
+    case Fa2Tile::kQ64: launch_fa2<T, HD, 4, 1, 2>(st, p); break;
+    case Fa2Tile::kQ128: launch_fa2<T, HD, 8, 1, 1>(st, p); break;
+    case Fa2Tile::kQ128W4: launch_fa2<T, HD, 4, 2, 2>(st, p); break;
+  }
+}
+
+template <typename T>
+void launch_fa2_typed(cudaStream_t st, const ExtendParams& p, Fa2Tile tile) {
+  if (p.hd == 64) launch_fa2_hd<T, 64>(st, p, tile);
+  else launch_fa2_hd<T, 128>(st, p, tile);
+}
+
+}  // namespace
+
+bool fa2_supports(const ExtendParams& p, DType dtype) {
+  if (dtype != DType::BF16 && dtype != DType::F16) return false;
+  if (p.hd != 64 && p.hd != 128) return false;
+  // 16-byte cp.async of q rows and cache rows.
+  const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  return aligned(p.q) && aligned(p.k_cache) && aligned(p.v_cache) && aligned(p.out) && (p.q_stride * 2) % 16 == 0 &&
+         p.num_slots <= INT32_MAX && p.max_context <= INT32_MAX / 2 && p.scale_log2 > 0.0f;
+}
+
+void launch_extend_fa2(cudaStream_t stream, const ExtendParams& p, DType dtype, Fa2Tile tile) {
+  GRT_CHECK(fa2_supports(p, dtype),
+            "attention_extend fa2: unsupported case (dtype {}, head_dim {}; needs bf16/f16, head_dim 64 or 128, "
+            "16-byte aligned rows)",
+            dtype_name(dtype), p.hd);
+  if (dtype == DType::BF16) launch_fa2_typed<__nv_bfloat16>(stream, p, tile);
+  else launch_fa2_typed<__half>(stream, p, tile);
+}
+
+}  // namespace grt::cuda
