@@ -247,6 +247,13 @@ void add_bias(cudaStream_t s, const Call& c) {
 
 }  // namespace
 
+bool silu_mul_linear(Device d, DType dt, const void* gate_up, int64_t gu_stride, const void* w, void* out, int64_t M,
+                     int64_t N, int64_t K) {
+  use_device(d.index);
+  cudaStream_t s = native_stream(current_stream(d));
+  return linear_small_m(d, s, gate_up, gu_stride, dt, w, nullptr, dt, out, dt, M, N, K, GemvInput::kSiluMul);
+}
+
 void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
             DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
   const Shape3 sh{M, N, K};
