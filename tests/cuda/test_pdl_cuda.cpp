@@ -12,6 +12,7 @@
 #include "decode_graph_model_checks.h"
 #include "device/cuda/cuda_graph.h"
 #include "device/device.h"
+#include "device/stream.h"
 #include "memory/graph_pool.h"
 #include "ops/cuda/pdl.h"
 #include "runtime/forward_batch.h"
