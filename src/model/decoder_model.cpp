@@ -86,7 +86,7 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
       hidden = moe_block(config_, w, hidden, in.num_real_tokens, in.moe_eager_routing);
     } else {
       Tensor gate_up = ops::linear(hidden, w.gate_up, Tensor(), dtype_);
-      hidden = ops::silu_mul_linear(gate_up, w.down);  // one kernel at decode: silu(gate)*up in the GEMV's loads
+      hidden = ops::linear(ops::silu_and_mul(gate_up), w.down, Tensor(), dtype_);
     }
     if (!in.graph_break_layers.empty() &&
         std::find(in.graph_break_layers.begin(), in.graph_break_layers.end(), l) != in.graph_break_layers.end())

@@ -1,7 +1,6 @@
 #include "ops/linear.h"
 
 #include "memory/tensor_alloc.h"
-#include "ops/activation.h"
 #include "ops/cpu/dense_cpu.h"
 #include "ops/op_checks.h"
 #ifdef GRAPHRT_WITH_CUDA
@@ -57,29 +56,6 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, DType out_dt
     ::grt::cpu::linear(x.device(), x2.data(), x_stride, x.dtype(), w.data(), b, bdt, out.data(), out_dtype, M, N, K);
   }
   return out;
-}
-
-Tensor silu_mul_linear(const Tensor& gate_up, const Tensor& w) {
-  const char* op = "silu_mul_linear";
-  check_defined(op, gate_up, "gate_up");
-  check_defined(op, w, "weight");
-#ifdef GRAPHRT_WITH_CUDA
-  // The one-kernel path; anything it does not take (or any bad input, which the two ops then
-  // report) goes through silu_and_mul and linear.
-  const bool shaped = gate_up.rank() == 2 && gate_up.size(1) % 2 == 0 && w.rank() == 2 && w.is_contiguous() &&
-                      w.size(1) == gate_up.size(1) / 2 && (gate_up.size(1) <= 1 || gate_up.stride(1) == 1);
-  if (gate_up.device().is_cuda() && shaped && gate_up.dtype() == w.dtype() && gate_up.device() == w.device()) {
-    const int64_t M = gate_up.size(0), N = w.size(0), K = w.size(1);
-    if (M > 0 && N > 0 && K > 0) {
-      Tensor out = empty(Shape{M, N}, gate_up.dtype(), gate_up.device());
-      const int64_t stride = M > 1 ? gate_up.stride(0) : 2 * K;
-      if (::grt::cuda::silu_mul_linear(gate_up.device(), gate_up.dtype(), gate_up.data(), stride, w.data(), out.data(),
-                                       M, N, K))
-        return out;
-    }
-  }
-#endif
-  return linear(silu_and_mul(gate_up), w);
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {

@@ -14,9 +14,4 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias, DType out_dt
 // Same, with the output in x's dtype.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 
-// linear(silu_and_mul(gate_up), w) in gate_up's dtype (the MLP's down projection), the same bits.
-// gate_up: [T, 2I] as silu_and_mul takes it, w: [out, I]. On CUDA with at most 16 rows of bf16
-// (decode) one kernel: the GEMV computes silu(gate) * up as it loads its input.
-Tensor silu_mul_linear(const Tensor& gate_up, const Tensor& w);
-
 }  // namespace grt::ops

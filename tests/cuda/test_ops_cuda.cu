@@ -375,34 +375,6 @@ TEST(OpsCudaLinear, SmallMMatchesCpu) {
   }
 }
 
-// silu_mul_linear (the down projection with silu(gate) * up computed in the GEMV's loads): the
-// same bits as silu_and_mul then linear on CUDA, for the one-kernel rows (M <= 16) and the two-op
-// fallback (M = 17, f32), with contiguous and row-strided gate_up; and close to the CPU.
-void check_silu_mul_linear(int64_t M, int64_t N, int64_t K, DType dt, bool strided) {
-  const uint32_t seed = static_cast<uint32_t>(M * 131 + N * 17 + K);
-  const int64_t pad = strided ? 40 : 0;  // gate_up is then a column slice of [M, 2K + 40] at column 16
-  Pair gb = random_pair(Shape{M, 2 * K + pad}, seed, dt, -4.0f, 4.0f);
-  Pair w = random_pair(Shape{N, K}, seed + 1, dt, -0.1f, 0.1f);
-  Tensor gg = strided ? gb.gpu.slice(1, 16, 16 + 2 * K) : gb.gpu, gc = strided ? gb.cpu.slice(1, 16, 16 + 2 * K) : gb.cpu;
-  const std::string what = "silu_mul_linear M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
-                           std::to_string(K) + " " + dtype_name(dt) + (strided ? " strided" : "");
-  poison();
-  Tensor fused = ops::silu_mul_linear(gg, w.gpu);
-  ASSERT_EQ(fused.shape(), (Shape{M, N})) << what;
-  ASSERT_EQ(fused.dtype(), dt) << what;
-  const std::vector<float> two = host(ops::linear(ops::silu_and_mul(gg), w.gpu));
-  ASSERT_EQ(host(fused), two) << what;
-  expect_close(two, host(ops::linear(ops::silu_and_mul(gc), w.cpu)), dt == DType::F32 ? 1e-4 : 1e-2, what);
-}
-
-TEST(OpsCudaLinear, SiluMulLinearEqualsTheTwoOps) {
-  for (int64_t M : {1, 2, 5, 8, 9, 16, 17}) {
-    check_silu_mul_linear(M, 1024, 3072, DType::BF16, false);  // qwen3-0.6b's down projection
-    check_silu_mul_linear(M, 77, 136, DType::BF16, true);       // partial tiles, strided rows
-  }
-  check_silu_mul_linear(3, 64, 128, DType::F32, false);  // f32: the two ops
-}
-
 TEST(OpsCudaLinear, SmallMBiasStridedAndFallbacks) {
   for (int64_t M : {1, 2, 3, 5, 8, 9, 13, 16, 17}) {
     check_linear(M, 384, 256, DType::BF16, DType::BF16, true, false);

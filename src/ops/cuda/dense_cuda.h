@@ -32,13 +32,6 @@ void silu_and_mul(Device d, DType dt, const void* x, int64_t x_stride, void* out
 void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
             DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K);
 
-// out[M, N] = silu_and_mul(gate_up)[M, K] * w[N, K]^T in one kernel (gate_up: [M, 2K], row stride
-// gu_stride), the same bits as silu_and_mul then linear. Returns false, launching nothing, when the
-// one-kernel path does not take the call (more than 16 rows, not bf16, misaligned): the caller
-// then runs the two ops (as it does for every call when GRAPHRT_UNFUSED_SILU=1).
-bool silu_mul_linear(Device d, DType dt, const void* gate_up, int64_t gu_stride, const void* w, void* out, int64_t M,
-                     int64_t N, int64_t K);
-
 // prepare_qkv_ (ops/prepare_qkv.h): q/k per-head RMSNorm, rope, K/V cache store, one launch.
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& args);
 

@@ -94,23 +94,6 @@ __device__ __forceinline__ void load_weights(const T* const (&wr)[4], const bool
   }
 }
 
-// silu(gate) * up of 8 elements, packed as the 16 bytes that silu_and_mul would have stored: the
-// same float expression and roundings as activation.cu, so the product sees the same bits.
-__device__ __forceinline__ uint4 silu_mul8(const __nv_bfloat16* gate, const __nv_bfloat16* up) {
-  const uint4 gr = __ldg(reinterpret_cast<const uint4*>(gate)), ur = __ldg(reinterpret_cast<const uint4*>(up));
-  const __nv_bfloat16* ge = reinterpret_cast<const __nv_bfloat16*>(&gr);
-  const __nv_bfloat16* ue = reinterpret_cast<const __nv_bfloat16*>(&ur);
-  uint4 o;
-  __nv_bfloat16* oe = reinterpret_cast<__nv_bfloat16*>(&o);
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const float gv = __bfloat162float(ge[j]);
-    const float s = __bfloat162float(__float2bfloat16_rn(gv / (1.0f + expf(-gv))));
-    oe[j] = __float2bfloat16_rn(s * __bfloat162float(ue[j]));
-  }
-  return o;
-}
-
 // Asks the L2 for the line holding p (weights the block reads after pdl_wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
@@ -149,9 +132,8 @@ __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float 
   else static_cast<__half*>(p.out)[o] = __float2half_rn(s);
 }
 
-// NT column tiles of 8 rows of x: 1 for M <= 8, 2 for M <= 16. SILU: row m of x is
-// silu(p.x[m, 0:K]) * p.x[m, K:2K] (a gate_up output), computed as it is loaded (bf16 only).
-template <typename T, int NT, bool SILU>
+// NT column tiles of 8 rows of x: 1 for M <= 8, 2 for M <= 16.
+template <typename T, int NT>
 __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
   __shared__ float red[kWarps][NT * 8 * kLd];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -199,11 +181,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
     for (int u = 0; u < kUnroll; ++u) {
       const int k = grp * kGroupK + u * kStepK + t * 8;
 #pragma unroll
-      for (int h = 0; h < NT; ++h) {
-        if (!(k < p.K && xok[h])) b[u][h] = make_uint4(0, 0, 0, 0);
-        else if constexpr (SILU) b[u][h] = silu_mul8(xr[h] + k, xr[h] + p.K + k);
-        else b[u][h] = __ldg(reinterpret_cast<const uint4*>(xr[h] + k));
-      }
+      for (int h = 0; h < NT; ++h)
+        b[u][h] = k < p.K && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
@@ -311,20 +290,17 @@ int prefetch_groups(int64_t blocks, int64_t groups, int cluster, const DeviceInf
   return static_cast<int>(std::clamp<int64_t>(std::min(by_l2, per_warp - 1), 0, 8));
 }
 
-template <typename T, int NT, bool SILU = false>
+template <typename T, int NT>
 void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
-  (void)launch_pdl(index, gemv_kernel<T, NT, SILU>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+  (void)launch_pdl(index, gemv_kernel<T, NT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
                     static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
 
 }  // namespace
 
 bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride, DType in_dtype, const void* w,
-                    const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K,
-                    GemvInput input) {
+                    const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
   if (M < 1 || M > kGemvMaxRows || (in_dtype != DType::BF16 && in_dtype != DType::F16)) return false;
-  const bool silu = input == GemvInput::kSiluMul;
-  if (silu && (in_dtype != DType::BF16 || x_stride < 2 * K)) return false;
   if (out_dtype != in_dtype && out_dtype != DType::F32) return false;
   if (bias && kind_of(bias_dtype) == kNone) return false;
   // 16-byte loads of every row of w and x (x_stride only matters with a second row).
@@ -349,18 +325,15 @@ bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stri
   const int64_t blocks = tiles * p.cluster;
   p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
   const bool two = M > 8;
-  if (silu) {
-    if (two) launch<__nv_bfloat16, 2, true>(d.index, stream, p, blocks);
-    else launch<__nv_bfloat16, 1, true>(d.index, stream, p, blocks);
-  } else if (in_dtype == DType::BF16) {
+  if (in_dtype == DType::BF16) {
     if (two) launch<__nv_bfloat16, 2>(d.index, stream, p, blocks);
     else launch<__nv_bfloat16, 1>(d.index, stream, p, blocks);
   } else {
     if (two) launch<__half, 2>(d.index, stream, p, blocks);
     else launch<__half, 1>(d.index, stream, p, blocks);
   }
-  GRT_CUDA_CHECK_LAUNCH("linear (small M{}) M={} N={} K={} {} -> {} cluster {}", silu ? ", silu(gate)*up input" : "",
-                        M, N, K, dtype_name(in_dtype), dtype_name(out_dtype), p.cluster);
+  GRT_CUDA_CHECK_LAUNCH("linear (small M) M={} N={} K={} {} -> {} cluster {}", M, N, K, dtype_name(in_dtype),
+                        dtype_name(out_dtype), p.cluster);
   return true;
 }
 

@@ -13,16 +13,11 @@ namespace grt::cuda {
 // Most rows of x the small-M kernel takes (two mma column tiles of 8); above, cuBLASLt.
 constexpr int64_t kGemvMaxRows = 16;
 
-// What the kernel multiplies as row m of x. kSiluMul: x points at [M, 2K] rows [gate | up] (row
-// stride x_stride >= 2K) and row m is silu(gate) * up, rounded as silu_and_mul rounds it (bf16 only).
-enum class GemvInput { kPlain, kSiluMul };
-
 // out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null), launched on
 // `stream` of device `d` (already current) when the small-M kernel handles the call: bf16/f16
 // inputs, output of the input dtype or f32, bias f32/bf16/f16, 1 <= M <= kGemvMaxRows,
 // K % 8 == 0, w and every row of x 16-byte aligned. Returns false, launching nothing, otherwise.
 bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride, DType in_dtype, const void* w,
-                    const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K,
-                    GemvInput input = GemvInput::kPlain);
+                    const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K);
 
 }  // namespace grt::cuda

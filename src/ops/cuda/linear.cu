@@ -18,9 +18,7 @@
 // instead: there cuBLASLt reaches only about a third of the memory bandwidth.
 #include <cublasLt.h>
 
-#include <cstdlib>
 #include <map>
-#include <string>
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -248,19 +246,6 @@ void add_bias(cudaStream_t s, const Call& c) {
 }
 
 }  // namespace
-
-bool silu_mul_linear(Device d, DType dt, const void* gate_up, int64_t gu_stride, const void* w, void* out, int64_t M,
-                     int64_t N, int64_t K) {
-  // GRAPHRT_UNFUSED_SILU=1 (read once) keeps the two kernels: measures what the fusion buys.
-  static const bool unfused = [] {
-    const char* v = std::getenv("GRAPHRT_UNFUSED_SILU");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
-  if (unfused) return false;
-  use_device(d.index);
-  cudaStream_t s = native_stream(current_stream(d));
-  return linear_small_m(d, s, gate_up, gu_stride, dt, w, nullptr, dt, out, dt, M, N, K, GemvInput::kSiluMul);
-}
 
 void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
             DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
