@@ -8,9 +8,11 @@
 //     before its predecessor has, so "predecessor done" stays transitive along the chain and a
 //     kernel two launches later is also ordered after this one's predecessor.
 //  3. pdl_trigger() (griddepcontrol.launch_dependents) lets the next kernel be scheduled once every
-//     block of this grid has issued it or exited. Small kernels issue it at once, so the next
-//     GEMV's blocks start streaming weights while they run; large ones issue it after their main
-//     loop, so at most one kernel waits ahead and weights of the layer after are not fetched early.
+//     block of this grid has issued it or exited. Small kernels issue it right after their wait,
+//     so the next GEMV's blocks load weights while they run; GEMV and attention issue it after
+//     their main loop. Every kernel waits before it triggers, so at most one kernel sits waiting
+//     ahead of the running one, and weights are never read while a kernel two launches back (which
+//     could, outside the forward, be the one that wrote them) may still run.
 // Without the attribute (PDL off, pre-Hopper, or a predecessor that is not a kernel) the
 // instructions are no-ops and launches are ordinary stream order. cuBLASLt launches never carry
 // the attribute: edges into them stay full; an edge out of one into a PDL kernel is programmatic,
