@@ -11,8 +11,9 @@
 //     block of this grid has issued it or exited. Small kernels issue it right after their wait,
 //     so the next GEMV's blocks load weights while they run; GEMV and attention issue it after
 //     their main loop. Every kernel waits before it triggers, so at most one kernel sits waiting
-//     ahead of the running one, and weights are never read while a kernel two launches back (which
-//     could, outside the forward, be the one that wrote them) may still run.
+//     ahead of the running one, and a kernel's early weight reads can only overlap the kernel
+//     launched just before it: that one must not write the weights (at load, a copy or a
+//     synchronisation always comes between).
 // Without the attribute (PDL off, pre-Hopper, or a predecessor that is not a kernel) the
 // instructions are no-ops and launches are ordinary stream order. cuBLASLt launches never carry
 // the attribute: edges into them stay full; an edge out of one into a PDL kernel is programmatic,
