@@ -10,6 +10,9 @@
 #include "cli/server_args.h"
 #include "device/device.h"
 #include "ops/random_fill.h"
+#if defined(GRAPHRT_WITH_CUDA)
+#include "ops/cuda/pdl.h"
+#endif
 
 namespace grt {
 namespace {
@@ -23,6 +26,17 @@ struct DecodeOpts {
   bool json = false;
   bool lazy = false;  // also time a --cuda-graph-lazy runner: start-up and first hit per batch size
 };
+
+// Whether the decode kernels launch with programmatic dependent launch (GRAPHRT_DISABLE_PDL=1
+// turns it off: run the bench twice to see what it buys).
+bool pdl_on(Device d) {
+#if defined(GRAPHRT_WITH_CUDA)
+  return d.is_cuda() && cuda::pdl_enabled(d.index);
+#else
+  (void)d;
+  return false;
+#endif
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -60,6 +74,7 @@ void run_decode(const DecodeOpts& o) {
   j["model"] = args.model;
   j["dtype"] = dtype_name(m.dtype());
   j["copy_GBps"] = bw;
+  j["pdl"] = pdl_on(d);
   const ShapeGraphRunner& gr = graphs->runner();
   j["capture"] = {{"batch_sizes", gr.shapes()},
                   {"sizes", gr.shapes().size()},
@@ -117,16 +132,17 @@ void run_decode(const DecodeOpts& o) {
     std::printf("%s\n", j.dump(1).c_str());
     return;
   }
-  std::printf("%s on %s (%s): %zu decode graphs captured in %.3f s, %.1f MiB graph memory; start-up %.3f s\n",
+  std::printf("%s on %s (%s), PDL %s: %zu decode graphs captured in %.3f s, %.1f MiB graph memory; start-up %.3f s\n",
               args.model.c_str(), j["device"].get<std::string>().c_str(), j["dtype"].get<std::string>().c_str(),
-              captured, capture_seconds, graph_mib, startup_seconds);
+              j["pdl"].get<bool>() ? "on" : "off", captured, capture_seconds, graph_mib, startup_seconds);
   if (o.lazy)
     std::printf("lazy capture: start-up %.3f s; per batch size below: first hit / steady\n",
                 j["lazy"]["startup_seconds"].get<double>());
   for (auto& r : j["decode"])
-    std::printf("decode bs %3d ctx %d: eager %8.3f ms, graph %8.3f ms (x%.2f), roofline %.3f ms, torch graph %s\n",
+    std::printf("decode bs %3d ctx %d: eager %8.3f ms, graph %8.3f ms (x%.2f), roofline %.3f ms (%.0f%%), torch graph %s\n",
                 r["bs"].get<int>(), o.context, r["eager_ms"].get<double>(), r["graph_ms"].get<double>(),
                 r["graph_speedup"].get<double>(), r["roofline_ms"].get<double>(),
+                100.0 * r["graph_roofline_fraction"].get<double>(),
                 r.contains("torch_graph_ms") ? fmt::format("{:.3f} ms", r["torch_graph_ms"].get<double>()).c_str()
                                              : "n/a");
   if (o.lazy)

@@ -367,6 +367,12 @@ TEST(OpsCudaLinear, SmallMMatchesCpu) {
     check_linear(M, 520, 264, DType::F16, DType::F16, false, false);
     check_linear(M, 520, 264, DType::F16, DType::F32, false, false);
   }
+  // Several K groups per warp, so the PDL prologue (first group in registers, the next ones asked
+  // into L2 before griddepcontrol.wait) and the loop after it both run; 1030: rows past N.
+  for (int64_t M : {1, 9}) {
+    check_linear(M, 4096, 4096, DType::BF16, DType::BF16, false, false);
+    check_linear(M, 1030, 2048, DType::BF16, DType::F32, false, false);
+  }
 }
 
 TEST(OpsCudaLinear, SmallMBiasStridedAndFallbacks) {

@@ -5,6 +5,8 @@
 // a block merge through shared memory. With several splits, each writes its normalised partial
 // output and log2-sum-exp to scratch and a combine kernel merges them. The grid depends only on
 // B, head counts, head_dim, the SM count and the table width; lengths are read on the device.
+// Both kernels keep the PDL contract of ops/cuda/pdl.cuh: the attention waits before reading q and
+// lets the next kernel launch after its main loop; the combine waits, then lets it launch at once.
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include "memory/tensor_alloc.h"
 #include "ops/cuda/attention_common.cuh"
 #include "ops/cuda/attention_cuda.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
 namespace {
@@ -44,6 +47,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   __shared__ float sh_acc[kThreads * 8];
   __shared__ float sh_m[kThreads];
   __shared__ float sh_l[kThreads];
+  pdl_wait();
   const int split = blockIdx.x;
   const int kvh = blockIdx.y / p.head_chunks, chunk = blockIdx.y % p.head_chunks;
   const int b = blockIdx.z;
@@ -154,6 +158,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     }
   }
 
+  pdl_trigger();
+
   // Merge the groups of the block, one head at a time.
   T* out = static_cast<T*>(p.out);
 #pragma unroll
@@ -202,6 +208,8 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(const float* __restri
   __shared__ float weight[kMaxSplits];
   __shared__ float weight_sum;
   __shared__ bool any;
+  pdl_wait();
+  pdl_trigger();
   const int64_t bh = blockIdx.x;
   const float* lse = part_lse + bh * splits;
   if (threadIdx.x < 32) {
@@ -243,16 +251,20 @@ int sm_count(Device device) {
 }
 
 template <typename T>
-void launch_decode(cudaStream_t st, const DecodeParams& p, dim3 grid, int gmax) {
+void launch_decode(int dev, cudaStream_t st, const DecodeParams& p, dim3 grid, int gmax) {
+  const dim3 block(kThreads);
   switch (gmax) {
-    case 1: decode_kernel<T, 1><<<grid, kThreads, 0, st>>>(p); break;
-    case 2: decode_kernel<T, 2><<<grid, kThreads, 0, st>>>(p); break;
-    case 4: decode_kernel<T, 4><<<grid, kThreads, 0, st>>>(p); break;
-    default: decode_kernel<T, 8><<<grid, kThreads, 0, st>>>(p); break;
+    case 1: (void)launch_pdl(dev, decode_kernel<T, 1>, grid, block, 0, st, 1, p); break;
+    case 2: (void)launch_pdl(dev, decode_kernel<T, 2>, grid, block, 0, st, 1, p); break;
+    case 4: (void)launch_pdl(dev, decode_kernel<T, 4>, grid, block, 0, st, 1, p); break;
+    default: (void)launch_pdl(dev, decode_kernel<T, 8>, grid, block, 0, st, 1, p); break;
   }
-  if (p.splits > 1)
-    combine_kernel<T><<<static_cast<unsigned>(grid.z) * p.nq, kThreads, 0, st>>>(p.part_o, p.part_lse, p.splits,
-                                                                                 p.hd, static_cast<T*>(p.out));
+  if (p.splits > 1) {
+    GRT_CUDA_CHECK_LAUNCH("attention_decode B={} heads {} splits {}", grid.z, p.nq, p.splits);
+    (void)launch_pdl(dev, combine_kernel<T>, dim3(grid.z * static_cast<unsigned>(p.nq)), block, 0, st, 1,
+                     static_cast<const float*>(p.part_o), static_cast<const float*>(p.part_lse), p.splits, p.hd,
+                     static_cast<T*>(p.out));
+  }
 }
 
 // Splits per (request, kv head, group chunk): enough blocks to cover the GPU a few times over,
@@ -311,9 +323,9 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(p.nkv * p.head_chunks),
             static_cast<unsigned>(d.batch));
   cudaStream_t st = native_stream(stream);
-  if (a.dtype == DType::BF16) launch_decode<__nv_bfloat16>(st, p, grid, gmax);
-  else if (a.dtype == DType::F16) launch_decode<__half>(st, p, grid, gmax);
-  else launch_decode<float>(st, p, grid, gmax);
+  if (a.dtype == DType::BF16) launch_decode<__nv_bfloat16>(device.index, st, p, grid, gmax);
+  else if (a.dtype == DType::F16) launch_decode<__half>(device.index, st, p, grid, gmax);
+  else launch_decode<float>(device.index, st, p, grid, gmax);
   GRT_CUDA_CHECK_LAUNCH("attention_decode B={} heads {}/{} head_dim {} splits {}", d.batch, p.nq, p.nkv, p.hd,
                         p.splits);
 }

@@ -23,16 +23,23 @@
 // only decides which rows of x are loaded (the others are zeros) and which outputs are stored; the
 // second column tile (rows 8..15) adds mmas on other accumulators. So row r is bit-identical for
 // M = 3 or M = 4 with a padding row (decode graphs pad batches), and from run to run.
+//
+// Programmatic dependent launch (ops/cuda/pdl.cuh). Launched while the previous kernel still
+// runs, a warp loads its first group of w into registers and asks its next few into L2, then
+// waits for x. w is never written by the forward, so this overlaps the weight stream with the
+// predecessor's tail and the launch; the sums are the same.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <type_traits>
 
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemv.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
 namespace {
@@ -61,6 +68,7 @@ struct Params {
   int M, N, K;
   int groups;   // ceil(K / kGroupK)
   int cluster;  // blocks per column tile (a cluster when > 1)
+  int prefetch;  // groups per warp, after its first, asked into L2 before pdl_wait
   int bias_kind, out_kind;
 };
 
@@ -73,6 +81,21 @@ __device__ __forceinline__ uint4 load_weight(const void* p) {
                : "l"(p));
   return v;
 }
+
+// The lane's 16-byte pieces of w for group `grp` (zeros past K or for rows past N).
+template <typename T>
+__device__ __forceinline__ void load_weights(const T* const (&wr)[4], const bool (&wok)[4], int grp, int K, int t,
+                                             uint4 (&a)[kUnroll][4]) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int k = grp * kGroupK + u * kStepK + t * 8;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a[u][j] = k < K && wok[j] ? load_weight(wr[j] + k) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// Asks the L2 for the line holding p (weights the block reads after pdl_wait).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 // c += A·B for one m16n8k16 tile, f32 accumulators.
 template <typename T>
@@ -136,19 +159,30 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
     xr[h] = static_cast<const T*>(p.x) + (xok[h] ? m : 0) * p.x_stride;
   }
 
+  const int stride = C * kWarps, first = rank * kWarps + warp;
+  // Before pdl_wait (ops/cuda/pdl.cuh): weights only. The warp's first group goes to registers
+  // and its next p.prefetch groups to L2 (lane l: row n0 + l) while the predecessor still runs.
+  uint4 a[kUnroll][4];
+  load_weights<T>(wr, wok, first, p.K, t, a);
+  if (n0 + lane < p.N)
+    for (int j = 1; j <= p.prefetch; ++j) {
+      const int64_t k = static_cast<int64_t>(first + j * stride) * kGroupK;
+      if (k >= p.K) break;
+      prefetch_l2(static_cast<const T*>(p.w) + (n0 + lane) * p.K + k);
+    }
+  pdl_wait();
+
   float acc[2][NT][4] = {};
-  for (int grp = rank * kWarps + warp; grp < p.groups; grp += C * kWarps) {
-    // All loads of the group first, so they are in flight together; past K they are zeros.
-    uint4 a[kUnroll][4], b[kUnroll][NT];
+  for (int grp = first; grp < p.groups; grp += stride) {
+    if (grp != first) load_weights<T>(wr, wok, grp, p.K, t, a);
+    // x after w, so that all loads of the group are in flight together; past K they are zeros.
+    uint4 b[kUnroll][NT];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int k = grp * kGroupK + u * kStepK + t * 8;
-      const bool kok = k < p.K;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) a[u][j] = kok && wok[j] ? load_weight(wr[j] + k) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int h = 0; h < NT; ++h)
-        b[u][h] = kok && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
+        b[u][h] = k < p.K && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
@@ -161,6 +195,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
           mma<T>(acc[r][h], a[u][2 * r].z, a[u][2 * r + 1].z, a[u][2 * r].w, a[u][2 * r + 1].w, b[u][h].z, b[u][h].w);
         }
   }
+  pdl_trigger();  // weights all read: the next kernel may start its own prologue
 
   // Accumulator i of tile (r, h) is column r*16 + g (+8 for i >= 2) of x row 8h + 2t (+1 for odd i).
   float* mine = red[warp];
@@ -202,6 +237,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
 
 struct DeviceInfo {
   int sms = 0;
+  int l2_bytes = 0;
   bool clusters = false;
 };
 
@@ -218,6 +254,8 @@ DeviceInfo device_info(int index) {
                    "reading cluster support of cuda:{}", index);
     GRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, index),
                    "reading the SM count of cuda:{}", index);
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.l2_bytes, cudaDevAttrL2CacheSize, index),
+                   "reading the L2 size of cuda:{}", index);
     info.clusters = major >= 9 && cluster_launch != 0;  // the sm_80 build has no cluster code
   }
   return info;
@@ -241,21 +279,21 @@ int kind_of(DType dt) {
   }
 }
 
+// Groups per warp, after its first, that the resident blocks ask into L2 before pdl_wait: at most
+// a quarter of the L2 in all (the predecessor's data and the KV cache keep the rest), and none
+// past the warp's share of K.
+int prefetch_groups(int64_t blocks, int64_t groups, int cluster, const DeviceInfo& info) {
+  const int64_t resident = std::min<int64_t>(blocks, 2 * static_cast<int64_t>(info.sms));
+  const int64_t per_group = resident * kWarps * kTileN * kGroupK * 2;  // bytes of one group per warp, grid-wide
+  const int64_t by_l2 = info.l2_bytes / 4 / std::max<int64_t>(per_group, 1);
+  const int64_t per_warp = (groups + cluster * kWarps - 1) / (cluster * kWarps);
+  return static_cast<int>(std::clamp<int64_t>(std::min(by_l2, per_warp - 1), 0, 8));
+}
+
 template <typename T, int NT>
-void launch(cudaStream_t stream, const Params& p, int64_t blocks) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = p.cluster > 1 ? 1 : 0;
-  (void)cudaLaunchKernelEx(&cfg, gemv_kernel<T, NT>, p);  // its error is also the last error, checked next
+void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
+  (void)launch_pdl(index, gemv_kernel<T, NT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+                    static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
 
 }  // namespace
@@ -285,13 +323,14 @@ bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stri
   p.bias_kind = bias ? kind_of(bias_dtype) : kNone;
   p.out_kind = kind_of(out_dtype);
   const int64_t blocks = tiles * p.cluster;
+  p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
   const bool two = M > 8;
   if (in_dtype == DType::BF16) {
-    if (two) launch<__nv_bfloat16, 2>(stream, p, blocks);
-    else launch<__nv_bfloat16, 1>(stream, p, blocks);
+    if (two) launch<__nv_bfloat16, 2>(d.index, stream, p, blocks);
+    else launch<__nv_bfloat16, 1>(d.index, stream, p, blocks);
   } else {
-    if (two) launch<__half, 2>(stream, p, blocks);
-    else launch<__half, 1>(stream, p, blocks);
+    if (two) launch<__half, 2>(d.index, stream, p, blocks);
+    else launch<__half, 1>(d.index, stream, p, blocks);
   }
   GRT_CUDA_CHECK_LAUNCH("linear (small M) M={} N={} K={} {} -> {} cluster {}", M, N, K, dtype_name(in_dtype),
                         dtype_name(out_dtype), p.cluster);

@@ -1,7 +1,10 @@
 // RMSNorm kernels: one block per row, two passes over the row (sum of squares, then scale), the
-// second re-reading x from cache rather than holding a row of any length in registers.
+// second re-reading x from cache rather than holding a row of any length in registers. Both are on
+// the decode path and keep the PDL contract (ops/cuda/pdl.cuh): they wait first, then let the next
+// kernel (a GEMV streaming weights) launch at once.
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
 namespace {
@@ -12,6 +15,8 @@ template <typename T>
 __global__ void rms_norm_kernel(const T* x, ops::RowLayout xl, T* out, ops::RowLayout ol, const T* w, int64_t n,
                                 float eps, bool vec) {
   constexpr int V = kChunk<T>;
+  pdl_wait();
+  pdl_trigger();
   const int64_t r = blockIdx.x;
   const T* xr = x + xl.row_offset(r);
   T* orow = out + ol.row_offset(r);
@@ -36,6 +41,8 @@ template <typename T>
 __global__ void fused_add_rms_norm_kernel(T* x, int64_t xs, T* res, int64_t rs, const T* w, int64_t n, float eps,
                                           bool vec) {
   constexpr int V = kChunk<T>;
+  pdl_wait();
+  pdl_trigger();
   T* xr = x + static_cast<int64_t>(blockIdx.x) * xs;
   T* rr = res + static_cast<int64_t>(blockIdx.x) * rs;
   float a[V], b[V];
@@ -62,23 +69,24 @@ __global__ void fused_add_rms_norm_kernel(T* x, int64_t xs, T* res, int64_t rs, 
 }
 
 template <typename T>
-void launch_rms_norm(cudaStream_t s, const void* x, const ops::RowLayout& xl, void* out, const ops::RowLayout& ol,
+void launch_rms_norm(int dev, cudaStream_t s, const void* x, const ops::RowLayout& xl, void* out, const ops::RowLayout& ol,
                      const void* w, int64_t n, float eps) {
   constexpr int V = kChunk<T>;
   const bool vec = n % V == 0 && aligned16(x, xl.outer_stride, sizeof(T)) && aligned16(x, xl.inner_stride, sizeof(T)) &&
                    aligned16(out, ol.outer_stride, sizeof(T)) && aligned16(out, ol.inner_stride, sizeof(T)) &&
                    aligned16(w, 0, sizeof(T));
-  rms_norm_kernel<T><<<static_cast<unsigned>(xl.rows), row_threads((n + V - 1) / V), 0, s>>>(
-      static_cast<const T*>(x), xl, static_cast<T*>(out), ol, static_cast<const T*>(w), n, eps, vec);
+  (void)launch_pdl(dev, rms_norm_kernel<T>, dim3(static_cast<unsigned>(xl.rows)), dim3(row_threads((n + V - 1) / V)), 0,
+                   s, 1, static_cast<const T*>(x), xl, static_cast<T*>(out), ol, static_cast<const T*>(w), n, eps, vec);
 }
 
 template <typename T>
-void launch_fused(cudaStream_t s, void* x, int64_t xs, void* r, int64_t rs, const void* w, int64_t rows, int64_t n,
+void launch_fused(int dev, cudaStream_t s, void* x, int64_t xs, void* r, int64_t rs, const void* w, int64_t rows, int64_t n,
                   float eps) {
   constexpr int V = kChunk<T>;
   const bool vec = n % V == 0 && aligned16(x, xs, sizeof(T)) && aligned16(r, rs, sizeof(T)) && aligned16(w, 0, sizeof(T));
-  fused_add_rms_norm_kernel<T><<<static_cast<unsigned>(rows), row_threads((n + V - 1) / V), 0, s>>>(
-      static_cast<T*>(x), xs, static_cast<T*>(r), rs, static_cast<const T*>(w), n, eps, vec);
+  (void)launch_pdl(dev, fused_add_rms_norm_kernel<T>, dim3(static_cast<unsigned>(rows)),
+                   dim3(row_threads((n + V - 1) / V)), 0, s, 1, static_cast<T*>(x), xs, static_cast<T*>(r), rs,
+                   static_cast<const T*>(w), n, eps, vec);
 }
 
 void check_rows(const char* op, int64_t rows) {
@@ -91,8 +99,8 @@ void rms_norm(Device d, DType dt, const void* x, const ops::RowLayout& xl, void*
               const void* w, int64_t hidden, float eps) {
   check_rows("rms_norm", xl.rows);
   cudaStream_t s = dense::launch_stream(d);
-  if (dt == DType::BF16) launch_rms_norm<__nv_bfloat16>(s, x, xl, out, ol, w, hidden, eps);
-  else if (dt == DType::F32) launch_rms_norm<float>(s, x, xl, out, ol, w, hidden, eps);
+  if (dt == DType::BF16) launch_rms_norm<__nv_bfloat16>(d.index, s, x, xl, out, ol, w, hidden, eps);
+  else if (dt == DType::F32) launch_rms_norm<float>(d.index, s, x, xl, out, ol, w, hidden, eps);
   else GRT_FAIL("rms_norm on CUDA supports bf16 and f32, got {}", dtype_name(dt));
   GRT_CUDA_CHECK_LAUNCH("rms_norm rows={} hidden={} dtype={}", xl.rows, hidden, dtype_name(dt));
 }
@@ -101,8 +109,8 @@ void fused_add_rms_norm(Device d, DType dt, void* x, int64_t x_stride, void* res
                         const void* w, int64_t rows, int64_t hidden, float eps) {
   check_rows("fused_add_rms_norm_", rows);
   cudaStream_t s = dense::launch_stream(d);
-  if (dt == DType::BF16) launch_fused<__nv_bfloat16>(s, x, x_stride, residual, residual_stride, w, rows, hidden, eps);
-  else if (dt == DType::F32) launch_fused<float>(s, x, x_stride, residual, residual_stride, w, rows, hidden, eps);
+  if (dt == DType::BF16) launch_fused<__nv_bfloat16>(d.index, s, x, x_stride, residual, residual_stride, w, rows, hidden, eps);
+  else if (dt == DType::F32) launch_fused<float>(d.index, s, x, x_stride, residual, residual_stride, w, rows, hidden, eps);
   else GRT_FAIL("fused_add_rms_norm_ on CUDA supports bf16 and f32, got {}", dtype_name(dt));
   GRT_CUDA_CHECK_LAUNCH("fused_add_rms_norm_ rows={} hidden={} dtype={}", rows, hidden, dtype_name(dt));
 }

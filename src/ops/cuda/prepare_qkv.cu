@@ -12,11 +12,13 @@
 //  - the normed head is rounded to the dtype (where rms_norm_ stores it), then rotated with
 //    dense::rope_rotate, the very function apply_rope_'s kernel uses;
 //  - K and V reach the caches as the dtype's bits (store_kv copies bytes).
+// On the decode path: PDL contract of ops/cuda/pdl.cuh (wait, then let attention launch).
 #include <algorithm>
 #include <cstdint>
 
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
 namespace {
@@ -89,6 +91,8 @@ __device__ void prepare_head(const T* src, T* dst, const T* w, int64_t hd, float
 template <typename T>
 __global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k, bool vec_v) {
   extern __shared__ __align__(16) float smem[];
+  pdl_wait();
+  pdl_trigger();
   const int64_t t = blockIdx.x, hd = a.head_dim, width = a.kv_heads * hd;
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int warps = static_cast<int>(blockDim.x / 32);
@@ -123,7 +127,7 @@ __global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k
 }
 
 template <typename T>
-void launch(cudaStream_t s, const ops::PrepareQkvArgs& a) {
+void launch(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   constexpr int V = kChunk<T>;
   const int64_t hd = a.head_dim, es = static_cast<int64_t>(sizeof(T));
   // 16-byte chunk loads of every head: the row base, row stride and head size all 16-byte multiples.
@@ -134,7 +138,8 @@ void launch(cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const int64_t by_smem = kSmemBytes / (hd * static_cast<int64_t>(sizeof(float)));
   const int warps = static_cast<int>(std::min<int64_t>({a.q_heads + a.kv_heads, kMaxWarps, by_smem}));
   const size_t smem = static_cast<size_t>(warps) * static_cast<size_t>(hd) * sizeof(float);
-  prepare_qkv_kernel<T><<<static_cast<unsigned>(a.tokens), warps * 32, smem, s>>>(a, vec_q, vec_k, vec_v);
+  (void)launch_pdl(dev, prepare_qkv_kernel<T>, dim3(static_cast<unsigned>(a.tokens)), dim3(warps * 32), smem, s, 1, a,
+                   vec_q, vec_k, vec_v);
 }
 
 }  // namespace
@@ -144,8 +149,8 @@ void prepare_qkv(Device d, const ops::PrepareQkvArgs& a) {
   GRT_CHECK(a.head_dim <= kMaxHeadDim, "prepare_qkv_ on CUDA supports head_dim up to {}, got {}", kMaxHeadDim,
             a.head_dim);
   cudaStream_t s = dense::launch_stream(d);
-  if (a.dtype == DType::BF16) launch<__nv_bfloat16>(s, a);
-  else if (a.dtype == DType::F32) launch<float>(s, a);
+  if (a.dtype == DType::BF16) launch<__nv_bfloat16>(d.index, s, a);
+  else if (a.dtype == DType::F32) launch<float>(d.index, s, a);
   else GRT_FAIL("prepare_qkv_ on CUDA supports bf16 and f32, got {}", dtype_name(a.dtype));
   GRT_CUDA_CHECK_LAUNCH("prepare_qkv_ tokens={} q_heads={} kv_heads={} head_dim={} dtype={}", a.tokens, a.q_heads,
                         a.kv_heads, a.head_dim, dtype_name(a.dtype));

@@ -5,6 +5,7 @@
 // that picks among equal probabilities by index. Fast path: the first 4096 tokens in order are
 // sorted in shared memory (bitonic) and top-k, top-p and the draw resolved there; only when a
 // cut-off lies past them (very flat rows) do the selects run over the whole vocabulary.
+// Both kernels follow the logits GEMV: PDL contract of ops/cuda/pdl.cuh (wait first).
 #include <climits>
 #include <cstdint>
 
@@ -13,6 +14,7 @@
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
 #include "ops/cuda/attention_cuda.h"
+#include "ops/cuda/pdl.cuh"
 #include "ops/sampling_rule.h"
 
 namespace grt::cuda {
@@ -412,6 +414,8 @@ __device__ int sample_fast(const float* p, int n, const uint64_t (&levels)[kLeve
 __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* __restrict__ logits, int n,
                                                           int32_t* __restrict__ out) {
   __shared__ ArgMax sh[kWarps];
+  pdl_wait();
+  pdl_trigger();
   ArgMax m = block_argmax(logits + static_cast<int64_t>(blockIdx.x) * n, n, sh);
   if (threadIdx.x == 0) out[blockIdx.x] = m.i;
 }
@@ -421,6 +425,8 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(ops::SampleArgs a, flo
   __shared__ uint64_t sh_sum[kWarps];
   __shared__ SelectShared sh;
   __shared__ FastShared fs;
+  pdl_wait();
+  pdl_trigger();
   const int64_t row = blockIdx.x;
   const int n = static_cast<int>(a.vocab);
   const float* x = a.logits + row * n;
@@ -475,15 +481,16 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(ops::SampleArgs a, flo
 
 void argmax(Stream& stream, const ops::SampleArgs& a) {
   GRT_CHECK(a.batch < (int64_t{1} << 31), "argmax: {} rows exceed the grid limit", a.batch);
-  argmax_kernel<<<static_cast<unsigned>(a.batch), kThreads, 0, native_stream(stream)>>>(
-      a.logits, static_cast<int>(a.vocab), a.out);
+  (void)launch_pdl(stream.device().index, argmax_kernel, dim3(static_cast<unsigned>(a.batch)), dim3(kThreads), 0,
+                   native_stream(stream), 1, a.logits, static_cast<int>(a.vocab), a.out);
   GRT_CUDA_CHECK_LAUNCH("argmax rows={} vocab={}", a.batch, a.vocab);
 }
 
 void sample(Stream& stream, Device device, const ops::SampleArgs& a) {
   GRT_CHECK(a.batch < (int64_t{1} << 31), "sample: {} rows exceed the grid limit", a.batch);
   Tensor scratch = empty(Shape{a.batch, a.vocab}, DType::F32, device);
-  sample_kernel<<<static_cast<unsigned>(a.batch), kThreads, 0, native_stream(stream)>>>(a, scratch.data_as<float>());
+  (void)launch_pdl(device.index, sample_kernel, dim3(static_cast<unsigned>(a.batch)), dim3(kThreads), 0,
+                   native_stream(stream), 1, a, scratch.data_as<float>());
   GRT_CUDA_CHECK_LAUNCH("sample rows={} vocab={}", a.batch, a.vocab);
 }
 

@@ -1,0 +1,73 @@
+// Programmatic dependent launch (PDL) for the kernels of the decode path (see ops/cuda/pdl.h).
+//
+// The contract every kernel launched through launch_pdl keeps, in every thread:
+//  1. Before pdl_wait(): no global-memory writes, and reads of nothing that any kernel of the
+//     forward writes (weights only). The predecessor may still be running; the buffers this kernel
+//     writes may still be read by it (the caching allocator reuses memory stream-ordered).
+//  2. pdl_wait() is reached unconditionally (no return before it): the kernel then cannot finish
+//     before its predecessor has, so "predecessor done" stays transitive along the chain and a
+//     kernel two launches later is also ordered after this one's predecessor.
+//  3. pdl_trigger() (griddepcontrol.launch_dependents) lets the next kernel be scheduled once every
+//     block of this grid has issued it or exited. Small kernels issue it right after their wait,
+//     so the next GEMV's blocks load weights while they run; GEMV and attention issue it after
+//     their main loop. Every kernel waits before it triggers, so at most one kernel sits waiting
+//     ahead of the running one, and a kernel's early weight reads can only overlap the kernel
+//     launched just before it: that one must not write the weights (at load, a copy or a
+//     synchronisation always comes between).
+// Without the attribute (PDL off, pre-Hopper, or a predecessor that is not a kernel) the
+// instructions are no-ops and launches are ordinary stream order. cuBLASLt launches never carry
+// the attribute: edges into them stay full; an edge out of one into a PDL kernel is programmatic,
+// but a cuBLAS kernel never triggers early, so the next kernel only starts as its blocks exit.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "ops/cuda/pdl.h"
+
+namespace grt::cuda {
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Launches kernel<<<grid, block, smem, stream>>>(args...) on device `index` (already current),
+// with the PDL attribute when pdl_enabled(index) and as a thread block cluster of `cluster` blocks
+// along x when cluster > 1. The kernel must keep the contract above. Returns the launch's error
+// (also left as the last error, which GRT_CUDA_CHECK_LAUNCH reads).
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(int index, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       unsigned cluster, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl_enabled(index)) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cluster > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace grt::cuda
