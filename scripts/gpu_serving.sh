@@ -7,7 +7,7 @@
 # serve of builtin:tiny with concurrent streams. Prints a table last, with the published anchors.
 #   scripts/gpu_serving.sh          (env: MODEL=llama-3.1-8b, BUDGET_S=480, SERVE_ARGS="...",
 #                                     SANITIZE=0 to skip run 4, QUICK=1 for fewer requests;
-#                                     a dry run here: DEVICE=cpu MODEL=tiny BUILD=build SKIP_BUILD=1)
+#                                     a dry run here: DEVICE=cpu MODEL=tiny VOCAB=512 BUILD=build SKIP_BUILD=1)
 # Logs and JSON go to $OUT when set (the device tool brings that folder back), else out/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -81,7 +81,7 @@ bench() {  # name, timeout, args...
   if [ "$(left)" -lt 30 ]; then echo "skipped: out of time" >"$OUT/bench_$name.err"; return; fi
   [ "$to" -gt "$(left)" ] && to=$(left)
   echo "== $name ($(elapsed)s): $*" >>"$OUT/bench.log"
-  timeout $((to + 60)) $G bench serving --port $PORT --random-vocab-size 128000 --random-input-len 1024 \
+  timeout $((to + 60)) $G bench serving --port $PORT --random-vocab-size ${VOCAB:-128000} --random-input-len 1024 \
     --random-input-min-len 32 --random-output-len 512 --random-output-min-len 32 --timeout "$to" --json "$@" \
     >"$OUT/bench_$name.json" 2>"$OUT/bench_$name.err" || echo "FAILED: $name" >>"$OUT/bench.log"
   http_get "http://127.0.0.1:$PORT/metrics" >"$OUT/metrics_$name.txt"
