@@ -27,6 +27,7 @@ if(NOT GRAPHRT_WITH_HTTP AND EXISTS "${GRAPHRT_DEPS_DIR}/httplib.h"
     # The flags Debian built the library with: they change httplib's classes.
     INTERFACE_COMPILE_DEFINITIONS "CPPHTTPLIB_OPENSSL_SUPPORT;CPPHTTPLIB_ZLIB_SUPPORT;CPPHTTPLIB_BROTLI_SUPPORT"
     # DT_RPATH, not RUNPATH: the library's own dependencies (brotli) are found there too.
-    INTERFACE_LINK_OPTIONS "-Wl,-rpath,${GRAPHRT_DEPS_LIB_DIR};-Wl,--disable-new-dtags")
+    # LINKER: so CMake spells it for whichever tool links (g++ or nvcc).
+    INTERFACE_LINK_OPTIONS "LINKER:-rpath,${GRAPHRT_DEPS_LIB_DIR};LINKER:--disable-new-dtags")
   message(STATUS "graphrt: cpp-httplib from ${GRAPHRT_DEPS_LIB_DIR}")
 endif()

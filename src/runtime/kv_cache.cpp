@@ -5,6 +5,7 @@
 
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
+#include "ops/scatter.h"
 
 namespace grt {
 
@@ -46,26 +47,22 @@ void ReqToTokenPool::write(int slot, int start, const std::vector<int32_t>& kv_s
 }
 
 void ReqToTokenPool::write_many(const std::vector<Write>& writes) {
-  std::vector<int32_t> all;
+  std::vector<int64_t> pairs;  // (flat offset into the table, KV slot)
+  const int64_t width = table_.size(1);
   for (const Write& w : writes) {
     GRT_CHECK(w.start >= 0 && w.start + static_cast<int64_t>(w.kv_slots.size()) <= max_context(),
               "request positions [{}, {}) exceed the context length {}", w.start, w.start + w.kv_slots.size(),
               max_context());
     GRT_CHECK(w.slot >= 0 && w.slot < static_cast<int>(table_.size(0)), "request slot {} is not in [0, {})", w.slot,
               table_.size(0));
-    all.insert(all.end(), w.kv_slots.begin(), w.kv_slots.end());
+    for (size_t j = 0; j < w.kv_slots.size(); ++j) {
+      pairs.push_back(w.slot * width + w.start + static_cast<int64_t>(j));
+      pairs.push_back(w.kv_slots[j]);
+    }
   }
-  if (all.empty()) return;
-  Tensor src = from_vector(all, Shape{static_cast<int64_t>(all.size())}, DType::I32, table_.device());
-  Stream& stream = current_stream(table_.device());
-  int64_t at = 0;
-  for (const Write& w : writes) {
-    const auto n = static_cast<int64_t>(w.kv_slots.size());
-    if (n == 0) continue;
-    Tensor dst = table_.select(0, w.slot).slice(0, w.start, w.start + n);
-    stream.copy_async(dst.data(), src.slice(0, at, at + n).data(), static_cast<size_t>(n) * sizeof(int32_t));
-    at += n;
-  }
+  if (pairs.empty()) return;
+  const auto n = static_cast<int64_t>(pairs.size() / 2);
+  ops::scatter_i32(table_, from_vector(pairs, Shape{n, 2}, DType::I64, table_.device()));
 }
 
 TokenToKVPool::TokenToKVPool(int num_layers, int64_t num_slots, int64_t kv_width, DType dtype, Device device)

@@ -30,8 +30,7 @@ class ReqToTokenPool {
   const Tensor& table() const { return table_; }
   // table[slot, start : start + kv_slots.size()] = kv_slots (stream-ordered on the current stream).
   void write(int slot, int start, const std::vector<int32_t>& kv_slots);
-  // Several writes with one upload of their values (one host-to-device copy, then a
-  // device-to-device copy per write), for a whole step's batch.
+  // Several writes as one upload and one scatter kernel (ops/scatter.h), for a whole step's batch.
   struct Write {
     int slot, start;
     std::vector<int32_t> kv_slots;
