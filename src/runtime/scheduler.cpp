@@ -236,6 +236,7 @@ void Scheduler::loop() {
     try {
       if (!tasks.empty() && inflight_) {  // tasks see the runner between steps, nothing in flight
         complete();
+        flush_outbox();
         running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& r) { return r->done; }),
                        running_.end());
       }
@@ -244,6 +245,7 @@ void Scheduler::loop() {
     } catch (const std::exception& e) {
       // A failed step must not take the server down: fail what was in flight, keep serving.
       GRT_ERROR("scheduler step failed: {}", e.what());
+      flush_outbox();  // the tokens already emitted go before the aborts
       inflight_.reset();
       for (auto& r : running_) finish(*r, FinishReason::kAbort, e.what());
       for (auto& r : waiting_) finish(*r, FinishReason::kAbort, e.what());
@@ -339,11 +341,9 @@ size_t held_suffix(const std::string& s, const std::vector<std::string>& stops) 
 void Scheduler::emit(Req& r, int32_t id, const TokenLogprob* lp) {
   const auto now = Clock::now();
   const bool first = r.output.empty() && r.p.prompt.size() == r.fill.size();
-  metrics_.update([&](ServingSnapshot& s) {
-    ++s.generation_tokens;
-    if (first) s.ttft.observe(std::chrono::duration<double>(now - r.arrival).count());
-    else s.itl.observe(std::chrono::duration<double>(now - r.last_token).count());
-  });
+  ++outbox_.tokens;
+  (first ? outbox_.ttft : outbox_.itl)
+      .push_back(std::chrono::duration<double>(now - (first ? r.arrival : r.last_token)).count());
   r.last_token = now;
   r.output.push_back(id);
   RequestEvent ev;
@@ -382,7 +382,7 @@ void Scheduler::emit(Req& r, int32_t id, const TokenLogprob* lp) {
                static_cast<int>(r.p.prompt.size() + r.output.size()) >= limits_.max_context))
     fin = FinishReason::kLength;
   if (!fin) {
-    r.handle->post(std::move(ev));
+    outbox_.events.emplace_back(r.handle, std::move(ev));
     return;
   }
   // The final event carries this token and the rest of the text.
@@ -392,13 +392,26 @@ void Scheduler::emit(Req& r, int32_t id, const TokenLogprob* lp) {
   ev.text += r.unsent;
   r.unsent.clear();
   if (r.text) ev.text += r.text->finish();
-  const double e2e = std::chrono::duration<double>(now - r.arrival).count();
+  (*fin == FinishReason::kStop ? outbox_.stop : outbox_.length)++;
+  outbox_.e2e.push_back(std::chrono::duration<double>(now - r.arrival).count());
+  outbox_.events.emplace_back(r.handle, std::move(ev));
+  ++outbox_.finished;
+}
+
+void Scheduler::flush_outbox() {
+  Outbox o;
+  std::swap(o, outbox_);
+  if (o.events.empty()) return;
   metrics_.update([&](ServingSnapshot& s) {
-    (*fin == FinishReason::kStop ? s.requests_stop : s.requests_length)++;
-    s.e2e.observe(e2e);
+    s.generation_tokens += o.tokens;
+    for (double x : o.ttft) s.ttft.observe(x);
+    for (double x : o.itl) s.itl.observe(x);
+    for (double x : o.e2e) s.e2e.observe(x);
+    s.requests_stop += o.stop;
+    s.requests_length += o.length;
   });
-  r.handle->post(std::move(ev));
-  --in_flight_;
+  for (auto& [h, ev] : o.events) h->post(std::move(ev));
+  in_flight_ -= o.finished;
 }
 
 // Back into the queue in arrival order (FCFS), KV and slot freed; recomputed from prompt + output.
@@ -663,9 +676,9 @@ void Scheduler::step() {
     if (!plan(*next, false)) next.reset();
   }
   double host = 0;
-  if (next) {
-    host = Sec(launch(*next) - host_from).count();
-  }
+  if (next) host = Sec(launch(*next) - host_from).count();
+  // Events of the step just completed go out while the device runs the next one.
+  flush_outbox();
   int slots_used = 0;
   for (const auto& r : running_) slots_used += r->slot >= 0;
   metrics_.update([&](ServingSnapshot& s) {
