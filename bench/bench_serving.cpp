@@ -1,5 +1,6 @@
 // graphrt bench serving: a load generator like sglang.bench_serving. N requests with random
-// token-id prompts (lengths uniform in [ratio * len, len]) or prompts from a JSONL file, sent as
+// token-id prompts (lengths uniform in [ratio * len, len] as sglang's --random-range-ratio, or in
+// [min, len] with --random-{input,output}-min-len) or prompts from a JSONL file, sent as
 // streamed /v1/completions at a request rate (Poisson) and/or a max concurrency to a server on
 // this machine; reports throughput and TTFT / ITL / TPOT / end-to-end latency.
 #include <nlohmann/json.hpp>
@@ -34,6 +35,7 @@ struct ServingOpts {
   int num_prompts = 100;
   int input_len = 128, output_len = 32;
   double range_ratio = 0.5;
+  int input_min = 0, output_min = 0;  // > 0: lower bound of the lengths instead of the ratio
   int vocab = 256;
   std::string dataset;
   double request_rate = 0;  // 0: all at once
@@ -80,8 +82,9 @@ Stats stats_of(std::vector<double> v) {
 std::vector<Job> make_jobs(const ServingOpts& o) {
   std::mt19937_64 rng(o.seed);
   std::vector<Job> jobs;
-  auto len_in = [&](int len) {
-    const int lo = std::max(1, static_cast<int>(len * o.range_ratio));
+  // sglang: randint(max(int(len * ratio), 1), len + 1).
+  auto len_in = [&](int len, int min_len) {
+    const int lo = min_len > 0 ? min_len : std::max(1, static_cast<int>(len * o.range_ratio));
     return std::uniform_int_distribution<int>(lo, std::max(lo, len))(rng);
   };
   if (!o.dataset.empty()) {
@@ -103,7 +106,7 @@ std::vector<Job> make_jobs(const ServingOpts& o) {
       Job job;
       job.prompt = j["prompt"];
       job.input_len = job.prompt.is_array() ? static_cast<int>(job.prompt.size()) : 0;
-      job.output_len = j.contains("output_len") ? j["output_len"].get<int>() : len_in(o.output_len);
+      job.output_len = j.contains("output_len") ? j["output_len"].get<int>() : len_in(o.output_len, o.output_min);
       jobs.push_back(std::move(job));
     }
     GRT_CHECK(!jobs.empty(), "{} holds no prompts", o.dataset);
@@ -112,8 +115,8 @@ std::vector<Job> make_jobs(const ServingOpts& o) {
   std::uniform_int_distribution<int> tok(0, o.vocab - 1);
   for (int i = 0; i < o.num_prompts; ++i) {
     Job job;
-    job.input_len = len_in(o.input_len);
-    job.output_len = len_in(o.output_len);
+    job.input_len = len_in(o.input_len, o.input_min);
+    job.output_len = len_in(o.output_len, o.output_min);
     std::vector<int> ids(static_cast<size_t>(job.input_len));
     for (int& t : ids) t = tok(rng);
     job.prompt = ids;
@@ -181,6 +184,10 @@ void run_serving(const ServingOpts& o) {
   GRT_CHECK(o.num_prompts > 0 && o.num_prompts <= 100000, "--num-prompts {} is not in [1, 100000]", o.num_prompts);
   GRT_CHECK(o.input_len > 0 && o.output_len > 0, "--random-input-len / --random-output-len must be positive");
   GRT_CHECK(o.range_ratio >= 0 && o.range_ratio <= 1, "--random-range-ratio {} is not in [0, 1]", o.range_ratio);
+  GRT_CHECK(o.input_min >= 0 && o.input_min <= o.input_len, "--random-input-min-len {} is not in [0, {}]", o.input_min,
+            o.input_len);
+  GRT_CHECK(o.output_min >= 0 && o.output_min <= o.output_len, "--random-output-min-len {} is not in [0, {}]",
+            o.output_min, o.output_len);
   GRT_CHECK(o.max_concurrency > 0 && o.max_concurrency <= 1024, "--max-concurrency {} is not in [1, 1024]",
             o.max_concurrency);
   GRT_CHECK(o.request_rate >= 0, "--request-rate {} must not be negative", o.request_rate);
@@ -230,6 +237,15 @@ void run_serving(const ServingOpts& o) {
 
   int ok = 0;
   int64_t in_tok = 0, out_tok = 0;
+  int in_lo = 0, in_hi = 0, out_lo = 0, out_hi = 0;  // lengths asked for (of the prompts sent)
+  for (size_t i = 0; i < sent; ++i) {
+    const Job& jb = jobs[i];
+    in_lo = i == 0 ? jb.input_len : std::min(in_lo, jb.input_len);
+    in_hi = std::max(in_hi, jb.input_len);
+    out_lo = i == 0 ? jb.output_len : std::min(out_lo, jb.output_len);
+    out_hi = std::max(out_hi, jb.output_len);
+  }
+  const json lens = {{"input_min", in_lo}, {"input_max", in_hi}, {"output_min", out_lo}, {"output_max", out_hi}};
   std::vector<double> ttft, itl, tpot, e2e;
   std::string first_error;
   for (size_t i = 0; i < sent; ++i) {
@@ -256,6 +272,7 @@ void run_serving(const ServingOpts& o) {
             {"request_rate", o.request_rate > 0 ? json(o.request_rate) : json("inf")},
             {"max_concurrency", o.max_concurrency},
             {"duration_s", dur},
+            {"requested_lengths", lens},
             {"total_input_tokens", in_tok},
             {"total_output_tokens", out_tok},
             {"request_throughput", ok / dur},
@@ -305,6 +322,12 @@ void register_bench_serving(CLI::App& bench) {
   cmd->add_option("--random-input-len", o->input_len, "longest random prompt (tokens)")->capture_default_str();
   cmd->add_option("--random-output-len", o->output_len, "longest output (tokens)")->capture_default_str();
   cmd->add_option("--random-range-ratio", o->range_ratio, "lengths uniform in [ratio * len, len]")
+      ->capture_default_str();
+  cmd->add_option("--random-input-min-len", o->input_min,
+                  "shortest random prompt (tokens; 0: --random-range-ratio * --random-input-len)")
+      ->capture_default_str();
+  cmd->add_option("--random-output-min-len", o->output_min,
+                  "shortest output (tokens; 0: --random-range-ratio * --random-output-len)")
       ->capture_default_str();
   cmd->add_option("--random-vocab-size", o->vocab, "random prompt ids are in [0, this)")->capture_default_str();
   cmd->add_option("--dataset-path", o->dataset, "JSONL of {\"prompt\": text or ids, \"output_len\": n} instead");

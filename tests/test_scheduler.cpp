@@ -2,6 +2,7 @@
 // batches, stop conditions, cancellation, and the logit processing op it samples with.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -201,6 +202,35 @@ TEST(Scheduler, StopsAtEosStopIdsAndStopStrings) {
   EXPECT_EQ(si.finish, FinishReason::kStop);
   EXPECT_EQ(si.ids.back(), ref[5]);
   expect_pools_empty(s);
+}
+
+// Requests that end by a stop id while others keep going: the step planned ahead (while the
+// device sampled that id) drops their rows; the others' tokens do not change, nothing leaks.
+// Decode-only and mixed steps (a long prompt prefilled in chunks beside the decodes).
+TEST(Scheduler, StopsMidBatchLeaveTheOthersTokensAlone) {
+  std::vector<RequestParams> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(req(6 + i * 5, 16, 20 + i));
+  reqs.push_back(req(90, 8, 40));  // prefilled in chunks of 16 while the others decode
+  auto ref = alone(reqs);
+  for (size_t i = 0; i < 6; i += 2) {  // every other request stops at its (i + 2)th token
+    reqs[i].stop_token_ids = {ref[i].ids[i + 1]};
+    const auto first = std::find(ref[i].ids.begin(), ref[i].ids.end(), ref[i].ids[i + 1]);
+    ref[i].ids.erase(first + 1, ref[i].ids.end());
+  }
+  for (bool mixed : {false, true}) {
+    SchedulerOptions o;
+    o.enable_mixed_chunk = mixed;
+    o.chunked_prefill_size = 16;
+    Scheduler s(tiny(), o);
+    auto got = together(s, reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(got[i].ids, ref[i].ids) << "request " << i << (mixed ? " (mixed)" : "");
+      EXPECT_EQ(got[i].finish, i < 6 && i % 2 == 0 ? FinishReason::kStop : FinishReason::kLength) << "request " << i;
+    }
+    expect_pools_empty(s);
+    auto m = s.metrics().snapshot();
+    EXPECT_GT(m.step_host_overlapped.count, 0u);  // steps were planned ahead
+  }
 }
 
 TEST(Scheduler, RefusesRequestsThatCanNeverRun) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <fstream>
 #include <thread>
@@ -20,6 +21,7 @@ namespace {
 
 using json = nlohmann::json;
 using testing::ServerProcess;
+using testing::run_graphrt;
 
 constexpr const char* kServeArgs = "--model-path builtin:tiny --device cpu --context-length 512 --max-running-requests 32";
 
@@ -255,7 +257,7 @@ TEST_F(Serve, BadBodiesGetTheirStatusAndTheServerLives) {
       {{{"prompt", {1, 99999}}}, "prompt"},
       {{{"prompt", json::array()}}, "prompt"},
       {{{"max_tokens", 3}}, "prompt"},
-      {{{"prompt", {1, 2}}, {"n", 2}}, "n"},
+      {{{"prompt", {1, 2}}, {"n", 0}}, "n"},
       {{{"prompt", {1, 2}}, {"stop", 5}}, "stop"},
       {{{"prompt", {1, 2}}, {"logprobs", 50}}, "logprobs"},
       {{{"prompt", {1, 2}}, {"stop", {""}}}, "stop"},
@@ -292,6 +294,99 @@ TEST_F(Serve, LogprobsAndSampling) {
                     {{"prompt", prompt_ids(6, 9)}, {"max_tokens", 5}, {"temperature", 0.7}, {"seed", 3},
                      {"top_k", 20}, {"presence_penalty", 0.5}, {"return_token_ids", true}});
   EXPECT_EQ(r["choices"][0]["token_ids"], again["choices"][0]["token_ids"]);
+}
+
+// bench serving's lengths: uniform in [min, len] per side (sglang's --random-range-ratio cannot
+// give inputs 32..1024 and outputs 32..512 at once), or [ratio * len, len]; all sent, all served.
+TEST_F(Serve, BenchServingLengthRanges) {
+  const std::string common = fmt::format("bench serving --port {} --num-prompts 12 --max-concurrency 4 --json ",
+                                         server_->port());
+  auto r = run_graphrt(common + "--random-input-len 40 --random-input-min-len 30 --random-output-len 6 "
+                                "--random-output-min-len 3 --random-vocab-size 512");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["completed"], 12);
+  const json& l = j["requested_lengths"];
+  EXPECT_GE(l["input_min"].get<int>(), 30);
+  EXPECT_LE(l["input_max"].get<int>(), 40);
+  EXPECT_LT(l["input_min"].get<int>(), l["input_max"].get<int>());  // 12 draws from 11 values
+  EXPECT_GE(l["output_min"].get<int>(), 3);
+  EXPECT_LE(l["output_max"].get<int>(), 6);
+  EXPECT_GE(j["total_output_tokens"].get<int>(), 12 * 3);
+  EXPECT_LE(j["total_output_tokens"].get<int>(), 12 * 6);
+  // Ratio 1: every length is the longest.
+  r = run_graphrt(common + "--random-input-len 20 --random-output-len 4 --random-range-ratio 1");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  j = json::parse(r.out);
+  EXPECT_EQ(j["total_input_tokens"], 12 * 20);
+  EXPECT_EQ(j["total_output_tokens"], 12 * 4);
+  r = run_graphrt(common + "--random-output-len 4 --random-output-min-len 5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.all.find("--random-output-min-len 5"), std::string::npos) << r.all;
+  // Some steps were planned while the device ran the one before.
+  EXPECT_GT(metric(*server_, "graphrt_step_host_overlapped_seconds_count"), 0);
+  EXPECT_GT(metric(*server_, "graphrt_step_host_seconds_count"), 0);
+}
+
+// n > 1: one choice per scheduler request, choice i sampled with seed + i; usage summed.
+TEST_F(Serve, SeveralChoicesStreamedAndNot) {
+  auto body = [](int n, int seed, bool stream) {
+    return json{{"prompt", prompt_ids(7, 4)}, {"max_tokens", 6}, {"temperature", 0.9}, {"seed", seed},
+                {"ignore_eos", true}, {"n", n}, {"return_token_ids", true}, {"stream", stream},
+                {"stream_options", {{"include_usage", true}}}};
+  };
+  json r = post(*server_, "/v1/completions", body(3, 11, false));
+  ASSERT_EQ(r["choices"].size(), 3u) << r.dump();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r["choices"][i]["index"], i);
+    json alone = post(*server_, "/v1/completions", body(1, 11 + i, false));
+    EXPECT_EQ(r["choices"][i]["token_ids"], alone["choices"][0]["token_ids"]) << "choice " << i;
+  }
+  EXPECT_EQ(r["usage"]["completion_tokens"], 18);
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 7);
+
+  // Streamed: chunks of both choices, one usage chunk and one [DONE] at the end.
+  auto c = server_->client();
+  std::map<int, std::vector<int>> ids;
+  int dones = 0, usages = 0;
+  SseReader sse;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = body(2, 11, true).dump();
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    for (const std::string& ev : sse.feed({d, n})) {
+      const auto payload = SseReader::data_of(ev);
+      if (!payload) continue;
+      if (*payload == "[DONE]") {
+        ++dones;
+        continue;
+      }
+      json j = json::parse(*payload);
+      EXPECT_EQ(dones, 0) << "a chunk after [DONE]";
+      if (j.contains("usage") && j["usage"].is_object()) {
+        ++usages;
+        EXPECT_EQ(j["usage"]["completion_tokens"], 12);
+      }
+      for (const json& ch : j["choices"])
+        for (int id : ch["token_ids"]) ids[ch["index"].get<int>()].push_back(id);
+    }
+    return true;
+  };
+  auto res = c.send(req);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(dones, 1);
+  EXPECT_EQ(usages, 1);
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(json(ids[0]), r["choices"][0]["token_ids"]);
+  EXPECT_EQ(json(ids[1]), r["choices"][1]["token_ids"]);
+
+  int status = 0;
+  json bad = post(*server_, "/v1/completions", body(17, 1, false), &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(bad["error"]["param"], "n");
 }
 
 TEST(GenerateText, ChatFileStopStringsAndJsonIds) {

@@ -1,12 +1,9 @@
 #include "runtime/batch_sampler.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 #include "memory/tensor_alloc.h"
-#include "ops/logit_processing.h"
-#include "ops/sampling.h"
 
 namespace grt {
 namespace {
@@ -18,42 +15,26 @@ Tensor i32(const std::vector<int32_t>& v, Device d) {
   return from_vector(v, Shape{static_cast<int64_t>(v.size())}, DType::I32, d);
 }
 
-// log_softmax of one host row at `id`, and its `top` most likely tokens (ties: lower id first).
-TokenLogprob row_logprobs(const float* x, int64_t vocab, int32_t id, int top) {
-  float mx = -INFINITY;
-  for (int64_t i = 0; i < vocab; ++i) mx = std::max(mx, x[i]);
-  double sum = 0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(x[i] - mx));
-  const float lse = mx + static_cast<float>(std::log(sum));
-  TokenLogprob out{id, x[id] - lse, {}};
-  if (top > 0) {
-    std::vector<int32_t> idx(static_cast<size_t>(vocab));
-    for (int64_t i = 0; i < vocab; ++i) idx[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-    const size_t k = std::min<size_t>(static_cast<size_t>(top), idx.size());
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<int64_t>(k), idx.end(),
-                      [&](int32_t a, int32_t b) { return x[a] != x[b] ? x[a] > x[b] : a < b; });
-    for (size_t j = 0; j < k; ++j) out.top.push_back({idx[j], x[idx[j]] - lse});
-  }
-  return out;
-}
-
 }  // namespace
 
-SampleResult sample_batch(const Tensor& logits, const std::vector<SampleRow>& rows) {
+SamplePlan prepare_sampling(const std::vector<SampleRow>& rows, int64_t vocab, Device d) {
   const size_t n = rows.size();
-  SampleResult res;
-  if (n == 0) return res;
-  GRT_CHECK(logits.defined() && logits.size(0) == static_cast<int64_t>(n), "sampling {} rows from logits {}", n,
-            logits.defined() ? logits.str() : "(undefined)");
-  const Device d = logits.device();
-  const int64_t vocab = logits.size(1);
-  bool process = false, greedy = true, want_lp = false;
-  for (const SampleRow& r : rows) {
-    process = process || r.params.has_penalties() || (r.params.min_p > 0 && r.params.temperature > 0);
-    greedy = greedy && r.params.temperature <= 0;
-    want_lp = want_lp || r.logprobs;
+  SamplePlan plan;
+  plan.rows = n;
+  if (n == 0) return plan;
+  for (size_t i = 0; i < n; ++i) {
+    const SampleRow& r = rows[i];
+    plan.process = plan.process || r.params.has_penalties() || (r.params.min_p > 0 && r.params.temperature > 0);
+    plan.greedy = plan.greedy && r.params.temperature <= 0;
+    if (r.logprobs) {
+      GRT_CHECK(r.top_logprobs >= 0 && r.top_logprobs <= ops::kMaxTopLogprobs,
+                "row {} asks for {} top logprobs; at most {}", i, r.top_logprobs, ops::kMaxTopLogprobs);
+      plan.lp_rows.push_back(static_cast<int32_t>(i));
+      plan.lp_top.push_back(r.top_logprobs);
+      plan.top = std::max(plan.top, r.top_logprobs);
+    }
   }
-  if (process) {
+  if (plan.process) {
     std::vector<float> freq(n), pres(n), rep(n), minp(n), temp(n);
     std::vector<int32_t> trow, tid, tcount;
     for (size_t i = 0; i < n; ++i) {
@@ -74,18 +55,14 @@ SampleResult sample_batch(const Tensor& logits, const std::vector<SampleRow>& ro
         }
       }
     }
-    ops::LogitProcessTensors t{f32(freq, d), f32(pres, d), f32(rep, d), f32(minp, d), f32(temp, d), {}, {}, {}};
+    plan.processing = {f32(freq, d), f32(pres, d), f32(rep, d), f32(minp, d), f32(temp, d), {}, {}, {}};
     if (!trow.empty()) {
-      t.token_rows = i32(trow, d);
-      t.token_ids = i32(tid, d);
-      t.token_counts = i32(tcount, d);
+      plan.processing.token_rows = i32(trow, d);
+      plan.processing.token_ids = i32(tid, d);
+      plan.processing.token_counts = i32(tcount, d);
     }
-    ops::process_logits(logits, t);
   }
-  Tensor ids;
-  if (greedy) {
-    ids = ops::argmax(logits);
-  } else {
+  if (!plan.greedy) {
     std::vector<float> temp(n), top_p(n);
     std::vector<int32_t> top_k(n), step(n);
     std::vector<int64_t> seed(n);
@@ -97,20 +74,62 @@ SampleResult sample_batch(const Tensor& logits, const std::vector<SampleRow>& ro
       step[i] = rows[i].step;
     }
     Shape s{static_cast<int64_t>(n)};
-    ops::SamplingTensors st{f32(temp, d), i32(top_k, d), f32(top_p, d), from_vector(seed, s, DType::I64, d),
-                            i32(step, d)};
-    ids = ops::sample(logits, st);
+    plan.sampling = {f32(temp, d), i32(top_k, d), f32(top_p, d), from_vector(seed, s, DType::I64, d), i32(step, d)};
   }
-  res.ids = to_host_vector<int32_t>(ids);
-  res.logprobs.resize(n);
-  if (want_lp) {
-    std::vector<float> host = to_host_floats(logits);
-    for (size_t i = 0; i < n; ++i)
-      if (rows[i].logprobs)
-        res.logprobs[i] = row_logprobs(host.data() + i * static_cast<size_t>(vocab), vocab, res.ids[i],
-                                       rows[i].top_logprobs);
+  if (!plan.lp_rows.empty()) plan.lp_rows_device = i32(plan.lp_rows, d);
+  return plan;
+}
+
+PendingSample enqueue_sampling(const Tensor& logits, const SamplePlan& plan) {
+  PendingSample p;
+  p.rows = plan.rows;
+  if (plan.rows == 0) return p;
+  GRT_CHECK(logits.defined() && logits.size(0) == static_cast<int64_t>(plan.rows), "sampling {} rows from logits {}",
+            plan.rows, logits.defined() ? logits.str() : "(undefined)");
+  if (plan.process) ops::process_logits(logits, plan.processing);
+  p.ids = plan.greedy ? ops::argmax(logits) : ops::sample(logits, plan.sampling);
+  if (!plan.lp_rows.empty()) {
+    p.lp = ops::token_logprobs(logits, p.ids, plan.lp_rows_device, plan.top);
+    p.lp_rows = plan.lp_rows;
+    p.lp_top = plan.lp_top;
+  }
+  p.logits = logits;
+  return p;
+}
+
+SampleResult wait_sampling(const PendingSample& p) {
+  SampleResult res;
+  if (p.rows == 0) return res;
+  res.ids = to_host_vector<int32_t>(p.ids);
+  res.logprobs.resize(p.rows);
+  if (p.lp_rows.empty()) return res;
+  const std::vector<float> lp = to_host_vector<float>(p.lp.logprob);
+  std::vector<int32_t> top_ids;
+  std::vector<float> top_lp;
+  int k = 0;
+  if (p.lp.top_ids.defined()) {
+    k = static_cast<int>(p.lp.top_ids.size(1));
+    top_ids = to_host_vector<int32_t>(p.lp.top_ids);
+    top_lp = to_host_vector<float>(p.lp.top_logprob);
+  }
+  for (size_t j = 0; j < p.lp_rows.size(); ++j) {
+    const auto row = static_cast<size_t>(p.lp_rows[j]);
+    TokenLogprob out{res.ids[row], lp[j], {}};
+    for (int t = 0; t < p.lp_top[j]; ++t) {
+      const size_t at = j * static_cast<size_t>(k) + static_cast<size_t>(t);
+      if (top_ids[at] < 0) break;  // fewer ranked tokens than asked
+      out.top.push_back({top_ids[at], top_lp[at]});
+    }
+    res.logprobs[row] = std::move(out);
   }
   return res;
+}
+
+SampleResult sample_batch(const Tensor& logits, const std::vector<SampleRow>& rows) {
+  if (rows.empty()) return {};
+  GRT_CHECK(logits.defined() && logits.rank() == 2, "sampling {} rows from logits {}", rows.size(),
+            logits.defined() ? logits.str() : "(undefined)");
+  return wait_sampling(enqueue_sampling(logits, prepare_sampling(rows, logits.size(1), logits.device())));
 }
 
 }  // namespace grt

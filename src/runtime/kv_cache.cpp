@@ -5,6 +5,7 @@
 
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
+#include "ops/scatter.h"
 
 namespace grt {
 
@@ -43,6 +44,25 @@ void ReqToTokenPool::write(int slot, int start, const std::vector<int32_t>& kv_s
   Tensor src = from_vector(kv_slots, Shape{static_cast<int64_t>(kv_slots.size())}, DType::I32, table_.device());
   Tensor dst = table_.select(0, slot).slice(0, start, start + static_cast<int64_t>(kv_slots.size()));
   current_stream(table_.device()).copy_async(dst.data(), src.data(), src.nbytes());
+}
+
+void ReqToTokenPool::write_many(const std::vector<Write>& writes) {
+  std::vector<int64_t> pairs;  // (flat offset into the table, KV slot)
+  const int64_t width = table_.size(1);
+  for (const Write& w : writes) {
+    GRT_CHECK(w.start >= 0 && w.start + static_cast<int64_t>(w.kv_slots.size()) <= max_context(),
+              "request positions [{}, {}) exceed the context length {}", w.start, w.start + w.kv_slots.size(),
+              max_context());
+    GRT_CHECK(w.slot >= 0 && w.slot < static_cast<int>(table_.size(0)), "request slot {} is not in [0, {})", w.slot,
+              table_.size(0));
+    for (size_t j = 0; j < w.kv_slots.size(); ++j) {
+      pairs.push_back(w.slot * width + w.start + static_cast<int64_t>(j));
+      pairs.push_back(w.kv_slots[j]);
+    }
+  }
+  if (pairs.empty()) return;
+  const auto n = static_cast<int64_t>(pairs.size() / 2);
+  ops::scatter_i32(table_, from_vector(pairs, Shape{n, 2}, DType::I64, table_.device()));
 }
 
 TokenToKVPool::TokenToKVPool(int num_layers, int64_t num_slots, int64_t kv_width, DType dtype, Device device)

@@ -30,6 +30,12 @@ class ReqToTokenPool {
   const Tensor& table() const { return table_; }
   // table[slot, start : start + kv_slots.size()] = kv_slots (stream-ordered on the current stream).
   void write(int slot, int start, const std::vector<int32_t>& kv_slots);
+  // Several writes as one upload and one scatter kernel (ops/scatter.h), for a whole step's batch.
+  struct Write {
+    int slot, start;
+    std::vector<int32_t> kv_slots;
+  };
+  void write_many(const std::vector<Write>& writes);
 
  private:
   Tensor table_;

@@ -48,9 +48,35 @@ struct Scheduler::Req {
   std::unique_ptr<TextStream> text;
   std::string unsent;           // text held back: it may start a stop string
   bool done = false;
+  int inflight = 0;             // tokens being sampled by the step in flight (not yet in output)
+  uint64_t planned = 0;         // the plan that last gave this request a row
 
-  bool decoding() const { return slot >= 0 && prefilled == static_cast<int>(fill.size()) && !output.empty(); }
-  int remaining_out() const { return std::max(0, p.max_tokens - static_cast<int>(output.size())); }
+  // Output length once the step in flight has delivered.
+  int out_len() const { return static_cast<int>(output.size()) + inflight; }
+  bool decoding() const { return slot >= 0 && prefilled == static_cast<int>(fill.size()) && out_len() > 0; }
+  int remaining_out() const { return std::max(0, p.max_tokens - out_len()); }
+};
+
+// One request's rows of a batch: `count` tokens from position `start`.
+struct Scheduler::Row {
+  Req* r = nullptr;
+  int start = 0, count = 0;
+  std::vector<int32_t> kv;  // KV slot of each token
+  bool decode = false;      // one token: the request's last output token (known only after a wait)
+  bool samples = false;     // this step samples the request's next token
+  int token_at = 0;         // index of the row's first token in the batch
+};
+
+struct Scheduler::Plan {
+  std::vector<Row> rows;  // prefill chunks (admission order), then decode rows
+  ForwardBatch b;
+  StepMode mode = StepMode::kExtend;
+  int prompt_tokens = 0;  // prefilled (recomputed tokens of retracted requests included)
+};
+
+struct Scheduler::InFlight {
+  std::vector<Req*> sampled;  // per sampled row, in logit order
+  PendingSample pending;
 };
 
 Scheduler::Scheduler(RunnerFactory factory, SchedulerOptions options)
@@ -198,28 +224,36 @@ void Scheduler::loop() {
   ready_cv_.notify_all();
   if (!ready_) return;
 
+  auto idle_now = [&] { return waiting_.empty() && running_.empty() && !inflight_; };
   while (true) {
     std::vector<std::function<void()>> tasks;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] {
-        return stopping_ || !inbox_.empty() || !tasks_.empty() || !waiting_.empty() || !running_.empty();
-      });
+      cv_.wait(lk, [&] { return stopping_ || !inbox_.empty() || !tasks_.empty() || !idle_now(); });
       tasks.swap(tasks_);
-      if (stopping_ && inbox_.empty() && waiting_.empty() && running_.empty() && tasks.empty()) break;
+      if (stopping_ && inbox_.empty() && idle_now() && tasks.empty()) break;
     }
-    for (auto& t : tasks) t();
     try {
+      if (!tasks.empty() && inflight_) {  // tasks see the runner between steps, nothing in flight
+        complete();
+        flush_outbox();
+        running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& r) { return r->done; }),
+                       running_.end());
+      }
+      for (auto& t : tasks) t();
       step();
     } catch (const std::exception& e) {
       // A failed step must not take the server down: fail what was in flight, keep serving.
       GRT_ERROR("scheduler step failed: {}", e.what());
+      flush_outbox();  // the tokens already emitted go before the aborts
+      inflight_.reset();
       for (auto& r : running_) finish(*r, FinishReason::kAbort, e.what());
       for (auto& r : waiting_) finish(*r, FinishReason::kAbort, e.what());
       running_.clear();
       waiting_.clear();
+      retired_.clear();
     }
-    if (stopping_ && waiting_.empty() && running_.empty()) {
+    if (stopping_ && idle_now()) {
       std::lock_guard<std::mutex> g(mu_);
       if (inbox_.empty() && tasks_.empty()) break;
     }
@@ -273,13 +307,21 @@ void Scheduler::finish(Req& r, FinishReason why, const std::string& error) {
 }
 
 void Scheduler::drop_cancelled() {
-  auto gone = [&](std::unique_ptr<Req>& r) {
-    if (!r->handle->cancelled()) return false;
-    finish(*r, FinishReason::kAbort, "aborted");
-    return true;
+  auto sweep = [&](auto& list) {
+    auto keep = list.begin();
+    for (auto it = list.begin(); it != list.end(); ++it) {
+      if (!(*it)->handle->cancelled()) {
+        if (keep != it) *keep = std::move(*it);
+        ++keep;
+        continue;
+      }
+      finish(**it, FinishReason::kAbort, "aborted");
+      if (inflight_) retired_.push_back(std::move(*it));  // the step in flight may name it
+    }
+    list.erase(keep, list.end());
   };
-  running_.erase(std::remove_if(running_.begin(), running_.end(), gone), running_.end());
-  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), gone), waiting_.end());
+  sweep(running_);
+  sweep(waiting_);
 }
 
 namespace {
@@ -299,11 +341,9 @@ size_t held_suffix(const std::string& s, const std::vector<std::string>& stops) 
 void Scheduler::emit(Req& r, int32_t id, const TokenLogprob* lp) {
   const auto now = Clock::now();
   const bool first = r.output.empty() && r.p.prompt.size() == r.fill.size();
-  metrics_.update([&](ServingSnapshot& s) {
-    ++s.generation_tokens;
-    if (first) s.ttft.observe(std::chrono::duration<double>(now - r.arrival).count());
-    else s.itl.observe(std::chrono::duration<double>(now - r.last_token).count());
-  });
+  ++outbox_.tokens;
+  (first ? outbox_.ttft : outbox_.itl)
+      .push_back(std::chrono::duration<double>(now - (first ? r.arrival : r.last_token)).count());
   r.last_token = now;
   r.output.push_back(id);
   RequestEvent ev;
@@ -342,7 +382,7 @@ void Scheduler::emit(Req& r, int32_t id, const TokenLogprob* lp) {
                static_cast<int>(r.p.prompt.size() + r.output.size()) >= limits_.max_context))
     fin = FinishReason::kLength;
   if (!fin) {
-    r.handle->post(std::move(ev));
+    outbox_.events.emplace_back(r.handle, std::move(ev));
     return;
   }
   // The final event carries this token and the rest of the text.
@@ -352,13 +392,37 @@ void Scheduler::emit(Req& r, int32_t id, const TokenLogprob* lp) {
   ev.text += r.unsent;
   r.unsent.clear();
   if (r.text) ev.text += r.text->finish();
-  const double e2e = std::chrono::duration<double>(now - r.arrival).count();
+  (*fin == FinishReason::kStop ? outbox_.stop : outbox_.length)++;
+  outbox_.e2e.push_back(std::chrono::duration<double>(now - r.arrival).count());
+  outbox_.events.emplace_back(r.handle, std::move(ev));
+  ++outbox_.finished;
+}
+
+void Scheduler::flush_outbox() {
+  Outbox o;
+  std::swap(o, outbox_);
+  if (o.events.empty()) return;
   metrics_.update([&](ServingSnapshot& s) {
-    (*fin == FinishReason::kStop ? s.requests_stop : s.requests_length)++;
-    s.e2e.observe(e2e);
+    s.generation_tokens += o.tokens;
+    for (double x : o.ttft) s.ttft.observe(x);
+    for (double x : o.itl) s.itl.observe(x);
+    for (double x : o.e2e) s.e2e.observe(x);
+    s.requests_stop += o.stop;
+    s.requests_length += o.length;
   });
-  r.handle->post(std::move(ev));
-  --in_flight_;
+  for (auto& [h, ev] : o.events) h->post(std::move(ev));
+  in_flight_ -= o.finished;
+}
+
+// Back into the queue in arrival order (FCFS), KV and slot freed; recomputed from prompt + output.
+void Scheduler::retract(std::unique_ptr<Req> r) {
+  release(*r);
+  r->fill = r->p.prompt;
+  r->fill.insert(r->fill.end(), r->output.begin(), r->output.end());
+  r->prefilled = 0;
+  auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](const auto& w) { return w->id > r->id; });
+  waiting_.insert(pos, std::move(r));
+  metrics_.update([](ServingSnapshot& s) { ++s.retractions; });
 }
 
 // Retracts the newest decoding request (SGLang retracts by most recent); false when none.
@@ -368,40 +432,25 @@ bool Scheduler::retract_for(int64_t needed) {
   while (kp.available() < needed) {
     auto it = std::find_if(running_.rbegin(), running_.rend(), [](const auto& r) { return r->slot >= 0; });
     if (it == running_.rend()) break;
-    Req& r = **it;
-    const bool was_decoding = r.decoding();
-    release(r);
-    r.fill = r.p.prompt;
-    r.fill.insert(r.fill.end(), r.output.begin(), r.output.end());
-    r.prefilled = 0;
-    if (was_decoding) needed -= 1;
+    if ((*it)->decoding()) needed -= 1;
     std::unique_ptr<Req> moved = std::move(*it);
     running_.erase(std::next(it).base());
-    // Back into the queue in arrival order (FCFS).
-    auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](const auto& w) { return w->id > moved->id; });
-    waiting_.insert(pos, std::move(moved));
-    metrics_.update([](ServingSnapshot& s) { ++s.retractions; });
+    retract(std::move(moved));
     any = true;
   }
   if (any) new_token_ratio_ = options_.init_new_token_ratio;
   return any;
 }
 
-void Scheduler::step() {
-  drain_inbox();
-  drop_cancelled();
-  if (waiting_.empty() && running_.empty()) {
-    metrics_.update([&](ServingSnapshot& s) {
-      s.running = 0;
-      s.waiting = 0;
-      s.kv_used = 0;
-      s.slots_used = 0;
-    });
-    return;
-  }
-  const auto t0 = Clock::now();
+bool Scheduler::plan(Plan& out, bool ahead) {
+  const uint64_t plan_id = ++plans_;
   ReqToTokenPool& rp = runner_->req_pool();
   TokenToKVPool& kp = runner_->kv_pool();
+  // Ahead of a step in flight, a request that step certainly ends (length) gets no row.
+  auto ends = [&](const Req& r) {
+    return ahead && r.inflight > 0 &&
+           (r.out_len() >= r.p.max_tokens || static_cast<int>(r.p.prompt.size()) + r.out_len() >= limits_.max_context);
+  };
 
   // Admission (FCFS): a free slot, and KV for the whole fill plus a share of the output, beyond
   // what the running requests are expected to still need.
@@ -411,7 +460,6 @@ void Scheduler::step() {
   };
   int64_t reserved = 0;
   for (const auto& r : running_) reserved += reserve(*r);
-  bool retracted_now = false;
   while (!waiting_.empty() && rp.available() > 0) {
     Req& w = *waiting_.front();
     const int64_t need = reserve(w);
@@ -426,27 +474,25 @@ void Scheduler::step() {
 
   bool has_prefill = false;
   int decoders = 0;
-  for (const auto& r : running_) {
-    if (r->prefilled < static_cast<int>(r->fill.size())) has_prefill = true;
-    else if (r->decoding()) ++decoders;
-  }
-  bool with_decodes = decoders > 0 && (!has_prefill || options_.enable_mixed_chunk);
-  if (with_decodes && kp.available() < decoders) {
-    retracted_now = retract_for(decoders);
-    decoders = 0;
+  auto count = [&] {
     has_prefill = false;
+    decoders = 0;
     for (const auto& r : running_) {
       if (r->prefilled < static_cast<int>(r->fill.size())) has_prefill = true;
-      else if (r->decoding()) ++decoders;
+      else if (r->decoding() && !ends(*r)) ++decoders;
     }
+  };
+  count();
+  bool with_decodes = decoders > 0 && (!has_prefill || options_.enable_mixed_chunk);
+  if (with_decodes && kp.available() < decoders) {
+    if (ahead) return false;  // retract only when nothing is in flight
+    retract_for(decoders);
+    count();
     with_decodes = decoders > 0 && (!has_prefill || options_.enable_mixed_chunk);
   }
-  (void)retracted_now;
 
-  // Build the batch: prefill chunks first (admission order), then decode rows.
-  ForwardBatch b;
-  std::vector<Req*> members;
-  std::vector<bool> samples;  // per member: does this step sample its next token
+  // Prefill chunks first (admission order), then decode rows.
+  out = Plan{};
   int budget = options_.chunked_prefill_size;
   int64_t kv_for_prefill = kp.available() - (with_decodes ? decoders : 0);
   for (auto& up : running_) {
@@ -456,120 +502,191 @@ void Scheduler::step() {
     const int chunk = static_cast<int>(std::min<int64_t>({left, budget, kv_for_prefill}));
     budget -= chunk;
     kv_for_prefill -= chunk;
-    std::vector<int32_t> kv = kp.alloc(chunk);
-    rp.write(r.slot, r.prefilled, kv);
-    r.kv.insert(r.kv.end(), kv.begin(), kv.end());
-    b.extend_start_loc.push_back(static_cast<int32_t>(b.input_ids.size()));
-    for (int j = 0; j < chunk; ++j) {
-      const int pos = r.prefilled + j;
-      b.input_ids.push_back(r.fill[static_cast<size_t>(pos)]);
-      b.positions.push_back(pos);
-      b.out_cache_loc.push_back(kv[static_cast<size_t>(j)]);
-    }
-    b.prefix_lens.push_back(r.prefilled);
-    b.extend_lens.push_back(chunk);
-    b.seq_lens.push_back(r.prefilled + chunk);
+    Row row;
+    row.r = &r;
+    row.start = r.prefilled;
+    row.count = chunk;
+    row.kv = kp.alloc(chunk);
+    r.kv.insert(r.kv.end(), row.kv.begin(), row.kv.end());
     r.prefilled += chunk;
-    members.push_back(&r);
-    samples.push_back(r.prefilled == static_cast<int>(r.fill.size()));
+    r.planned = plan_id;
+    row.samples = r.prefilled == static_cast<int>(r.fill.size());
+    out.prompt_tokens += chunk;
+    out.rows.push_back(std::move(row));
   }
-  const bool prefill_rows = !members.empty();
-  int prompt_tokens = 0;  // prefilled this step (recomputed tokens of retracted requests included)
-  for (int32_t n : b.extend_lens) prompt_tokens += n;
+  const bool prefill_rows = !out.rows.empty();
   if (!prefill_rows) with_decodes = decoders > 0;  // nothing could be prefilled: decode instead
   if (with_decodes && kp.available() < decoders) {
+    if (ahead) return false;  // nothing allocated: no prefill rows
     retract_for(decoders);
-    decoders = 0;
-    for (const auto& r : running_)
-      if (r->decoding()) ++decoders;
+    count();
   }
   if (with_decodes) {
     for (auto& up : running_) {
       Req& r = *up;
-      if (!r.decoding() || std::find(members.begin(), members.end(), &r) != members.end()) continue;
-      const int pos = static_cast<int>(r.p.prompt.size() + r.output.size()) - 1;
-      std::vector<int32_t> kv = kp.alloc(1);
-      rp.write(r.slot, pos, kv);
-      r.kv.push_back(kv[0]);
-      if (prefill_rows) {  // MIXED: a decode row is an extend of one token
-        b.extend_start_loc.push_back(static_cast<int32_t>(b.input_ids.size()));
-        b.prefix_lens.push_back(pos);
-        b.extend_lens.push_back(1);
-      }
-      b.input_ids.push_back(r.output.back());
-      b.positions.push_back(pos);
-      b.out_cache_loc.push_back(kv[0]);
-      b.seq_lens.push_back(pos + 1);
-      members.push_back(&r);
-      samples.push_back(true);
+      if (!r.decoding() || ends(r) || r.planned == plan_id) continue;
+      Row row;
+      row.r = &r;
+      row.start = static_cast<int>(r.p.prompt.size()) + r.out_len() - 1;
+      row.count = 1;
+      row.kv = kp.alloc(1);
+      r.kv.push_back(row.kv[0]);
+      row.decode = row.samples = true;
+      out.rows.push_back(std::move(row));
     }
   }
-  if (members.empty()) {
+  if (out.rows.empty()) {
     // Nothing could run: KV is held by partial prefills. Retract the newest to make room.
-    if (running_.size() > 1) {
-      Req& r = *running_.back();
-      release(r);
-      r.fill = r.p.prompt;
-      r.fill.insert(r.fill.end(), r.output.begin(), r.output.end());
-      r.prefilled = 0;
+    if (!ahead && running_.size() > 1) {
       auto moved = std::move(running_.back());
       running_.pop_back();
-      auto pos = std::find_if(waiting_.begin(), waiting_.end(), [&](const auto& w) { return w->id > moved->id; });
-      waiting_.insert(pos, std::move(moved));
-      metrics_.update([](ServingSnapshot& s) { ++s.retractions; });
+      retract(std::move(moved));
     }
-    return;
+    return false;
   }
-  const StepMode mode = !prefill_rows ? StepMode::kDecode : with_decodes ? StepMode::kMixed : StepMode::kExtend;
-  b.mode = prefill_rows ? ForwardMode::EXTEND : ForwardMode::DECODE;
-  std::vector<SampleRow> rows;
-  for (size_t i = 0; i < members.size(); ++i) {
-    Req& r = *members[i];
+  out.mode = !prefill_rows ? StepMode::kDecode : with_decodes ? StepMode::kMixed : StepMode::kExtend;
+  assemble(out);
+  return true;
+}
+
+void Scheduler::assemble(Plan& p) {
+  ForwardBatch& b = p.b;
+  b = ForwardBatch{};
+  const bool extend = p.mode != StepMode::kDecode;  // MIXED: a decode row is an extend of one token
+  b.mode = extend ? ForwardMode::EXTEND : ForwardMode::DECODE;
+  for (size_t i = 0; i < p.rows.size(); ++i) {
+    Row& row = p.rows[i];
+    Req& r = *row.r;
+    row.token_at = static_cast<int>(b.input_ids.size());
+    if (extend) {
+      b.extend_start_loc.push_back(row.token_at);
+      b.prefix_lens.push_back(row.start);
+      b.extend_lens.push_back(row.count);
+    }
+    for (int j = 0; j < row.count; ++j) {
+      const int pos = row.start + j;
+      // Decode rows get their id at launch (it may still be sampled on the device).
+      b.input_ids.push_back(row.decode ? 0 : r.fill[static_cast<size_t>(pos)]);
+      b.positions.push_back(pos);
+      b.out_cache_loc.push_back(row.kv[static_cast<size_t>(j)]);
+    }
+    b.seq_lens.push_back(row.start + row.count);
     b.req_pool_indices.push_back(r.slot);
     b.sampling.push_back(r.p.sampling);
-    b.sample_steps.push_back(static_cast<int32_t>(r.output.size()));
-    if (samples[i]) {
-      b.logit_requests.push_back(static_cast<int32_t>(i));
-      SampleRow row;
-      row.params = r.p.sampling;
-      row.step = static_cast<int32_t>(r.output.size());
-      row.generated = &r.output;
-      row.logprobs = r.p.logprobs;
-      row.top_logprobs = r.p.top_logprobs;
-      rows.push_back(row);
-    }
+    if (row.samples) b.logit_requests.push_back(static_cast<int32_t>(i));
   }
+}
+
+Clock::time_point Scheduler::launch(Plan& p) {
+  ForwardBatch& b = p.b;
+  std::vector<ReqToTokenPool::Write> writes;
+  writes.reserve(p.rows.size());
+  std::vector<SampleRow> rows;
+  auto f = std::make_unique<InFlight>();
+  b.sample_steps.clear();
+  for (Row& row : p.rows) {
+    Req& r = *row.r;
+    if (row.decode) b.input_ids[static_cast<size_t>(row.token_at)] = r.output.back();
+    b.sample_steps.push_back(static_cast<int32_t>(r.output.size()));
+    writes.push_back({r.slot, row.start, row.kv});
+    if (!row.samples) continue;
+    SampleRow s;
+    s.params = r.p.sampling;
+    s.step = static_cast<int32_t>(r.output.size());
+    s.generated = &r.output;
+    s.logprobs = r.p.logprobs;
+    s.top_logprobs = r.p.top_logprobs;
+    rows.push_back(s);
+    f->sampled.push_back(&r);
+  }
+  // Uploads first: on CUDA an upload waits for the stream, so none may follow the forward.
+  runner_->req_pool().write_many(writes);
+  const SamplePlan sp = prepare_sampling(rows, limits_.vocab_size, runner_->device());
   const uint64_t dec0 = runner_->decode_graphs() ? runner_->decode_graphs()->replay_count() : 0;
   const uint64_t pw0 = runner_->piecewise_graphs() ? runner_->piecewise_graphs()->replay_count() : 0;
-  const auto t1 = Clock::now();
+  const auto t_forward = Clock::now();
   Tensor logits = runner_->forward(b);
-  SampleResult res = sample_batch(logits, rows);
-  const auto t2 = Clock::now();
+  f->pending = enqueue_sampling(logits, sp);
   const bool on_graph = (runner_->decode_graphs() && runner_->decode_graphs()->replay_count() != dec0) ||
                         (runner_->piecewise_graphs() && runner_->piecewise_graphs()->replay_count() != pw0);
-
-  size_t k = 0;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (!samples[i]) continue;
-    Req& r = *members[i];
-    emit(r, res.ids[k], r.p.logprobs ? &res.logprobs[k] : nullptr);
-    ++k;
-  }
-  running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& r) { return r->done; }),
-                 running_.end());
-  if (mode == StepMode::kDecode)
+  for (Req* r : f->sampled) r->inflight = 1;
+  inflight_ = std::move(f);
+  if (p.mode == StepMode::kDecode)
     new_token_ratio_ = std::max(options_.min_new_token_ratio, new_token_ratio_ - options_.new_token_ratio_decay);
-  const auto t3 = Clock::now();
-  const double host = std::chrono::duration<double>((t1 - t0) + (t3 - t2)).count();
+  metrics_.update([&](ServingSnapshot& s) {
+    s.prompt_tokens += static_cast<uint64_t>(p.prompt_tokens);
+    (on_graph ? s.graph_steps : s.eager_steps)[static_cast<size_t>(p.mode)]++;
+  });
+  return t_forward;
+}
+
+Clock::time_point Scheduler::complete() {
+  if (!inflight_) return Clock::now();
+  std::unique_ptr<InFlight> f = std::move(inflight_);
+  for (Req* r : f->sampled) r->inflight = 0;  // before anything can throw
+  const SampleResult res = wait_sampling(f->pending);
+  const auto ready = Clock::now();
+  for (size_t k = 0; k < f->sampled.size(); ++k) {
+    Req& r = *f->sampled[k];
+    if (!r.done) emit(r, res.ids[k], r.p.logprobs ? &res.logprobs[k] : nullptr);
+  }
+  retired_.clear();
+  return ready;
+}
+
+void Scheduler::step() {
+  using Sec = std::chrono::duration<double>;
+  const auto t0 = Clock::now();
+  drain_inbox();
+  drop_cancelled();
+  std::unique_ptr<Plan> next;
+  double overlapped = 0;
+  bool ahead = false;  // the step launched below was planned while the device ran the last one
+  auto host_from = t0;
+  if (inflight_) {
+    // While the device runs the step in flight: plan the next one.
+    next = std::make_unique<Plan>();
+    if (!plan(*next, true)) next.reset();
+    const auto t1 = Clock::now();
+    overlapped = Sec(t1 - t0).count();
+    host_from = complete();
+    if (next && std::any_of(next->rows.begin(), next->rows.end(), [](const Row& r) { return r.r->done; })) {
+      // Requests that just ended (eos, stop): their rows go, their KV was freed with them.
+      next->rows.erase(std::remove_if(next->rows.begin(), next->rows.end(), [](const Row& r) { return r.r->done; }),
+                       next->rows.end());
+      if (next->rows.empty()) {
+        next.reset();
+      } else {
+        bool prefill = false, decode = false;
+        next->prompt_tokens = 0;
+        for (const Row& r : next->rows) {
+          (r.decode ? decode : prefill) = true;
+          if (!r.decode) next->prompt_tokens += r.count;
+        }
+        next->mode = !prefill ? StepMode::kDecode : decode ? StepMode::kMixed : StepMode::kExtend;
+        assemble(*next);
+      }
+    }
+    running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& r) { return r->done; }),
+                   running_.end());
+    ahead = next != nullptr;
+  }
+  if (!next && (!waiting_.empty() || !running_.empty())) {
+    next = std::make_unique<Plan>();
+    if (!plan(*next, false)) next.reset();
+  }
+  double host = 0;
+  if (next) host = Sec(launch(*next) - host_from).count();
+  // Events of the step just completed go out while the device runs the next one.
+  flush_outbox();
   int slots_used = 0;
   for (const auto& r : running_) slots_used += r->slot >= 0;
   metrics_.update([&](ServingSnapshot& s) {
-    s.prompt_tokens += static_cast<uint64_t>(prompt_tokens);
-    (on_graph ? s.graph_steps : s.eager_steps)[static_cast<size_t>(mode)]++;
-    s.step_host.observe(host);
+    if (next) s.step_host.observe(host);
+    if (ahead) s.step_host_overlapped.observe(overlapped);
     s.running = static_cast<int>(running_.size());
     s.waiting = static_cast<int>(waiting_.size());
-    s.kv_used = kp.capacity() - kp.available();
+    s.kv_used = runner_->kv_pool().capacity() - runner_->kv_pool().available();
     s.slots_used = slots_used;
   });
 }

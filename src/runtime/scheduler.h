@@ -10,6 +10,14 @@
 // piecewise graphs). Otherwise every running request decodes one token (DECODE graphs). When the
 // KV cache cannot hold the next decode tokens, the newest running requests are retracted: their KV
 // and slot freed, requeued, recomputed later from prompt + output so far (same tokens).
+//
+// Overlap: a step's forward and sampling are enqueued on the device without waiting; while they
+// run, the scheduler drains the inbox, drops cancelled requests, admits and plans the next batch
+// and builds all of its host vectors except the input ids of rows whose token is being sampled.
+// Then it waits for the sampled ids, emits them, removes the rows of requests that just finished
+// (eos, stop) from the planned batch, fills in the missing ids and enqueues it. A plan that would
+// need a retraction is not made ahead; the step is then planned after the wait as before. The
+// events of the completed step are posted after the next step is enqueued.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -80,15 +88,29 @@ class Scheduler {
 
  private:
   struct Req;
+  struct Row;
+  struct Plan;
+  struct InFlight;
   void loop();
   void step();
+  // Plans the next batch into `plan`; false when nothing can run. `ahead`: a step is in flight
+  // (its sampled tokens unknown): no retraction, and requests it certainly ends are left out.
+  bool plan(Plan& plan, bool ahead);
+  void assemble(Plan& plan);  // the batch's host vectors from its rows
+  // Enqueues forward + sampling (becomes inflight_); returns when the forward was called.
+  std::chrono::steady_clock::time_point launch(Plan& plan);
+  // Waits for inflight_'s tokens and emits them; returns when they were ready.
+  std::chrono::steady_clock::time_point complete();
+  void retract(std::unique_ptr<Req> r);
   void drain_inbox();
   void drop_cancelled();
-  void admit_and_build();
   bool retract_for(int64_t tokens_needed);
   void release(Req& r);
   void finish(Req& r, FinishReason why, const std::string& error = {});
+  // Records the token's event in outbox_ (and finishes the request on a stop or length).
   void emit(Req& r, int32_t id, const TokenLogprob* lp);
+  // Posts outbox_'s events and adds its numbers to the metrics.
+  void flush_outbox();
 
   RunnerFactory factory_;
   SchedulerOptions options_;
@@ -109,6 +131,17 @@ class Scheduler {
   std::deque<std::unique_ptr<Req>> waiting_;
   std::vector<std::unique_ptr<Req>> running_;  // admission order
   double new_token_ratio_ = 0.7;
+  // A step's events and metrics, posted after the next step is enqueued (off the device's path).
+  struct Outbox {
+    std::vector<std::pair<std::shared_ptr<RequestHandle>, RequestEvent>> events;
+    std::vector<double> ttft, itl, e2e;
+    uint64_t tokens = 0, stop = 0, length = 0;
+    int finished = 0;
+  };
+  Outbox outbox_;
+  std::unique_ptr<InFlight> inflight_;
+  uint64_t plans_ = 0;
+  std::vector<std::unique_ptr<Req>> retired_;  // dropped while a step that names them is in flight
   std::thread thread_;
 };
 

@@ -24,6 +24,6 @@ std::vector<double> host_bounds() {
 }  // namespace
 
 ServingSnapshot::ServingSnapshot()
-    : ttft(latency_bounds()), itl(latency_bounds()), e2e(latency_bounds()), step_host(host_bounds()) {}
+    : ttft(latency_bounds()), itl(latency_bounds()), e2e(latency_bounds()), step_host(host_bounds()), step_host_overlapped(host_bounds()) {}
 
 }  // namespace grt

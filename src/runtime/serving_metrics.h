@@ -29,7 +29,10 @@ struct ServingSnapshot {
   int running = 0, waiting = 0;
   int64_t kv_used = 0, kv_total = 0;
   int slots_used = 0, slots_total = 0;
-  Histogram ttft, itl, e2e, step_host;
+  // step_host: host time per step that the device waits for (from the previous step's tokens
+  // being ready to the next forward being called); step_host_overlapped: for the steps planned
+  // ahead, the planning done while the device ran the previous step.
+  Histogram ttft, itl, e2e, step_host, step_host_overlapped;
   ServingSnapshot();
 };
 

@@ -132,7 +132,11 @@ int max_tokens_field(const json& b, const char* name, int dflt) {
 
 void common_openai(const json& b, ApiRequest& r) {
   if (b.contains("model") && !b["model"].is_null() && !b["model"].is_string()) bad("model", "'model' must be a string");
-  if (b.contains("n") && !b["n"].is_null() && integer(b["n"], "n") != 1) bad("n", "only n = 1 is supported");
+  if (b.contains("n") && !b["n"].is_null()) {
+    const int64_t n = integer(b["n"], "n");
+    if (n < 1 || n > kMaxChoices) bad("n", fmt::format("'n' is {} but must be in [1, {}]", n, kMaxChoices));
+    r.n = static_cast<int>(n);
+  }
   if (b.contains("stream") && !b["stream"].is_null()) r.stream = boolean(b["stream"], "stream");
   if (b.contains("stream_options") && b["stream_options"].is_object() &&
       b["stream_options"].contains("include_usage"))
@@ -229,8 +233,16 @@ ApiRequest parse_api_request(ApiKind kind, const std::string& body, const TextSu
   return r;
 }
 
-ApiResponse::ApiResponse(const ApiRequest& req, std::string id, std::string model, const TextSupport& text)
-    : req_(req), id_(std::move(id)), model_(std::move(model)), text_(text) {
+RequestParams choice_params(const ApiRequest& req, int i) {
+  RequestParams p = req.params;
+  // Seeds are in [0, 2^63): wrap there.
+  p.sampling.seed = (p.sampling.seed + static_cast<uint64_t>(i)) & ((uint64_t{1} << 63) - 1);
+  return p;
+}
+
+ApiResponse::ApiResponse(const ApiRequest& req, std::string id, std::string model, const TextSupport& text, int index,
+                         bool closes)
+    : req_(req), id_(std::move(id)), model_(std::move(model)), text_(text), index_(index), closes_(closes) {
   created_ = static_cast<long>(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   prompt_tokens_ = static_cast<int>(req.params.prompt.size());
@@ -292,7 +304,7 @@ json ApiResponse::body() const {
     }
     return {{"text", text_out_}, {"output_ids", ids_}, {"meta_info", meta}};
   }
-  json choice = {{"index", 0}, {"finish_reason", finish}};
+  json choice = {{"index", index_}, {"finish_reason", finish}};
   if (!matched_.empty()) choice["matched_stop"] = matched_;
   choice["logprobs"] = req_.params.logprobs ? logprobs_json(lps_) : json();
   if (req_.return_token_ids) choice["token_ids"] = ids_;
@@ -311,7 +323,7 @@ json ApiResponse::chunk(const RequestEvent& ev) {
     json j = body();
     return j;
   }
-  json choice = {{"index", 0}, {"finish_reason", ev.finish ? json(finish_reason_name(*ev.finish)) : json()}};
+  json choice = {{"index", index_}, {"finish_reason", ev.finish ? json(finish_reason_name(*ev.finish)) : json()}};
   if (!ev.matched_stop.empty()) choice["matched_stop"] = ev.matched_stop;
   choice["logprobs"] = req_.params.logprobs && !ev.logprobs.empty() ? logprobs_json(ev.logprobs) : json();
   if (req_.return_token_ids) choice["token_ids"] = ev.ids;
@@ -339,7 +351,7 @@ std::string ApiResponse::sse(const RequestEvent& ev) {
     return out;
   }
   out += "data: " + chunk(ev).dump() + "\n\n";
-  if (ev.finish) {
+  if (ev.finish && closes_) {
     if (req_.include_usage && req_.kind != ApiKind::kGenerate) {
       json u = {{"id", id_},
                 {"object", req_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
@@ -351,6 +363,39 @@ std::string ApiResponse::sse(const RequestEvent& ev) {
     }
     out += "data: [DONE]\n\n";
   }
+  return out;
+}
+
+json ApiResponse::merge(const std::vector<std::unique_ptr<ApiResponse>>& choices) {
+  json out = choices.front()->body();
+  int completion = 0;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (i > 0) out["choices"].push_back(choices[i]->body()["choices"][0]);
+    completion += choices[i]->completion_tokens_;
+  }
+  const int prompt = choices.front()->prompt_tokens_;
+  out["usage"] = {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  return out;
+}
+
+std::string ApiResponse::close_stream(const std::vector<std::unique_ptr<ApiResponse>>& choices) {
+  std::string out;
+  const ApiResponse& first = *choices.front();
+  if (first.req_.include_usage && first.req_.kind != ApiKind::kGenerate) {
+    int completion = 0;
+    for (const auto& c : choices) completion += c->completion_tokens_;
+    json u = {{"id", first.id_},
+              {"object", first.req_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+              {"created", first.created_},
+              {"model", first.model_},
+              {"choices", json::array()},
+              {"usage",
+               {{"prompt_tokens", first.prompt_tokens_},
+                {"completion_tokens", completion},
+                {"total_tokens", first.prompt_tokens_ + completion}}}};
+    out += "data: " + u.dump() + "\n\n";
+  }
+  out += "data: [DONE]\n\n";
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,16 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool return_token_ids = false;
   int completion_logprobs = -1;  // completions: `logprobs` (top count), -1: off
+  // OpenAI's `n`: choices per request, each its own scheduler request; choice i samples with
+  // seed + i (greedy choices are all the same).
+  int n = 1;
 };
+
+// Most choices one request may ask for.
+constexpr int kMaxChoices = 16;
+
+// The scheduler request of choice `i` (its seed moved by i).
+RequestParams choice_params(const ApiRequest& req, int i);
 
 // Parses the body; RequestRejected(kInvalid, field) on any bad value.
 ApiRequest parse_api_request(ApiKind kind, const std::string& body, const TextSupport& text);
@@ -29,12 +39,21 @@ ApiRequest parse_api_request(ApiKind kind, const std::string& body, const TextSu
 // Accumulates one request's events into its response.
 class ApiResponse {
  public:
-  ApiResponse(const ApiRequest& req, std::string id, std::string model, const TextSupport& text);
+  // `index`: the choice this response carries; `closes`: its stream ends with the usage chunk and
+  // [DONE] (false when it is one of several choices: close_stream() ends the stream then).
+  ApiResponse(const ApiRequest& req, std::string id, std::string model, const TextSupport& text, int index = 0,
+              bool closes = true);
   // Non-streamed: adds the event to the result.
   void add(const RequestEvent& ev);
   nlohmann::json body() const;
   // Streamed: the SSE "data: ..." lines this event produces (usage and [DONE] after the last).
   std::string sse(const RequestEvent& ev);
+  int completion_tokens() const { return completion_tokens_; }
+
+  // Several choices of one request: one body with every choice and the usage summed.
+  static nlohmann::json merge(const std::vector<std::unique_ptr<ApiResponse>>& choices);
+  // The end of a stream of several choices: the usage chunk (when asked) and [DONE].
+  static std::string close_stream(const std::vector<std::unique_ptr<ApiResponse>>& choices);
 
  private:
   nlohmann::json logprobs_json(const std::vector<TokenLogprob>& lps) const;
@@ -51,6 +70,8 @@ class ApiResponse {
   std::string finish_, matched_;
   int prompt_tokens_ = 0, completion_tokens_ = 0;
   bool sent_role_ = false;
+  int index_ = 0;
+  bool closes_ = true;
 };
 
 // {"error": {"message", "type", "param", "code"}} as OpenAI answers errors.

@@ -129,56 +129,88 @@ void HttpServer::routes() {
       if (draining_) return send_error(res, 503, "the server is shutting down");
       if (!scheduler_.ready()) return send_error(res, 503, "the model is still loading");
       auto api = std::make_shared<ApiRequest>();
-      std::shared_ptr<RequestHandle> h;
+      auto hs = std::make_shared<std::vector<std::shared_ptr<RequestHandle>>>();
       try {
         *api = parse_api_request(kind, req.body, text_);
         if (api->params.max_tokens < 0)  // chat without a limit: the rest of the context
           api->params.max_tokens =
               std::max(0, scheduler_.limits().max_context - static_cast<int>(api->params.prompt.size()));
-        h = scheduler_.submit(api->params);
+        for (int i = 0; i < api->n; ++i) hs->push_back(scheduler_.submit(choice_params(*api, i)));
       } catch (const RequestRejected& e) {
+        for (auto& h : *hs) h->cancel();  // choices submitted before one was refused
         return send_error(res, e.kind() == RequestRejected::Kind::kInvalid ? 400 : 503, e.what(), e.param());
       }
       const char* prefix = kind == ApiKind::kChat ? "chatcmpl-" : kind == ApiKind::kCompletion ? "cmpl-" : "";
-      auto out = std::make_shared<ApiResponse>(*api, fmt::format("{}{}", prefix, h->id()), options_.model_name, text_);
+      const std::string id = fmt::format("{}{}", prefix, hs->front()->id());
+      auto outs = std::make_shared<std::vector<std::unique_ptr<ApiResponse>>>();
+      const bool several = hs->size() > 1;
+      for (size_t i = 0; i < hs->size(); ++i)
+        outs->push_back(std::make_unique<ApiResponse>(*api, id, options_.model_name, text_, static_cast<int>(i), !several));
       if (!api->stream) {
-        while (true) {
-          auto ev = h->next(std::chrono::milliseconds(1000));
-          if (!ev) continue;
-          if (ev->finish && *ev->finish == FinishReason::kAbort)
-            return send_error(res, 503, ev->error.empty() ? "request aborted" : ev->error);
-          out->add(*ev);
-          if (ev->finish) break;
+        for (size_t i = 0; i < hs->size(); ++i) {
+          while (true) {
+            auto ev = (*hs)[i]->next(std::chrono::milliseconds(1000));
+            if (!ev) continue;
+            if (ev->finish && *ev->finish == FinishReason::kAbort) {
+              for (auto& h : *hs) h->cancel();
+              return send_error(res, 503, ev->error.empty() ? "request aborted" : ev->error);
+            }
+            (*outs)[i]->add(*ev);
+            if (ev->finish) break;
+          }
         }
-        res.set_content(out->body().dump(), "application/json");
+        res.set_content((several ? ApiResponse::merge(*outs) : outs->front()->body()).dump(), "application/json");
         return;
       }
       res.set_header("Cache-Control", "no-cache");
+      auto cancel_all = [hs] {
+        for (auto& h : *hs) h->cancel();
+      };
       res.set_chunked_content_provider(
           "text/event-stream",
-          [h, out, api](size_t, httplib::DataSink& sink) {
-            while (true) {
-              auto ev = h->next(kPoll);
-              if (!ev) {
-                if (!sink.is_writable()) {
-                  h->cancel();
+          [hs, outs, api, cancel_all, several](size_t, httplib::DataSink& sink) {
+            std::vector<bool> finished(hs->size(), false);
+            size_t left = hs->size();
+            // One choice: wait on it. Several: visit them in turn, waiting briefly on each.
+            const auto wait = several ? std::chrono::milliseconds(2) : kPoll;
+            int idle_rounds = 0;
+            while (left > 0) {
+              bool any = false;
+              for (size_t i = 0; i < hs->size(); ++i) {
+                if (finished[i]) continue;
+                auto ev = (*hs)[i]->next(wait);
+                if (!ev) continue;
+                any = true;
+                const std::string data = (*outs)[i]->sse(*ev);
+                if (!sink.write(data.data(), data.size())) {
+                  cancel_all();  // the client went away
                   return false;
                 }
-                continue;
+                if (ev->finish && *ev->finish == FinishReason::kAbort && several) {
+                  cancel_all();  // its events ended the stream ([DONE])
+                  sink.done();
+                  return true;
+                }
+                if (ev->finish) {
+                  finished[i] = true;
+                  --left;
+                }
               }
-              const std::string data = out->sse(*ev);
-              if (!sink.write(data.data(), data.size())) {
-                h->cancel();  // the client went away
+              idle_rounds = any ? 0 : idle_rounds + 1;
+              if (!any && (!several || static_cast<size_t>(idle_rounds) * hs->size() * 2 >= 100) && !sink.is_writable()) {
+                cancel_all();
                 return false;
               }
-              if (ev->finish) {
-                sink.done();
-                return true;
-              }
             }
+            if (several) {
+              const std::string tail = ApiResponse::close_stream(*outs);
+              if (!sink.write(tail.data(), tail.size())) return false;
+            }
+            sink.done();
+            return true;
           },
-          [h](bool success) {
-            if (!success) h->cancel();
+          [cancel_all](bool success) {
+            if (!success) cancel_all();
           });
     };
   };

@@ -53,7 +53,12 @@ std::string prometheus_text(const ServingSnapshot& s, const HttpCounters& http) 
   histogram(o, "graphrt_time_to_first_token_seconds", "Time to first token.", s.ttft);
   histogram(o, "graphrt_inter_token_latency_seconds", "Time between two tokens of a request.", s.itl);
   histogram(o, "graphrt_e2e_request_latency_seconds", "Arrival to last token.", s.e2e);
-  histogram(o, "graphrt_step_host_seconds", "Host time per scheduler step (outside forward and sampling).", s.step_host);
+  histogram(o, "graphrt_step_host_seconds",
+            "Host time per scheduler step that the device waits for (previous tokens ready to next forward call).",
+            s.step_host);
+  histogram(o, "graphrt_step_host_overlapped_seconds",
+            "Host time per scheduler step spent planning ahead while the device ran the previous step.",
+            s.step_host_overlapped);
   head(o, "graphrt_http_responses_total", "counter", "HTTP responses by status class.");
   o += fmt::format("graphrt_http_responses_total{{code=\"2xx\"}} {}\n", http.ok);
   o += fmt::format("graphrt_http_responses_total{{code=\"4xx\"}} {}\n", http.client_errors);
