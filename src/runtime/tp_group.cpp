@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "device/device.h"
+#include "runtime/mpi_bootstrap.h"
 
 extern char** environ;
 
@@ -325,9 +326,12 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
                             : env("MPI_LOCALRANKID")          ? "MPI_LOCALRANKID"
                                                               : nullptr;
     g.local_rank_ = local_var ? env_int(local_var, "local rank") : g.rank_ % per_node;
-    GRT_CHECK(options.tp_size == 1 || !addr.empty(),
-              "under mpirun, --dist-init-addr host:port is needed (rank 0's host and a free port): this build of "
-              "graphrt shares it without MPI");
+    if (addr.empty() && options.tp_size > 1) {
+      GRT_CHECK(mpi_bootstrap_available(),
+                "under mpirun, --dist-init-addr host:port is needed (rank 0's host and a free port): this build of "
+                "graphrt has no MPI to share one");
+      addr = mpi_share_init_addr(g.rank_, options.tp_size);
+    }
   } else {
     // The process the user started: spawn this node's other ranks.
     g.rank_ = options.node_rank * per_node;

@@ -11,8 +11,9 @@
 //   stdout carries results.
 // - Started by a spawner (GRAPHRT_TP_RANK set): joins as that rank.
 // - Under mpirun (OMPI_COMM_WORLD_RANK / PMI_RANK set): rank, size and local rank come from the
-//   launcher; nobody spawns, and --dist-init-addr (rank 0's host:port) is required, since
-//   graphrt is built without MPI on the GPU machines.
+//   launcher and nobody spawns. Rank 0's host:port is --dist-init-addr, or, when it is not given
+//   and graphrt was built with MPI, rank 0 picks one and MPI broadcasts it
+//   (runtime/mpi_bootstrap.h); without MPI (the GPU machines) --dist-init-addr is required.
 // Rank 0 listens on dist_init_addr; on one node "" picks 127.0.0.1:<a free port>. Device per
 // rank: cuda:(base_gpu_id + local rank), or cpu.
 //
