@@ -176,6 +176,23 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 }  // namespace
 
+int pick_free_port(const std::string& ipv4) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = 0;
+  GRT_CHECK(::inet_pton(AF_INET, ipv4.c_str(), &a.sin_addr) == 1, "picking a free port: '{}' is not an IPv4 address",
+            ipv4);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  GRT_CHECK(fd >= 0, "picking a free port on {}: socket: {}", ipv4, std::strerror(errno));
+  socklen_t len = sizeof a;
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  int err = errno;
+  ::close(fd);
+  GRT_CHECK(ok, "picking a free port on {}: {}", ipv4, std::strerror(err));
+  return ntohs(a.sin_port);
+}
+
 const char* collective_op_name(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::AllReduceSum:

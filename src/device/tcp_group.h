@@ -26,6 +26,10 @@
 
 namespace grt {
 
+// A TCP port nobody listens on right now at `ipv4` ("127.0.0.1", or "0.0.0.0" for every
+// interface), for a rank 0 that binds it moments later.
+int pick_free_port(const std::string& ipv4);
+
 enum class CollectiveOp : uint32_t {
   AllReduceSum = 1,
   AllGather,

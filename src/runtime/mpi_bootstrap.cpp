@@ -1,16 +1,14 @@
 #include "runtime/mpi_bootstrap.h"
 
 #include "core/error.h"
+#include "device/tcp_group.h"
 
 #ifdef GRAPHRT_WITH_MPI
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <mpi.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #endif
 
@@ -43,21 +41,6 @@ std::string host_address() {
   return found;
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  GRT_CHECK(fd >= 0, "picking a port for the tensor-parallel group: {}", std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t len = sizeof a;
-  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  int err = errno;
-  ::close(fd);
-  GRT_CHECK(ok, "picking a port for the tensor-parallel group: {}", std::strerror(err));
-  return ntohs(a.sin_port);
-}
-
 }  // namespace
 
 bool mpi_bootstrap_available() { return true; }
@@ -73,7 +56,7 @@ std::string mpi_share_init_addr(int rank, int size) {
             "MPI says rank {} of {} where the launcher's environment says {} of {}", mpi_rank, mpi_size, rank, size);
   char buf[256] = {0};
   if (rank == 0) {
-    std::string addr = host_address() + ":" + std::to_string(free_port());
+    std::string addr = host_address() + ":" + std::to_string(pick_free_port("0.0.0.0"));
     std::strncpy(buf, addr.c_str(), sizeof buf - 1);
   }
   int rc = MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);

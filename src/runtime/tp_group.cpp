@@ -1,12 +1,9 @@
 #include "runtime/tp_group.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +18,7 @@
 
 #include "core/error.h"
 #include "device/device.h"
+#include "device/tcp_group.h"
 #include "runtime/mpi_bootstrap.h"
 
 extern char** environ;
@@ -62,23 +60,6 @@ void say(const std::string& msg) {
   // One write: lines of several dying processes do not interleave.
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;
-}
-
-// A port on 127.0.0.1 nobody listens on right now (rank 0 binds it moments later).
-int free_local_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  GRT_CHECK(fd >= 0, "picking a free port for the tensor-parallel group: socket: {}", std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  int err = errno;
-  ::close(fd);
-  GRT_CHECK(ok, "picking a free port for the tensor-parallel group on 127.0.0.1: {}", std::strerror(err));
-  return ntohs(a.sin_port);
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -336,7 +317,7 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
     // The process the user started: spawn this node's other ranks.
     g.rank_ = options.node_rank * per_node;
     g.local_rank_ = 0;
-    if (addr.empty() && options.tp_size > 1) addr = fmt::format("127.0.0.1:{}", free_local_port());
+    if (addr.empty() && options.tp_size > 1) addr = fmt::format("127.0.0.1:{}", pick_free_port("127.0.0.1"));
     if (device_type == DeviceType::CUDA) {
       const int have = device_count(DeviceType::CUDA);
       GRT_CHECK(options.base_gpu_id + per_node <= have,
@@ -375,7 +356,8 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_adddup2(&fa, pipefd[0], kSpawnerPipeFd);
-        posix_spawn_file_actions_adddup2(&fa, 2, 1);  // only rank 0's stdout carries results
+        posix_spawn_file_actions_adddup2(&fa, 2, 1);                         // only rank 0's stdout carries results
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);  // and only rank 0 reads stdin
         pid_t pid = 0;
         int rc = ::posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, args.data(), envp.data());
         posix_spawn_file_actions_destroy(&fa);

@@ -7,8 +7,8 @@
 //   GRAPHRT_TP_RANK, GRAPHRT_TP_SIZE, GRAPHRT_TP_LOCAL_RANK, GRAPHRT_DIST_INIT_ADDR,
 //   GRAPHRT_TP_LEADER_FD and NCCL_NVLS_ENABLE=0 unless set) and becomes the node's first rank:
 //   rank 0 on node 0, rank node_rank * (tp_size / nnodes) on the others (SGLang's --nnodes
-//   --node-rank). The ranks it starts write their stdout to the group's stderr: only rank 0's
-//   stdout carries results.
+//   --node-rank). The ranks it starts write their stdout to the group's stderr and read stdin
+//   from /dev/null: only rank 0's stdout carries results, only rank 0 reads input.
 // - Started by a spawner (GRAPHRT_TP_RANK set): joins as that rank.
 // - Under mpirun (OMPI_COMM_WORLD_RANK / PMI_RANK set): rank, size and local rank come from the
 //   launcher and nobody spawns. Rank 0's host:port is --dist-init-addr, or, when it is not given
