@@ -18,6 +18,7 @@
 #include "core/tensor.h"
 #include "device/communicator.h"
 #include "device/stream.h"
+#include "device/tcp_group.h"
 #include "error_of.h"
 #include "runtime/mpi_bootstrap.h"
 #include "runtime/tp_group.h"
@@ -96,13 +97,14 @@ bool process_gone(int pid) {
 
 // Runs the worker as rank 0 of a group (under `timeout 30`: a hang fails the test), then waits
 // (up to 30 s) until every rank that said it joined has ended, so their last words are in.
-// `launcher` (e.g. "mpirun -np 2") starts every rank itself.
-GroupRun run_group(const std::string& args, const std::string& launcher = "") {
+const std::string kWorker = GRAPHRT_COMM_WORKER;
+
+// Runs `command` (a shell command starting the group) under `timeout 30`, then as run_group.
+GroupRun run_shell_group(const std::string& command) {
   static int counter = 0;
   const std::string file =
       ::testing::TempDir() + "comm_worker_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  const std::string cmd =
-      "timeout 30 " + launcher + " " + std::string(GRAPHRT_COMM_WORKER) + " " + args + " >" + file + " 2>&1";
+  const std::string cmd = "timeout 30 " + command + " >" + file + " 2>&1";
   GroupRun r;
   int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -127,9 +129,13 @@ GroupRun run_group(const std::string& args, const std::string& launcher = "") {
   return r;
 }
 
+// `launcher` (e.g. "mpirun -np 2") starts every rank itself; else the worker spawns them.
+GroupRun run_group(const std::string& args, const std::string& launcher = "") {
+  return run_shell_group(launcher + " " + kWorker + " " + args);
+}
+
 // "rank R: <check> ok <hash>" lines: every rank passes every check with the same bytes.
-void expect_collectives_agree(int tp, const std::string& launcher = "") {
-  GroupRun r = run_group("collectives --tp " + std::to_string(tp) + " --timeout 20", launcher);
+void expect_collectives_agree(int tp, const GroupRun& r) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::regex line_re(R"(rank (\d+): (.+) (ok|WRONG) ([0-9a-f]{16}))");
   std::map<std::string, std::map<int, std::string>> hashes;
@@ -151,9 +157,23 @@ void expect_collectives_agree(int tp, const std::string& launcher = "") {
     EXPECT_NE(r.output.find("rank " + std::to_string(rank) + ": done"), std::string::npos) << r.output;
 }
 
+void expect_collectives_agree(int tp, const std::string& launcher = "") {
+  expect_collectives_agree(tp, run_group("collectives --tp " + std::to_string(tp) + " --timeout 20", launcher));
+}
+
 TEST(TensorParallelGroup, CollectivesAreBitwiseEqualOnTwoRanks) { expect_collectives_agree(2); }
 
 TEST(TensorParallelGroup, CollectivesAreBitwiseEqualOnFourRanks) { expect_collectives_agree(4); }
+
+// Two "nodes" on this machine, as SGLang's --nnodes/--node-rank: each spawns its 2 local ranks.
+TEST(TensorParallelGroup, CollectivesAcrossTwoNodesOfTwoRanks) {
+  const std::string addr = "127.0.0.1:" + std::to_string(pick_free_port("127.0.0.1"));
+  auto node = [&](int k) {
+    return kWorker + " collectives --tp 4 --timeout 20 --nnodes 2 --node-rank " + std::to_string(k) + " --addr " + addr;
+  };
+  GroupRun r = run_shell_group("sh -c '" + node(1) + " & " + node(0) + "; a=$?; wait $!; b=$?; exit $((a + b))'");
+  expect_collectives_agree(4, r);
+}
 
 // mpirun starts the ranks; MPI hands rank 0's address to the others (no --dist-init-addr).
 TEST(TensorParallelGroup, CollectivesUnderMpirunBootstrapThroughMpi) {

@@ -2,7 +2,7 @@
 // join_tp_group (rank 0 spawns the others as copies of this program), runs one scenario and
 // prints what it saw as "rank R: ..." lines (the spawned ranks' stdout goes to stderr).
 //
-//   comm_worker <scenario> --tp N [--timeout S] [--rank R]
+//   comm_worker <scenario> --tp N [--timeout S] [--rank R] [--nnodes N --node-rank K --addr H:P]
 // scenarios: collectives (every collective, checked bitwise against the rank-order sum, plus a
 // collective captured in a CPU graph and replayed twice); die (rank R kills itself while the
 // others wait for it in an all-reduce); sleep (rank R arrives late to an all-reduce, past the
@@ -188,6 +188,9 @@ int main(int argc, char** argv) {
     if (k == "--tp") o.tp_size = std::atoi(argv[i + 1]);
     if (k == "--timeout") o.dist_timeout = std::atof(argv[i + 1]);
     if (k == "--rank") who = std::atoi(argv[i + 1]);
+    if (k == "--nnodes") o.nnodes = std::atoi(argv[i + 1]);
+    if (k == "--node-rank") o.node_rank = std::atoi(argv[i + 1]);
+    if (k == "--addr") o.dist_init_addr = argv[i + 1];
   }
   try {
     grt::TpGroup group = grt::join_tp_group(o, grt::DeviceType::CPU, argc, argv);

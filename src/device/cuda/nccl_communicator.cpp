@@ -38,6 +38,7 @@ struct NcclApi {
   decltype(&::ncclCommGetAsyncError) CommGetAsyncError = nullptr;
   decltype(&::ncclCommAbort) CommAbort = nullptr;
   decltype(&::ncclCommDestroy) CommDestroy = nullptr;
+  decltype(&::ncclCommFinalize) CommFinalize = nullptr;
   decltype(&::ncclAllReduce) AllReduce = nullptr;
   decltype(&::ncclAllGather) AllGather = nullptr;
   decltype(&::ncclBroadcast) Broadcast = nullptr;
@@ -80,6 +81,7 @@ struct NcclApi {
     sym(a.CommGetAsyncError, "ncclCommGetAsyncError");
     sym(a.CommAbort, "ncclCommAbort");
     sym(a.CommDestroy, "ncclCommDestroy");
+    sym(a.CommFinalize, "ncclCommFinalize");
     sym(a.AllReduce, "ncclAllReduce");
     sym(a.AllGather, "ncclAllGather");
     sym(a.Broadcast, "ncclBroadcast");
@@ -145,14 +147,18 @@ class NcclCommunicator : public Communicator {
     stop_ = true;
     if (watchdog_.joinable()) watchdog_.join();
     std::lock_guard<std::mutex> lock(mu_);
-    if (comm_) {
-      // A healthy communicator is destroyed (its work has been synchronized by its users); a
-      // broken one is aborted, which never waits for a peer.
-      if (failed_.empty())
-        api_.CommDestroy(comm_);
-      else
-        api_.CommAbort(comm_);
+    if (!comm_) return;  // aborted already
+    // A healthy communicator is finalized (its pending work flushed; non-blocking, so polled,
+    // and given up on like any wait) and destroyed; otherwise aborted, which never waits.
+    try {
+      ncclResult_t r = api_.CommFinalize(comm_);
+      if (r != ncclInProgress) check(r, "ncclCommFinalize", "the communicator");
+      wait_ready("ncclCommFinalize", "the communicator");
+      api_.CommDestroy(comm_);
+    } catch (const std::exception&) {
+      if (comm_) api_.CommAbort(comm_);  // wait_ready aborted already where it gave up
     }
+    comm_ = nullptr;
   }
 
   void all_reduce_sum_(const Tensor& t) override {
