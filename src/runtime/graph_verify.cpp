@@ -134,7 +134,7 @@ void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs, int only_
                 batch ? graphs.refusal(*batch) : std::string("the KV cache or request rows are too small"));
       continue;
     }
-    const std::vector<float> eager = to_host_floats(runner.forward_eager(*batch));
+    const std::vector<float> eager = to_host_floats(runner.forward_eager_local(*batch));
     const std::vector<float> graph = to_host_floats(graphs.forward(*batch));
     double diff = 0, scale = 1;
     bool equal = eager.size() == graph.size();
