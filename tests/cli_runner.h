@@ -14,12 +14,12 @@ struct CommandResult {
   std::string all;  // stdout + stderr
 };
 
-// `args` is appended to the graphrt binary's path and run through the shell.
-inline CommandResult run_graphrt(const std::string& args) {
+// Runs `command` through the shell; stderr is collected into `all` after stdout.
+inline CommandResult run_command(const std::string& command) {
   static int counter = 0;
   std::string err_file = ::testing::TempDir() + "graphrt_stderr_" + std::to_string(getpid()) + "_" +
                          std::to_string(counter++);
-  std::string cmd = std::string(GRAPHRT_BIN) + " " + args + " 2>" + err_file;
+  std::string cmd = command + " 2>" + err_file;
   CommandResult r{-1, "", ""};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -37,5 +37,8 @@ inline CommandResult run_graphrt(const std::string& args) {
   std::remove(err_file.c_str());
   return r;
 }
+
+// `args` is appended to the graphrt binary's path and run through the shell.
+inline CommandResult run_graphrt(const std::string& args) { return run_command(std::string(GRAPHRT_BIN) + " " + args); }
 
 }  // namespace grt::testing

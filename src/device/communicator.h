@@ -13,6 +13,11 @@
 //
 // Faults: a peer that dies or stops answering within the timeout ends the call with an Error
 // naming the op, this rank, the peer and the tensor's shape; the group never hangs past the timeout.
+// One exception: in broadcast_bytes from root 0, the followers wait for rank 0's bytes without a
+// deadline (that is how a follower waits for its leader's next batch, however idle the server);
+// rank 0 dying or closing the group still ends that wait at once. How a device collective's
+// fault reaches the caller is the backend's (device/cpu/cpu_communicator.h,
+// device/cuda/nccl_communicator.h).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -57,6 +62,11 @@ class Communicator {
   // Element-wise minimum over ranks (the same length on every rank): agreement, e.g. a shape is
   // kept only where every rank captured it.
   virtual std::vector<int64_t> all_reduce_min(const std::vector<int64_t>& values) = 0;
+
+  // Breaks the group from any thread (e.g. a watcher that saw a rank die): this rank's pending
+  // and later collectives fail with `reason`, and the peers' fail as they see this rank leave.
+  // Idempotent; a no-op for a group of one.
+  virtual void abort(const std::string& reason) { (void)reason; }
 
  protected:
   Communicator(int rank, int size, Device device) : rank_(rank), size_(size), device_(device) {}
