@@ -46,16 +46,20 @@ ModelConfig load_model_config(const std::string& spec) {
 }
 
 std::shared_ptr<DecoderModel> load_model(const std::string& spec, Device device, DType dtype, uint64_t seed,
-                                         int64_t max_context) {
+                                         int64_t max_context, TensorParallel tp, std::shared_ptr<Communicator> comm) {
   ModelConfig config = load_model_config(spec);
   int64_t positions = max_context > 0 ? max_context : std::min<int64_t>(config.max_position_embeddings, 8192);
   ModelWeights w = with_loading_context(spec, [&] {
-    ModelWeights loaded =
-        is_builtin(spec) ? random_weights(config, device, dtype, seed) : load_weights(config, spec, device, dtype);
-    check_weights_finite(config, loaded);
+    tp_local_sizes(config, tp);  // a tp size the model does not split over fails before any reading
+    ModelWeights loaded = is_builtin(spec) ? random_weights(config, device, dtype, seed, tp)
+                                           : load_weights(config, spec, device, dtype, tp);
+    check_weights_finite(config, loaded, tp);
     return loaded;
   });
-  return std::make_shared<DecoderModel>(std::move(config), std::move(w), device, dtype, positions);
+  return with_loading_context(spec, [&] {
+    return std::make_shared<DecoderModel>(std::move(config), std::move(w), device, dtype, positions, tp,
+                                          std::move(comm));
+  });
 }
 
 }  // namespace grt

@@ -32,13 +32,17 @@ size_t ModelWeights::bytes() const {
 
 namespace {
 
-// Device tensors in the kernels' layout, uninitialised.
-ModelWeights allocate(const ModelConfig& c, Device d, DType dt) {
-  const int64_t h = c.hidden_size, q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
+// Device tensors in the kernels' layout with the rank's local extents, uninitialised (the
+// vocabulary shards' padding rows are zero).
+ModelWeights allocate(const ModelConfig& c, const TpLocalSizes& t, Device d, DType dt) {
+  const int64_t h = c.hidden_size, q = t.q_size(), kv = t.kv_size(), inter = t.intermediate;
+  auto vocab_shard = [&] {
+    return t.vocab_real == t.vocab_rows ? empty(Shape{t.vocab_rows, h}, dt, d) : zeros(Shape{t.vocab_rows, h}, dt, d);
+  };
   ModelWeights w;
-  w.embed = empty(Shape{c.vocab_size, h}, dt, d);
+  w.embed = vocab_shard();
   w.final_norm = empty(Shape{h}, dt, d);
-  w.lm_head = c.tie_word_embeddings ? w.embed : empty(Shape{c.vocab_size, h}, dt, d);
+  w.lm_head = c.tie_word_embeddings ? w.embed : vocab_shard();
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     LayerWeights lw;
     lw.input_norm = empty(Shape{h}, dt, d);
@@ -51,7 +55,7 @@ ModelWeights allocate(const ModelConfig& c, Device d, DType dt) {
     lw.o_proj = empty(Shape{h, q}, dt, d);
     lw.post_norm = empty(Shape{h}, dt, d);
     if (c.is_moe_layer(l)) {
-      const int64_t e = c.num_experts, mi = c.moe_intermediate_size;
+      const int64_t e = c.num_experts, mi = t.moe_intermediate;
       lw.router = empty(Shape{e, h}, dt, d);
       lw.expert_gate_up = empty(Shape{e, 2 * mi, h}, dt, d);
       lw.expert_down = empty(Shape{e, h, mi}, dt, d);
@@ -64,33 +68,63 @@ ModelWeights allocate(const ModelConfig& c, Device d, DType dt) {
   return w;
 }
 
+// Where (part of) one HF tensor goes: `dst`, a contiguous view into the rank's weights, takes the
+// block rows [row0, row0 + rows) x columns [col0, col0 + cols) of the HF tensor seen as a matrix
+// [dim 0, the rest] (a 1-D tensor is one column). Without tensor parallelism: the whole tensor.
+struct Placement {
+  Tensor dst;
+  int64_t row0 = 0, rows = 0;
+  int64_t col0 = 0, cols = 0;
+};
+
+Placement whole(const Tensor& dst, const Shape& hf) {
+  const int64_t rows = hf.rank() == 0 ? 1 : hf[0];
+  return {dst, 0, rows, 0, rows == 0 ? 0 : hf.numel() / rows};
+}
+// Rows [row0, row0 + dst.size(0)) of the HF tensor (column-parallel weights, biases, vocab).
+Placement row_block(const Tensor& dst, const Shape& hf, int64_t row0) {
+  Placement p = whole(dst, hf);
+  p.row0 = row0;
+  p.rows = dst.size(0);
+  return p;
+}
+// Columns [col0, col0 + dst.size(1)) of the HF tensor (row-parallel weights).
+Placement col_block(const Tensor& dst, const Shape& hf, int64_t col0) {
+  Placement p = whole(dst, hf);
+  p.col0 = col0;
+  p.cols = dst.size(1);
+  return p;
+}
+
 // Where an expert or router tensor of a sparse layer lives (suffix `s` after "model.layers.<l>."):
-// its slice of the grouped tensors; undefined when `s` is not one.
-Tensor moe_destination(LayerWeights& l, const ModelConfig& c, const std::string& name, const std::string& s) {
+// its block of the grouped tensors; dst undefined when `s` is not one.
+Placement moe_destination(LayerWeights& l, const ModelConfig& c, const TpLocalSizes& t, const std::string& name,
+                          const std::string& s, const Shape& hf) {
   const MoeWeightNames n = moe_weight_names(c.arch);
-  if (s == n.router) return l.router;
+  if (s == n.router) return whole(l.router, hf);
   const std::string experts = std::string(n.experts) + ".";
-  if (s.rfind(experts, 0) != 0) return Tensor();
+  if (s.rfind(experts, 0) != 0) return {};
   const size_t dot = s.find('.', experts.size());
   GRT_CHECK(dot != std::string::npos, "no place for weight '{}'", name);
   const std::string index = s.substr(experts.size(), dot - experts.size());
   GRT_CHECK(!index.empty() && index.find_first_not_of("0123456789") == std::string::npos && index.size() < 9,
             "weight '{}' has expert index '{}', not a number", name, index);
-  const int64_t e = std::stoll(index), mi = c.moe_intermediate_size;
+  const int64_t e = std::stoll(index), mi = t.moe_intermediate, start = t.moe_intermediate_start;
   GRT_CHECK(e < c.num_experts, "weight '{}' names expert {} of {}", name, e, c.num_experts);
   const std::string proj = s.substr(dot + 1);
-  if (proj == std::string(n.gate) + ".weight") return l.expert_gate_up.select(0, e).slice(0, 0, mi);
-  if (proj == std::string(n.up) + ".weight") return l.expert_gate_up.select(0, e).slice(0, mi, 2 * mi);
-  if (proj == std::string(n.down) + ".weight") return l.expert_down.select(0, e);
-  return Tensor();
+  if (proj == std::string(n.gate) + ".weight") return row_block(l.expert_gate_up.select(0, e).slice(0, 0, mi), hf, start);
+  if (proj == std::string(n.up) + ".weight")
+    return row_block(l.expert_gate_up.select(0, e).slice(0, mi, 2 * mi), hf, start);
+  if (proj == std::string(n.down) + ".weight") return col_block(l.expert_down.select(0, e), hf, start);
+  return {};
 }
 
-// Where the HF tensor `name` lives in `w` (a contiguous row range of a fused tensor, or a
-// whole tensor).
-Tensor destination(ModelWeights& w, const ModelConfig& c, const std::string& name) {
-  if (name == "model.embed_tokens.weight") return w.embed;
-  if (name == "model.norm.weight") return w.final_norm;
-  if (name == "lm_head.weight") return w.lm_head;
+// Where the rank's block of the HF tensor `name` (full shape `hf`) lives in `w`.
+Placement destination(ModelWeights& w, const ModelConfig& c, const TpLocalSizes& t, const std::string& name,
+                      const Shape& hf) {
+  if (name == "model.embed_tokens.weight") return row_block(w.embed.slice(0, 0, t.vocab_real), hf, t.vocab_start);
+  if (name == "model.norm.weight") return whole(w.final_norm, hf);
+  if (name == "lm_head.weight") return row_block(w.lm_head.slice(0, 0, t.vocab_real), hf, t.vocab_start);
   const std::string prefix = "model.layers.";
   GRT_CHECK(name.rfind(prefix, 0) == 0, "no place for weight '{}'", name);
   size_t dot = name.find('.', prefix.size());
@@ -99,54 +133,61 @@ Tensor destination(ModelWeights& w, const ModelConfig& c, const std::string& nam
             c.num_hidden_layers);
   LayerWeights& l = w.layers[static_cast<size_t>(layer)];
   const std::string s = name.substr(dot + 1);
-  const int64_t q = c.q_size(), kv = c.kv_size(), inter = c.intermediate_size;
-  if (s == "input_layernorm.weight") return l.input_norm;
-  if (s == "post_attention_layernorm.weight") return l.post_norm;
-  if (s == "self_attn.q_proj.weight") return l.qkv.slice(0, 0, q);
-  if (s == "self_attn.k_proj.weight") return l.qkv.slice(0, q, q + kv);
-  if (s == "self_attn.v_proj.weight") return l.qkv.slice(0, q + kv, q + 2 * kv);
-  if (s == "self_attn.q_proj.bias") return l.qkv_bias.slice(0, 0, q);
-  if (s == "self_attn.k_proj.bias") return l.qkv_bias.slice(0, q, q + kv);
-  if (s == "self_attn.v_proj.bias") return l.qkv_bias.slice(0, q + kv, q + 2 * kv);
-  if (s == "self_attn.q_norm.weight") return l.q_norm;
-  if (s == "self_attn.k_norm.weight") return l.k_norm;
-  if (s == "self_attn.o_proj.weight") return l.o_proj;
-  if (s == "mlp.gate_proj.weight") return l.gate_up.slice(0, 0, inter);
-  if (s == "mlp.up_proj.weight") return l.gate_up.slice(0, inter, 2 * inter);
-  if (s == "mlp.down_proj.weight") return l.down;
+  const int64_t q = t.q_size(), kv = t.kv_size(), inter = t.intermediate, hd = t.head_dim;
+  const int64_t q0 = t.q_head_start * hd, kv0 = t.kv_head_start * hd;
+  const int64_t i0 = t.intermediate_start;
+  if (s == "input_layernorm.weight") return whole(l.input_norm, hf);
+  if (s == "post_attention_layernorm.weight") return whole(l.post_norm, hf);
+  if (s == "self_attn.q_proj.weight") return row_block(l.qkv.slice(0, 0, q), hf, q0);
+  if (s == "self_attn.k_proj.weight") return row_block(l.qkv.slice(0, q, q + kv), hf, kv0);
+  if (s == "self_attn.v_proj.weight") return row_block(l.qkv.slice(0, q + kv, q + 2 * kv), hf, kv0);
+  if (s == "self_attn.q_proj.bias") return row_block(l.qkv_bias.slice(0, 0, q), hf, q0);
+  if (s == "self_attn.k_proj.bias") return row_block(l.qkv_bias.slice(0, q, q + kv), hf, kv0);
+  if (s == "self_attn.v_proj.bias") return row_block(l.qkv_bias.slice(0, q + kv, q + 2 * kv), hf, kv0);
+  if (s == "self_attn.q_norm.weight") return whole(l.q_norm, hf);
+  if (s == "self_attn.k_norm.weight") return whole(l.k_norm, hf);
+  if (s == "self_attn.o_proj.weight") return col_block(l.o_proj, hf, q0);
+  if (s == "mlp.gate_proj.weight") return row_block(l.gate_up.slice(0, 0, inter), hf, i0);
+  if (s == "mlp.up_proj.weight") return row_block(l.gate_up.slice(0, inter, 2 * inter), hf, i0);
+  if (s == "mlp.down_proj.weight") return col_block(l.down, hf, i0);
   if (c.is_moe_layer(layer)) {
-    if (Tensor t = moe_destination(l, c, name, s); t.defined()) return t;
+    if (Placement p = moe_destination(l, c, t, name, s, hf); p.dst.defined()) return p;
   }
   GRT_FAIL("no place for weight '{}'", name);
 }
 
-void fill_all(const ModelConfig& c, ModelWeights& w, const std::function<void(const ExpectedWeight&, Tensor&)>& fill) {
+void fill_all(const ModelConfig& c, const TpLocalSizes& t, ModelWeights& w,
+              const std::function<void(const ExpectedWeight&, const Placement&)>& fill) {
   for (const ExpectedWeight& e : weight_spec(c).tensors) {
-    Tensor dst = destination(w, c, e.name);
-    GRT_CHECK(dst.numel() == e.shape.numel() && dst.is_contiguous(), "weight '{}' {} does not fit {}", e.name,
-              e.shape.str(), dst.str());
-    fill(e, dst);
+    Placement p = destination(w, c, t, e.name, e.shape);
+    GRT_CHECK(p.dst.numel() == p.rows * p.cols && p.dst.is_contiguous(), "weight '{}' {} (block of {} x {}) does not fit {}",
+              e.name, e.shape.str(), p.rows, p.cols, p.dst.str());
+    fill(e, p);
   }
 }
 
 }  // namespace
 
-ModelWeights load_weights(const ModelConfig& config, const std::string& folder_path, Device device, DType dtype) {
+ModelWeights load_weights(const ModelConfig& config, const std::string& folder_path, Device device, DType dtype,
+                          const TensorParallel& tp, uint64_t* bytes_read) {
+  const TpLocalSizes local = tp_local_sizes(config, tp);
   SafetensorsFolder folder(folder_path);
   check_weights(weight_spec(config), folder);
-  ModelWeights w = allocate(config, device, dtype);
+  ModelWeights w = allocate(config, local, device, dtype);
   std::vector<char> staging;
-  fill_all(config, w, [&](const ExpectedWeight& e, Tensor& dst) {
-    staging.resize(dst.nbytes());
-    folder.read_into(e.name, staging.data(), dtype);
+  fill_all(config, local, w, [&](const ExpectedWeight& e, const Placement& p) {
+    staging.resize(p.dst.nbytes());
+    folder.read_block_into(e.name, p.row0, p.rows, p.col0, p.cols, staging.data(), dtype);
     // from_host stages its own copy, so `staging` can be reused at once.
-    Tensor tmp = from_host(staging.data(), dst.shape(), dtype, device);
-    current_stream(device).copy_async(dst.data(), tmp.data(), dst.nbytes());
+    Tensor tmp = from_host(staging.data(), p.dst.shape(), dtype, device);
+    current_stream(device).copy_async(p.dst.data(), tmp.data(), p.dst.nbytes());
   });
+  if (bytes_read) *bytes_read = folder.bytes_read();
   return w;
 }
 
-void check_weights_finite(const ModelConfig& config, const ModelWeights& weights) {
+void check_weights_finite(const ModelConfig& config, const ModelWeights& weights, const TensorParallel& tp) {
+  const TpLocalSizes local = tp_local_sizes(config, tp);
   const WeightSpec all = weight_spec(config);
   const std::vector<ExpectedWeight>& spec = all.tensors;
   if (spec.empty()) return;
@@ -154,19 +195,24 @@ void check_weights_finite(const ModelConfig& config, const ModelWeights& weights
   const Device d = weights.embed.device();
   Tensor flags = zeros(Shape{static_cast<int64_t>(spec.size())}, DType::I32, d);
   for (size_t i = 0; i < spec.size(); ++i)
-    ops::flag_nonfinite(destination(w, config, spec[i].name), flags, static_cast<int64_t>(i));
+    ops::flag_nonfinite(destination(w, config, local, spec[i].name, spec[i].shape).dst, flags, static_cast<int64_t>(i));
   const std::vector<int32_t> bad = to_host_vector<int32_t>(flags);
   for (size_t i = 0; i < spec.size(); ++i)
     GRT_CHECK(!bad[i], "tensor '{}' {} holds NaN or infinite values (a corrupt or diverged checkpoint)", spec[i].name,
               spec[i].shape.str());
 }
 
-ModelWeights random_weights(const ModelConfig& config, Device device, DType dtype, uint64_t seed) {
-  ModelWeights w = allocate(config, device, dtype);
-  fill_all(config, w, [&](const ExpectedWeight& e, Tensor& dst) {
+ModelWeights random_weights(const ModelConfig& config, Device device, DType dtype, uint64_t seed,
+                            const TensorParallel& tp) {
+  const TpLocalSizes local = tp_local_sizes(config, tp);
+  ModelWeights w = allocate(config, local, device, dtype);
+  fill_all(config, local, w, [&](const ExpectedWeight& e, const Placement& p) {
     WeightInit init = weight_init(e.name);
-    // bf16-representable values: the same numbers make-model writes to a bf16 checkpoint.
-    ops::fill_hash_uniform_(dst, weight_seed(e.name, seed), init.center, init.half_width, true);
+    // bf16-representable values: the same numbers make-model writes to a bf16 checkpoint; a
+    // rank's block gets exactly the values of that block of the full tensor.
+    const int64_t full_cols = e.shape.rank() == 0 || e.shape[0] == 0 ? 1 : e.shape.numel() / e.shape[0];
+    ops::fill_hash_uniform_block_(p.dst, ops::HashBlock{p.row0, p.col0, full_cols}, weight_seed(e.name, seed),
+                                  init.center, init.half_width, true);
   });
   return w;
 }

@@ -1,11 +1,15 @@
 // A decoder model's weights on a device, in the run dtype, laid out for the kernels: q/k/v
 // fused into one [q+2kv, hidden] matrix and gate/up into one [2*intermediate, hidden] matrix.
+// Under tensor parallelism (model/tensor_parallel.h) a rank holds only its shard: the shapes
+// below with local extents (nq, nkv, I, Im of TpLocalSizes; V the shard's ceil(V/tp) rows, padding
+// rows zero); norms and the router are whole.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
 #include "model/model_config.h"
+#include "model/tensor_parallel.h"
 
 namespace grt {
 
@@ -36,15 +40,21 @@ struct ModelWeights {
 };
 
 // Loads a Hugging Face folder (config already parsed): every tensor checked, converted to
-// `dtype`, fused and uploaded to `device`. Errors name the file and tensor.
-ModelWeights load_weights(const ModelConfig& config, const std::string& folder, Device device, DType dtype);
+// `dtype`, fused and uploaded to `device`. Errors name the file and tensor. With tensor
+// parallelism only the rank's slices are read from the files; `bytes_read` (if given) receives
+// the tensor bytes read (SafetensorsFolder::bytes_read).
+ModelWeights load_weights(const ModelConfig& config, const std::string& folder, Device device, DType dtype,
+                          const TensorParallel& tp = {}, uint64_t* bytes_read = nullptr);
 
 // Error naming the first Hugging Face tensor (and its shard-independent name) that holds a NaN or
 // an infinity. One pass over every weight on its device, one flag per tensor, one copy back.
-void check_weights_finite(const ModelConfig& config, const ModelWeights& weights);
+// `tp`: the shard `weights` holds (each tensor's rank slice is checked).
+void check_weights_finite(const ModelConfig& config, const ModelWeights& weights, const TensorParallel& tp = {});
 
 // Deterministic random weights made directly on the device (no host copy): the same values as
-// make-model writes for the same config and seed, so builtin:<preset> and its folder agree.
-ModelWeights random_weights(const ModelConfig& config, Device device, DType dtype, uint64_t seed);
+// make-model writes for the same config and seed, so builtin:<preset> and its folder agree. A
+// tensor-parallel rank gets exactly its slices of those values (the full tensors are never made).
+ModelWeights random_weights(const ModelConfig& config, Device device, DType dtype, uint64_t seed,
+                            const TensorParallel& tp = {});
 
 }  // namespace grt

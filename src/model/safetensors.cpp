@@ -261,20 +261,50 @@ Tensor SafetensorsFolder::host_tensor(const std::string& name) const {
   return Tensor(std::move(storage), t.shape, t.dtype);
 }
 
-void SafetensorsFolder::read_into(const std::string& name, void* dst, DType dst_dtype) const {
-  const SafetensorsTensor& t = at(name);
-  const size_t n = static_cast<size_t>(t.shape.numel());
-  if (t.dtype == dst_dtype) {
-    std::memcpy(dst, t.data, t.nbytes);
-  } else if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(t.dtype) == 0) {
-    convert_elements(t.data, t.dtype, dst, dst_dtype, n);
+namespace {
+// n elements at `src` (src_dtype) into `dst` (dst_dtype).
+void convert_run(const void* src, DType src_dtype, void* dst, DType dst_dtype, size_t n) {
+  const size_t bytes = n * dtype_size(src_dtype);
+  if (src_dtype == dst_dtype) {
+    std::memcpy(dst, src, bytes);
+  } else if (reinterpret_cast<uintptr_t>(src) % dtype_size(src_dtype) == 0) {
+    convert_elements(src, src_dtype, dst, dst_dtype, n);
   } else {
     // Foreign files may leave tensors unaligned; convert from an aligned copy.
-    std::vector<uint8_t> tmp(t.nbytes + 8);
+    std::vector<uint8_t> tmp(bytes + 8);
     void* aligned = tmp.data() + (8 - reinterpret_cast<uintptr_t>(tmp.data()) % 8) % 8;
-    std::memcpy(aligned, t.data, t.nbytes);
-    convert_elements(aligned, t.dtype, dst, dst_dtype, n);
+    std::memcpy(aligned, src, bytes);
+    convert_elements(aligned, src_dtype, dst, dst_dtype, n);
   }
+}
+}  // namespace
+
+void SafetensorsFolder::read_into(const std::string& name, void* dst, DType dst_dtype) const {
+  const SafetensorsTensor& t = at(name);
+  convert_run(t.data, t.dtype, dst, dst_dtype, static_cast<size_t>(t.shape.numel()));
+  bytes_read_ += t.nbytes;
+}
+
+void SafetensorsFolder::read_block_into(const std::string& name, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                                        void* dst, DType dst_dtype) const {
+  const SafetensorsTensor& t = at(name);
+  const int64_t all_rows = t.shape.rank() == 0 ? 1 : t.shape[0];
+  const int64_t all_cols = all_rows == 0 ? 0 : t.shape.numel() / all_rows;
+  GRT_CHECK(row0 >= 0 && rows >= 0 && col0 >= 0 && cols >= 0 && row0 + rows <= all_rows && col0 + cols <= all_cols,
+            "tensor '{}' {} in '{}': the block rows [{}, {}) x columns [{}, {}) leaves its {} x {} elements", name,
+            t.shape.str(), t.file, row0, row0 + rows, col0, col0 + cols, all_rows, all_cols);
+  const size_t es = dtype_size(t.dtype), out_es = dtype_size(dst_dtype);
+  const auto* src = static_cast<const uint8_t*>(t.data);
+  auto* out = static_cast<uint8_t*>(dst);
+  if (col0 == 0 && cols == all_cols) {
+    convert_run(src + static_cast<size_t>(row0 * all_cols) * es, t.dtype, out, dst_dtype,
+                static_cast<size_t>(rows * cols));
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      convert_run(src + static_cast<size_t>((row0 + r) * all_cols + col0) * es, t.dtype,
+                  out + static_cast<size_t>(r * cols) * out_es, dst_dtype, static_cast<size_t>(cols));
+  }
+  bytes_read_ += static_cast<uint64_t>(rows * cols) * es;
 }
 
 std::vector<float> SafetensorsFolder::read_floats(const std::string& name) const {

@@ -72,10 +72,22 @@ class SafetensorsFolder {
   size_t size() const { return index_.size(); }
 
   // A CPU tensor viewing the mapped bytes (read-only!); it keeps the file mapped while alive.
+  // Not counted in bytes_read(): the caller reads them.
   Tensor host_tensor(const std::string& name) const;
   // Converts the tensor's elements to `dst_dtype` into `dst` (numel elements).
   void read_into(const std::string& name, void* dst, DType dst_dtype) const;
   std::vector<float> read_floats(const std::string& name) const;
+  // Converts the block rows [row0, row0 + rows) x columns [col0, col0 + cols) of the tensor, seen
+  // as a matrix [dim 0, product of the other dims] (a 1-D tensor is one column), into `dst`
+  // (rows x cols elements, row-major). Reads only the block's bytes from the map: whole rows in
+  // one run, a column range row by row (a tensor-parallel rank's slice). Error naming the tensor
+  // when the block leaves it.
+  void read_block_into(const std::string& name, int64_t row0, int64_t rows, int64_t col0, int64_t cols, void* dst,
+                       DType dst_dtype) const;
+
+  // Bytes of tensor data read from the maps so far by read_into / read_block_into / read_floats
+  // (the source bytes, before any dtype conversion). Not synchronised: count from one thread.
+  uint64_t bytes_read() const { return bytes_read_; }
 
  private:
   struct Slot {
@@ -87,6 +99,7 @@ class SafetensorsFolder {
   std::string path_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::unordered_map<std::string, Slot> index_;
+  mutable uint64_t bytes_read_ = 0;
 };
 
 }  // namespace grt

@@ -53,6 +53,26 @@ void copy_(const Tensor& dst, const Tensor& src) {
   convert_strided("copy_", dst, src);
 }
 
+Tensor unshard_columns(const Tensor& gathered, int parts, int64_t cols) {
+  check_defined("unshard_columns", gathered, "gathered");
+  GRT_CHECK(parts >= 1 && gathered.rank() == 2 && gathered.is_contiguous() && gathered.size(0) % parts == 0,
+            "unshard_columns: gathered {} must be a contiguous [parts * N, C] of {} parts", gathered.str(), parts);
+  const int64_t n = gathered.size(0) / parts, c = gathered.size(1);
+  GRT_CHECK(cols >= 0 && cols <= parts * c, "unshard_columns: {} columns do not fit {} parts of {} columns", cols,
+            parts, c);
+  Tensor out = empty(Shape{n, cols}, gathered.dtype(), gathered.device());
+  if (out.numel() == 0) return out;
+  // Parts 0 .. whole-1 in one strided copy: out viewed [N, whole, C] <- gathered viewed [whole, N, C]^T.
+  const int64_t whole = c == 0 ? 0 : cols / c, rest = cols - whole * c;
+  if (whole > 0) {
+    Tensor dst(out.storage(), Shape{n, whole, c}, {cols, c, 1}, out.dtype(), out.offset());
+    Tensor src = gathered.slice(0, 0, whole * n).view(Shape{whole, n, c}).transpose(0, 1);
+    copy_(dst, src);
+  }
+  if (rest > 0) copy_(out.slice(1, whole * c, cols), gathered.slice(0, whole * n, (whole + 1) * n).slice(1, 0, rest));
+  return out;
+}
+
 Tensor contiguous(const Tensor& t) {
   check_defined("contiguous", t, "input");
   if (t.is_contiguous()) return t;

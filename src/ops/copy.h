@@ -20,4 +20,10 @@ Tensor cast(const Tensor& t, DType dtype);
 // <= 4, or any rank when both are contiguous). Stream-ordered; the two must not overlap.
 void copy_(const Tensor& dst, const Tensor& src);
 
+// Column shards gathered along rows back into one matrix (tensor-parallel logits): `gathered`
+// [parts * N, C] (contiguous) holds part p's [N, C] at rows [p N, (p + 1) N). Returns the
+// contiguous [N, cols] with out[n, p C + j] = gathered[p N + n, j]; columns from `cols` on (the
+// last parts' padding, cols <= parts C) are dropped. Stream-ordered (capturable): strided copies.
+Tensor unshard_columns(const Tensor& gathered, int parts, int64_t cols);
+
 }  // namespace grt::ops

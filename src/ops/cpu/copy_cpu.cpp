@@ -30,13 +30,13 @@ void copy_strided(Device d, void* dst, DType dst_dtype, const void* src, DType s
 }
 
 void gather_rows(Device d, DType dt, void* out, const void* x, int64_t x_rows, int64_t x_row_stride,
-                 const int32_t* index, int64_t n, int64_t hidden) {
+                 const int32_t* index, int64_t index_offset, int64_t n, int64_t hidden) {
   const size_t es = dtype_size(dt);
   launch(current_stream(d), [=] {
     const size_t row_bytes = static_cast<size_t>(hidden) * es;
     for (int64_t i = 0; i < n; ++i) {
       char* o = static_cast<char*>(out) + static_cast<size_t>(i) * row_bytes;
-      int64_t r = index[i];
+      int64_t r = index[i] - index_offset;
       if (r < 0 || r >= x_rows) {
         std::memset(o, 0, row_bytes);  // out-of-range ids read nothing
         continue;

@@ -15,7 +15,7 @@ namespace grt::cuda {
 void copy_strided(Device d, void* dst, DType dst_dtype, const void* src, DType src_dtype, const ops::Strided4& s);
 // out[i, :] = x[index[i], :], zeros when index[i] is outside [0, x_rows). Any dtype.
 void gather_rows(Device d, DType dt, void* out, const void* x, int64_t x_rows, int64_t x_row_stride,
-                 const int32_t* index, int64_t n, int64_t hidden);
+                 const int32_t* index, int64_t index_offset, int64_t n, int64_t hidden);
 // out = w * (x * rsqrt(mean(x^2) + eps)) row by row; out may be x (same layout).
 void rms_norm(Device d, DType dt, const void* x, const ops::RowLayout& xl, void* out, const ops::RowLayout& ol,
               const void* w, int64_t hidden, float eps);
