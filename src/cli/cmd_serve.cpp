@@ -56,7 +56,15 @@ void register_serve(CLI::App& app) {
     a.check();
     (void)load_model_config(a.model);
     const TpMember tp = join_tp(a);
-    if (!tp.leader()) return follow_leader(a, tp);  // rank 0 alone serves HTTP
+    if (!tp.leader()) {
+      // Rank 0 alone serves HTTP and handles SIGINT (it stops the followers); SIGTERM (rank 0's
+      // group taking itself down) ends a follower at once.
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
+      return follow_leader(a, tp);
+    }
     TextSupport text = text_support_for(a.model);
     SchedulerOptions so = a.scheduler_options();
     so.eos_token_ids = eos_token_ids_of(a.model);

@@ -152,20 +152,20 @@ void ServerArgs::check() const {
   check_tensor_parallel();
 }
 
+TpGroupOptions ServerArgs::tp_group_options() const {
+  TpGroupOptions o;
+  o.tp_size = tp_size;
+  o.base_gpu_id = base_gpu_id;
+  o.dist_init_addr = dist_init_addr;
+  o.dist_timeout = dist_timeout;
+  o.nnodes = nnodes;
+  o.node_rank = node_rank;
+  return o;
+}
+
 void ServerArgs::check_tensor_parallel() const {
-  GRT_CHECK(tp_size >= 1, "--tp-size {} is not allowed: must be >= 1", tp_size);
-  GRT_CHECK(nnodes >= 1, "--nnodes {} is not allowed: must be >= 1", nnodes);
-  GRT_CHECK(node_rank >= 0 && node_rank < nnodes, "--node-rank {} is not allowed: must be in [0, --nnodes {})",
-            node_rank, nnodes);
-  GRT_CHECK(tp_size % nnodes == 0,
-            "--tp-size {} over --nnodes {} is not allowed: every node runs the same number of ranks (tp must be a "
-            "multiple of nnodes)",
-            tp_size, nnodes);
-  GRT_CHECK(base_gpu_id >= 0, "--base-gpu-id {} is not allowed: must be >= 0", base_gpu_id);
-  GRT_CHECK(dist_timeout > 0 && std::isfinite(dist_timeout), "--dist-timeout {} is not allowed: must be > 0 seconds",
-            dist_timeout);
-  GRT_CHECK(nnodes == 1 || !dist_init_addr.empty(),
-            "--nnodes {} needs --dist-init-addr host:port (where rank 0 on node 0 listens for the others)", nnodes);
+  check_tp_group_options(tp_group_options());
+  GRT_CHECK(std::isfinite(dist_timeout), "--dist-timeout must be a finite number of seconds, got {}", dist_timeout);
   if (!dist_init_addr.empty()) {
     const size_t colon = dist_init_addr.rfind(':');
     int port = -1;
@@ -324,9 +324,9 @@ std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args, std::shared_ptr
 
 std::shared_ptr<DecoderModel> load_model_for(const ServerArgs& args, const std::shared_ptr<Communicator>& comm,
                                              Device d, int64_t max_context) {
-  // Until sharded loading lands (tp-model) every rank holds the whole model.
-  (void)comm;
-  return load_model(args.model, d, args.resolved_dtype(d), args.seed, max_context);
+  TensorParallel tp;
+  if (comm) tp = {comm->rank(), comm->size()};
+  return load_model(args.model, d, args.resolved_dtype(d), args.seed, max_context, tp, comm);
 }
 
 std::vector<int32_t> parse_token_ids(const std::string& text) {

@@ -11,6 +11,7 @@
 #include "runtime/engine.h"
 #include "runtime/model_runner.h"
 #include "runtime/scheduler.h"
+#include "runtime/tp_group.h"
 
 namespace grt {
 
@@ -58,6 +59,8 @@ struct ServerArgs {
   EngineOptions engine_options() const;
   // Scheduler options (eos ids and text are filled by the command).
   SchedulerOptions scheduler_options() const;
+  // The group the tensor-parallel flags describe (runtime/tp_group.h).
+  TpGroupOptions tp_group_options() const;
 
  private:
   void warn_no_effect() const;

@@ -4,10 +4,7 @@
 #include <vector>
 
 #include "core/logging.h"
-#if __has_include("runtime/tp_group.h")
 #include "runtime/tp_group.h"
-#define GRAPHRT_HAS_TP_GROUP 1
-#endif
 
 namespace grt {
 
@@ -24,21 +21,11 @@ TpMember join_tp(const ServerArgs& args) {
   args.check();
   const Device d = args.resolved_device();
   if (args.tp_size == 1 && args.nnodes == 1) return {nullptr, d};
-#ifdef GRAPHRT_HAS_TP_GROUP
-  TpGroupOptions o;
-  o.tp_size = args.tp_size;
-  o.base_gpu_id = args.base_gpu_id;
-  o.dist_init_addr = args.dist_init_addr;
-  o.dist_timeout = args.dist_timeout;
-  o.nnodes = args.nnodes;
-  o.node_rank = args.node_rank;
+  const TpGroupOptions o = args.tp_group_options();
   std::vector<char*>& argv = process_args();
   GRT_CHECK(!argv.empty(), "--tp-size {}: the command line was not kept (set_process_args)", args.tp_size);
   auto g = std::make_shared<TpGroup>(join_tp_group(o, d.type, static_cast<int>(argv.size()), argv.data()));
   return {g->comm, g->device, g};
-#else
-  GRT_FAIL("--tp-size {}: this build has no tensor-parallel group yet (runtime/tp_group.h)", args.tp_size);
-#endif
 }
 
 void follow_leader(const ServerArgs& args, const TpMember& m) {

@@ -34,15 +34,15 @@ double now_seconds() {
 }
 }  // namespace
 
-int kv_heads_of_rank(const DecoderModel& model, int tp_size) {
-  // Until the model is sharded (tensor_parallel.h, tp-model) every rank holds every KV head.
-  (void)tp_size;
-  return static_cast<int>(model.config().num_key_value_heads);
-}
-
 ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelRunnerOptions& opt)
     : comm_(opt.communicator), model_(std::move(model)) {
   const ModelConfig& c = model_->config();
+  if (!comm_) comm_ = model_->communicator();
+  // A sharded model's collectives run in its group: the runner's messages must go to the same ranks.
+  GRT_CHECK(!model_->tp().enabled() || (comm_ && comm_->rank() == model_->tp().rank && comm_->size() == model_->tp().size),
+            "the model is rank {} of a tensor-parallel group of {}, but the runner's communicator is {}",
+            model_->tp().rank, model_->tp().size,
+            comm_ ? fmt::format("rank {} of {}", comm_->rank(), comm_->size()) : std::string("none"));
   const Device d = model_->device();
   GRT_CHECK(opt.mem_fraction_static > 0 && opt.mem_fraction_static <= 1, "--mem-fraction-static {} is not in (0, 1]",
             opt.mem_fraction_static);
@@ -76,7 +76,8 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
             held / 1073741824.0, opt.mem_fraction_static, total / 1073741824.0, budget / 1073741824.0);
   alloc.set_budget(budget);
 
-  const int64_t kv_width = static_cast<int64_t>(kv_heads_of_rank(*model_, tp_size())) * c.head_dim;
+  // This rank's KV heads only (replicated ones when there are fewer KV heads than ranks).
+  const int64_t kv_width = model_->num_local_kv_heads() * c.head_dim;
   const size_t per_token = TokenToKVPool::bytes_per_token(c.num_hidden_layers, kv_width, model_->dtype());
   int64_t slots;
   if (opt.max_total_tokens > 0) {

@@ -67,13 +67,11 @@ struct ModelRunnerOptions {
   // --cuda-graph-lazy: capture a decode batch size / piecewise token count of the schedule the
   // first time a batch needs it, instead of all at start.
   bool cuda_graph_lazy = false;
-  // This rank's communicator of the tensor-parallel group (null or size 1: no tensor parallelism).
-  // The model must be this rank's shard of the same group.
+  // This rank's communicator of the tensor-parallel group (null: the model's, DecoderModel::
+  // communicator(); null or size 1 there too: no tensor parallelism). The model must be this
+  // rank's shard of the same group.
   std::shared_ptr<Communicator> communicator;
 };
-
-// KV heads this rank's cache holds for the model (all of them without tensor parallelism).
-int kv_heads_of_rank(const DecoderModel& model, int tp_size);
 
 class ModelRunner {
  public:
