@@ -68,6 +68,10 @@ TEST(TpCli, Tp2GenerateEqualsTp1Tiny) { expect_same_tokens("--model builtin:tiny
 TEST(TpCli, Tp2GenerateEqualsTp1TinyEager) { expect_same_tokens("--model builtin:tiny ", kEager, 512, 2); }
 TEST(TpCli, Tp2GenerateEqualsTp1GqaTiedFolder) { expect_same_tokens(kQwen2, "", 256, 2); }
 TEST(TpCli, Tp2GenerateEqualsTp1GqaTiedFolderEager) { expect_same_tokens(kQwen2, kEager, 256, 2); }
+// Lazy captures and verification retire or keep shapes by agreement, step by step on every rank.
+TEST(TpCli, Tp2GenerateEqualsTp1LazyVerifiedGraphs) {
+  expect_same_tokens("--model builtin:tiny ", "--cuda-graph-lazy --verify-cuda-graph ", 512, 2);
+}
 // 4 ranks on 2 cores: KV heads (2) fewer than ranks, so they are replicated.
 TEST(TpCli, Tp4GenerateEqualsTp1GqaTiedFolder) { expect_same_tokens(kQwen2, "", 256, 4); }
 
