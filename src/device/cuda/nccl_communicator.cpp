@@ -242,7 +242,7 @@ class NcclCommunicator : public Communicator {
   }
 
   // Polls the (non-blocking) communicator until it is ready; gives up after the timeout or when
-  // the TCP group breaks (a peer died), aborting NCCL.
+  // a peer is gone (the TCP group broke or a connection closed), aborting NCCL.
   void wait_ready(const char* call, const std::string& what) {
     const double deadline = now_s() + timeout_s_;
     for (;;) {
@@ -256,6 +256,8 @@ class NcclCommunicator : public Communicator {
         why = nccl_text(st);
       else if (group_->broken())
         why = group_->broken_reason();
+      else if (int closed = group_->wait_for_closed_peer(kWatchChannel, 0); closed >= 0)
+        why = fmt::format("rank {} closed its connection (its process exited or died)", closed);
       else if (now_s() > deadline)
         why = fmt::format("not done within {} s (--dist-timeout)", timeout_s_);
       if (!why.empty()) {
