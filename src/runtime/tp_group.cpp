@@ -177,7 +177,10 @@ struct TpGroup::Watch {
     std::_Exit(1);
   }
 
-  // The spawner's group is over: wait for the ranks it started, then kill the ones left.
+  // The spawner's group is over: wait for the ranks it started (after rank 0's stop command they
+  // exit by themselves); after a few seconds break the communicator, so that ranks still waiting
+  // on this one (rank 0 failed, or never sent the stop) fail at once even while others hold
+  // references to it; after grace_s kill the ones left.
   void finish_children() {
     std::unique_lock<std::mutex> lock(mu);
     finishing = true;
@@ -187,6 +190,9 @@ struct TpGroup::Watch {
         if (!c.reaped) return false;
       return true;
     };
+    if (!cv.wait_for(lock, std::chrono::duration<double>(std::min(3.0, grace_s)), all_reaped)) {
+      if (auto c = comm.lock()) c->abort(fmt::format("rank {} has left the group (its command ended)", rank));
+    }
     if (!cv.wait_for(lock, std::chrono::duration<double>(grace_s), all_reaped)) {
       for (auto& c : children)
         if (!c.reaped) {
@@ -249,10 +255,8 @@ TpGroup& TpGroup::operator=(TpGroup&& o) noexcept {
 }
 
 TpGroup::~TpGroup() {
-  // Our reference goes first: if it is the last, the sockets close and ranks still waiting in a
-  // collective fail at once instead of holding up the wait below.
+  watch_.reset();  // a spawner waits for its ranks here (see finish_children)
   comm.reset();
-  watch_.reset();
 }
 
 void check_tp_group_options(const TpGroupOptions& o) {
@@ -329,6 +333,7 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
     if (per_node > 1) {
       watch = std::make_unique<TpGroup::Watch>();
       watch->size = options.tp_size;
+      watch->rank = g.rank_;
       watch->grace_s = std::min(options.dist_timeout, 60.0);
       std::vector<std::string> base_env;
       for (char** e = environ; *e; ++e) {

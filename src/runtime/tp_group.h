@@ -28,9 +28,10 @@
 //   in the collectives, which fail on every rank as the group breaks.
 //
 // Clean exit: followers exit 0 when rank 0 tells them to stop (the runtime's protocol). The
-// spawner's TpGroup, when destroyed, drops its reference to the communicator, then waits for the
-// ranks it started (up to min(dist_timeout, 60) s, then kills them, saying so); a rank that
-// exits non-zero then is reported on stderr.
+// spawner's TpGroup, when destroyed, waits for the ranks it started: after 3 s it aborts its
+// communicator (whoever else holds it), so ranks still waiting on it fail at once; after
+// min(dist_timeout, 60) s it kills the ones left, saying so. A rank that exits non-zero then is
+// reported on stderr (the spawner's own exit status is its command's).
 #pragma once
 #include <memory>
 #include <string>
