@@ -173,7 +173,7 @@ struct TpGroup::Watch {
         }
       }
     }
-    std::fflush(nullptr);
+    // No fflush: the main thread may hold stdout's lock, blocked; the exit must not wait on it.
     std::_Exit(1);
   }
 
