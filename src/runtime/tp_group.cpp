@@ -281,6 +281,7 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
   const int per_node = options.tp_size / options.nnodes;
   std::string addr = options.dist_init_addr;
   std::unique_ptr<TpGroup::Watch> watch;
+  int listen_fd = -1;  // rank 0's socket, when it picked its own port
 
   const char* spawned_rank = env("GRAPHRT_TP_RANK");
   const char* mpi_rank = env("OMPI_COMM_WORLD_RANK") ? env("OMPI_COMM_WORLD_RANK") : env("PMI_RANK");
@@ -321,7 +322,6 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
     // The process the user started: spawn this node's other ranks.
     g.rank_ = options.node_rank * per_node;
     g.local_rank_ = 0;
-    if (addr.empty() && options.tp_size > 1) addr = fmt::format("127.0.0.1:{}", pick_free_port("127.0.0.1"));
     if (device_type == DeviceType::CUDA) {
       const int have = device_count(DeviceType::CUDA);
       GRT_CHECK(options.base_gpu_id + per_node <= have,
@@ -329,6 +329,12 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
                 "has {} CUDA device(s)",
                 options.tp_size, per_node, options.base_gpu_id, options.base_gpu_id + per_node - 1, options.base_gpu_id,
                 have);
+    }
+    if (addr.empty() && options.tp_size > 1) {
+      // Listening before the ranks are told the port: nobody can take it meanwhile.
+      int port = 0;
+      listen_fd = listen_tcp("127.0.0.1", 0, &port);
+      addr = fmt::format("127.0.0.1:{}", port);
     }
     if (per_node > 1) {
       watch = std::make_unique<TpGroup::Watch>();
@@ -369,6 +375,7 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
         ::close(pipefd[0]);
         if (rc != 0) {
           ::close(pipefd[1]);
+          if (listen_fd >= 0) ::close(listen_fd);
           watch->kill_children();
           GRT_FAIL("spawning tensor-parallel rank {} of {} (/proc/self/exe): {}", rank, options.tp_size,
                    std::strerror(rc));
@@ -386,6 +393,7 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
   co.device = g.device;
   co.init_addr = addr.empty() ? "127.0.0.1:0" : addr;
   co.timeout_seconds = options.dist_timeout;
+  co.listen_fd = listen_fd;  // connect_communicator closes it
   try {
     g.comm = connect_communicator(co);
   } catch (...) {

@@ -108,7 +108,7 @@ class NcclCommunicator : public Communicator {
   explicit NcclCommunicator(const CommunicatorOptions& o)
       : Communicator(o.rank, o.size, o.device),
         api_(NcclApi::get()),
-        group_(std::make_shared<TcpGroup>(o.rank, o.size, o.init_addr, o.timeout_seconds, 2)),
+        group_(std::make_shared<TcpGroup>(o.rank, o.size, o.init_addr, o.timeout_seconds, 2, o.listen_fd)),
         timeout_s_(o.timeout_seconds) {
     use_device(o.device.index);
     // Rank 0's unique id, to everyone, over TCP.
