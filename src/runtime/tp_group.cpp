@@ -227,7 +227,7 @@ struct TpGroup::Watch {
         ssize_t k = ::read(spawner_fd, &c, 1);
         if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
           say(
-              fmt::format("graphrt: tensor-parallel rank {}: its spawner (rank 0 of the node, pid {}) is gone; "
+              fmt::format("graphrt: tensor-parallel rank {}: its spawner (its node's first rank, pid {}) is gone; "
                           "stopping",
                           rank, spawner_pid));
           if (auto cm = comm.lock()) cm->abort(fmt::format("rank {}: the spawner (pid {}) is gone", rank, spawner_pid));
@@ -242,8 +242,8 @@ TpGroup::TpGroup() = default;
 TpGroup::TpGroup(TpGroup&&) noexcept = default;
 TpGroup& TpGroup::operator=(TpGroup&& o) noexcept {
   if (this != &o) {
+    watch_.reset();  // as ~TpGroup: the watch may still abort the communicator
     comm.reset();
-    watch_.reset();
     comm = std::move(o.comm);
     device = o.device;
     rank_ = o.rank_;

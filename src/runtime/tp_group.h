@@ -23,7 +23,7 @@
 //   "graphrt: tensor-parallel rank R (pid P) was killed by signal 9 (Killed)" (or "exited with
 //   status S"), aborts its communicator, stops the other ranks it started and exits with status 1.
 // - A spawned rank watches a pipe from its spawner: when the spawner is gone (killed, crashed),
-//   it prints "graphrt: tensor-parallel rank R: its spawner (pid P) is gone" and exits with 1.
+//   it prints "graphrt: tensor-parallel rank R: its spawner (...) is gone; stopping" and exits 1.
 // - Everything else (a rank on another node dying, timeouts) surfaces as a communicator Error
 //   in the collectives, which fail on every rank as the group breaks.
 //
