@@ -129,6 +129,17 @@ TEST(TensorParallelGroup, ATimeoutNamesTheOpTheRanksAndTheShape) {
       << r.output;
 }
 
+TEST(TensorParallelGroup, ALeaderThatEndsReleasesFollowersStillWaitingForIt) {
+  GroupRun r = run_group("abandon --tp 3 --timeout 25");
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // rank 0's command succeeded
+  for (int rank : {1, 2})
+    EXPECT_NE(r.output.find(
+                  fmt::format("rank {}: error: broadcast_bytes of ? bytes from rank 0 on rank {} of 3", rank, rank)),
+              std::string::npos)
+        << r.output;
+  EXPECT_EQ(r.output.find("did not exit within"), std::string::npos) << r.output;
+}
+
 TEST(TensorParallelGroup, MismatchedCollectivesFailOnEveryRank) {
   GroupRun r = run_group("mismatch --tp 2 --rank 1 --timeout 20");
   EXPECT_NE(r.exit_code, 0) << r.output;

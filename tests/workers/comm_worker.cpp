@@ -7,7 +7,8 @@
 // scenarios: collectives (every collective, checked bitwise against the rank-order sum, plus a
 // collective captured in a CPU graph and replayed twice); die (rank R kills itself while the
 // others wait for it in an all-reduce); sleep (rank R arrives late to an all-reduce, past the
-// timeout); mismatch (rank R calls all_gather where the others call all_reduce_sum_).
+// timeout); mismatch (rank R calls all_gather where the others call all_reduce_sum_); abandon
+// (rank 0 ends while the others wait for its next command).
 #include <signal.h>
 #include <unistd.h>
 
@@ -250,6 +251,19 @@ int main(int argc, char** argv) {
       collectives(*group.comm);
     } else if (scenario == "die" || scenario == "sleep" || scenario == "mismatch") {
       misbehave(*group.comm, scenario, who, o.dist_timeout);
+    } else if (scenario == "abandon") {
+      // Rank 0 ends without the stop its followers wait for, while something else still holds
+      // its communicator: its TpGroup must get them out of their wait.
+      std::shared_ptr<grt::Communicator> held = group.comm;
+      group.comm->barrier();
+      if (group.rank() != 0) {
+        std::vector<uint8_t> command;
+        group.comm->broadcast_bytes(command, 0);
+      }
+      out("done");
+      static std::shared_ptr<grt::Communicator> leaked;
+      leaked = held;  // outlives the TpGroup
+      return 0;
     } else {
       out("unknown scenario '{}'", scenario);
       return 2;
