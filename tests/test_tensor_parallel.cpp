@@ -1,10 +1,17 @@
 // Tensor-parallel sharding in the model layer (issue 16): local sizes and their errors, a rank's
 // weights equal to the slices of the full model's (random builtin weights and sharded loading, which
 // reads only the rank's bytes), the vocab-parallel embedding and logits ops, and the sharded forward
-// of TP 2 and 4 against TP 1 (ranks as threads of a test-double communicator).
+// of TP 2 and 4 against TP 1: ranks as real processes of the CPU communicator
+// (tests/workers/tp_model_worker), and, for more configs cheaply, as threads of a test double.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "error_of.h"
@@ -309,4 +316,63 @@ TEST(TensorParallelForward, BuiltinThroughLoadModel) {
     return load_model("builtin:tiny", Device::cpu(), DType::F32, 0, 64, tp, std::move(comm));
   });
   for (const std::vector<float>& g : got) EXPECT_LE(tp_max_rel(g, want), 1e-5);
+}
+
+// ---- real processes ------------------------------------------------------------------------------
+
+namespace {
+
+// Runs tp_model_worker as rank 0 of a group of `size` (it spawns the others) under `timeout 60`;
+// returns every rank's logits (empty on failure, with the group's output in the test log).
+std::vector<std::vector<float>> run_worker_group(const std::string& model, int size) {
+  static int counter = 0;
+  const std::string prefix =
+      ::testing::TempDir() + "tp_model_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+  const std::string cmd = "timeout 60 " + std::string(GRAPHRT_TP_MODEL_WORKER) + " '" + model + "' " + prefix +
+                          " --tp " + std::to_string(size) + " >" + prefix + ".log 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream log(prefix + ".log");
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << text;
+  std::vector<std::vector<float>> out;
+  for (int r = 0; r < size; ++r) {
+    const std::string file = prefix + ".rank" + std::to_string(r);
+    std::ifstream f(file, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
+    std::vector<float> v(bytes.size() / sizeof(float));
+    std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+    out.push_back(std::move(v));
+    std::filesystem::remove(file);
+  }
+  std::filesystem::remove(prefix + ".log");
+  return out;
+}
+
+void expect_processes_match_tp1(const std::string& model, int size) {
+  const std::vector<float> want = tp_scenario_logits(*load_model(model, Device::cpu(), DType::F32, 0, 64));
+  const std::vector<std::vector<float>> got = run_worker_group(model, size);
+  ASSERT_EQ(got.size(), static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    const std::vector<float>& g = got[static_cast<size_t>(r)];
+    ASSERT_EQ(g.size(), want.size()) << model << " TP " << size << " rank " << r;
+    EXPECT_LE(tp_max_rel(g, want), 1e-5) << model << " TP " << size << " rank " << r;
+    EXPECT_EQ(g, got[0]) << "every rank gets the same logits, rank " << r;
+  }
+}
+
+}  // namespace
+
+// Ranks as processes of the real CPU communicator, loading their shards themselves: a builtin
+// preset (random weights) and a make-model folder of a held-out-style config (GQA with KV heads
+// replicated at TP 4, tied embeddings, biases, a vocabulary no tp size divides), and a tiny MoE.
+TEST(TensorParallelProcesses, ShardedLogitsMatchTp1) {
+  expect_processes_match_tp1("builtin:tiny", 2);
+  expect_processes_match_tp1("builtin:tiny", 4);
+  const std::string dir = ::testing::TempDir() + "/tp_processes_gqa_tied";
+  std::filesystem::remove_all(dir);
+  write_random_model(gqa_tied_config(), dir, 5, DType::BF16);
+  expect_processes_match_tp1(dir, 2);
+  expect_processes_match_tp1(dir, 4);
+  std::filesystem::remove_all(dir);
+  expect_processes_match_tp1("builtin:tiny-qwen3-moe", 2);
 }
