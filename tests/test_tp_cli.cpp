@@ -68,6 +68,8 @@ TEST(TpCli, Tp2GenerateEqualsTp1Tiny) { expect_same_tokens("--model builtin:tiny
 TEST(TpCli, Tp2GenerateEqualsTp1TinyEager) { expect_same_tokens("--model builtin:tiny ", kEager, 512, 2); }
 TEST(TpCli, Tp2GenerateEqualsTp1GqaTiedFolder) { expect_same_tokens(kQwen2, "", 256, 2); }
 TEST(TpCli, Tp2GenerateEqualsTp1GqaTiedFolderEager) { expect_same_tokens(kQwen2, kEager, 256, 2); }
+// MoE experts split along their intermediate size (the router replicated).
+TEST(TpCli, Tp2GenerateEqualsTp1Moe) { expect_same_tokens("--model builtin:tiny-qwen3-moe ", "", 512, 2); }
 // Lazy captures and verification retire or keep shapes by agreement, step by step on every rank.
 TEST(TpCli, Tp2GenerateEqualsTp1LazyVerifiedGraphs) {
   expect_same_tokens("--model builtin:tiny ", "--cuda-graph-lazy --verify-cuda-graph ", 512, 2);
@@ -119,6 +121,16 @@ TEST(TpCli, InspectReportsTheScheduleEveryRankAgreedOn) {
     EXPECT_EQ(a[g][key], b[g][key]) << g << ": " << b[g].dump();
     for (const json& s : b[g]["per_size"]) EXPECT_TRUE(s["retired"].is_null()) << s.dump();
   }
+}
+
+// Rank 0 fails after the group formed (a text prompt for a folder without a tokenizer) while the
+// follower builds its runner: the command exits non-zero with rank 0's message, the follower
+// fails at once since rank 0 left (not after --dist-timeout), nothing is printed.
+TEST(TpCli, ARank0ErrorAfterJoiningFailsTheGroup) {
+  auto r = run_graphrt("generate " + kQwen2 + kSmall + "--tp-size 2 --dist-timeout 300 --prompt hi");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.all.find("--prompt needs a tokenizer"), std::string::npos) << r.all;
+  EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST(TpCli, TensorParallelFlagsAreChecked) {

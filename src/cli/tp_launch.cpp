@@ -20,12 +20,12 @@ void set_process_args(int argc, char** argv) { process_args().assign(argv, argv 
 TpMember join_tp(const ServerArgs& args) {
   args.check();
   const Device d = args.resolved_device();
-  if (args.tp_size == 1 && args.nnodes == 1) return {nullptr, d};
+  if (args.tp_size == 1 && args.nnodes == 1) return {nullptr, nullptr, d};
   const TpGroupOptions o = args.tp_group_options();
   std::vector<char*>& argv = process_args();
   GRT_CHECK(!argv.empty(), "--tp-size {}: the command line was not kept (set_process_args)", args.tp_size);
   auto g = std::make_shared<TpGroup>(join_tp_group(o, d.type, static_cast<int>(argv.size()), argv.data()));
-  return {g->comm, g->device, g};
+  return {g, g->comm, g->device};
 }
 
 void follow_leader(const ServerArgs& args, const TpMember& m) {

@@ -15,12 +15,14 @@ namespace grt {
 void set_process_args(int argc, char** argv);
 
 struct TpMember {
-  std::shared_ptr<Communicator> comm;  // null without tensor parallelism (--tp-size 1)
-  Device device;                       // this rank's device
   // The group's processes (runtime/tp_group.h's TpGroup): held while the command runs. Declare
   // the TpMember before the runner or scheduler, so that it goes last: rank 0's runner stops the
-  // followers first, then the group waits for the ranks it started.
+  // followers first, then the group waits for the ranks it started. It is declared before `comm`
+  // so that it goes after it: the group can close its communicator only when no one else holds it
+  // (on an error path the followers then fail at once instead of waiting to be killed).
   std::shared_ptr<void> group;
+  std::shared_ptr<Communicator> comm;  // null without tensor parallelism (--tp-size 1)
+  Device device;                       // this rank's device
   bool leader() const { return !comm || comm->rank() == 0; }
 };
 
