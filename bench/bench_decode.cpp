@@ -8,6 +8,7 @@
 #include "bench/bench_batches.h"
 #include "bench/bench_common.h"
 #include "cli/server_args.h"
+#include "cli/tp_launch.h"
 #include "device/device.h"
 #include "ops/random_fill.h"
 #if defined(GRAPHRT_WITH_CUDA)
@@ -51,8 +52,17 @@ void run_decode(const DecodeOpts& o) {
   args.disable_piecewise_cuda_graph = true;  // decode only: no prefill graphs to capture
   args.cuda_graph_lazy = false;              // captured at start; --lazy times a lazy runner after
   args.max_total_tokens = static_cast<int64_t>(max_bs) * (o.context + 2);
+  // --tp-size: rank 0 measures; the others run its batches, runner after runner.
+  const TpMember tp = join_tp(args);
+  ServerArgs lazy_args = args;
+  lazy_args.cuda_graph_lazy = true;
+  if (!tp.leader()) {
+    follow_leader(args, tp);
+    if (o.lazy) follow_leader(lazy_args, tp);
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
-  auto runner = make_runner(args);
+  auto runner = make_runner(args, tp.comm, tp.device);
   const double startup_seconds = seconds_since(start);
   const DecoderModel& m = runner->model();
   const Device d = m.device();
@@ -114,10 +124,8 @@ void run_decode(const DecodeOpts& o) {
     // Lazy capture: start-up without capture, then each batch size's first step pays its capture.
     const int64_t vocab = m.config().vocab_size;
     runner.reset();  // one runner's weights and KV cache at a time
-    ServerArgs la = args;
-    la.cuda_graph_lazy = true;
     const auto t = std::chrono::steady_clock::now();
-    auto lazy = make_runner(la);
+    auto lazy = make_runner(lazy_args, tp.comm, tp.device);
     j["lazy"]["startup_seconds"] = seconds_since(t);
     for (size_t i = 0; i < bss.size(); ++i) {
       bench::Occupancy occ(*lazy, bss[i], o.context + 1);

@@ -6,6 +6,7 @@
 #include "bench/bench_batches.h"
 #include "bench/bench_common.h"
 #include "cli/server_args.h"
+#include "cli/tp_launch.h"
 #include "device/device.h"
 #include "model/model_loader.h"
 
@@ -30,8 +31,10 @@ void run_prefill(const PrefillOpts& o) {
   args.max_running_requests = std::max(args.max_running_requests, 1);
   args.disable_cuda_graph = true;  // the pool holds piecewise graphs only
   args.piecewise_cuda_graph_max_tokens = o.max_tokens;
-  const Device d = args.resolved_device();
-  auto model = load_model(args.model, d, args.resolved_dtype(d), args.seed, args.context_length);
+  // --tp-size: rank 0 measures; the others build the same two runners and run its batches.
+  const TpMember group = join_tp(args);
+  const Device d = group.device;
+  auto model = load_model_for(args, group.comm, d, args.context_length);
   const int vocab = model->config().vocab_size;
   nlohmann::json anchor = bench::load_anchor(o.anchor);
   const bool small = args.model == "builtin:qwen3-0.6b";
@@ -45,12 +48,17 @@ void run_prefill(const PrefillOpts& o) {
     ModelRunnerOptions ro = args.runner_options();
     ro.piecewise_cuda_graph_tokens = {o.max_tokens};
     ro.capture_progress = false;
+    ro.communicator = group.comm;
     ModelRunner alone(model, ro);
+    if (!group.leader()) alone.follow();
     GRT_CHECK(alone.piecewise_graphs(), "bench prefill: piecewise graphs are off");
     largest_alone = alone.graph_memory()->physical_bytes();
     largest_alone_s = alone.piecewise_graphs()->runner().capture_seconds();
   }
-  ModelRunner runner(model, args.runner_options());
+  ModelRunnerOptions ro = args.runner_options();
+  ro.communicator = group.comm;
+  ModelRunner runner(model, ro);
+  if (!group.leader()) return runner.follow();
   const ForwardGraphs* pg = runner.piecewise_graphs();
   GRT_CHECK(pg && pg->runner().max_shape() >= *std::max_element(toks.begin(), toks.end()),
             "bench prefill: no piecewise graph holds {} tokens", *std::max_element(toks.begin(), toks.end()));

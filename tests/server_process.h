@@ -77,6 +77,21 @@ class ServerProcess {
     exit_code_ = -1;
     return exit_code_;
   }
+  // Waits (without a signal) up to `seconds` for the server to exit by itself: its exit status,
+  // or -1 when it is still running then (it is left running).
+  int wait_exit(double seconds) {
+    if (pid_ <= 0) return -1;
+    if (exit_code_ != -2) return exit_code_;
+    int status = 0;
+    for (int i = 0; i < static_cast<int>(seconds * 20); ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        return exit_code_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return -1;
+  }
   bool ready() const { return ready_; }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }

@@ -3,17 +3,9 @@
 // (rank 0 spawns the others), including a rank that dies, a timeout and mismatched collectives.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <fstream>
-#include <map>
-#include <regex>
-#include <set>
-#include <sstream>
-#include <thread>
-
+#include "comm_group_runner.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "device/communicator.h"
@@ -25,6 +17,12 @@
 
 namespace grt {
 namespace {
+
+using testing::expect_collectives_agree;
+using testing::GroupRun;
+using testing::kWorker;
+using testing::run_group;
+using testing::run_shell_group;
 
 Tensor blob(std::vector<float>& v, Shape shape) {
   return Tensor::from_blob(v.data(), std::move(shape), DType::F32, Device::cpu());
@@ -80,87 +78,6 @@ TEST(Communicator, RefusesBadOptions) {
   EXPECT_NE(testing::error_of([&] { check_tp_group_options(g); }).find("needs --dist-init-addr"), std::string::npos);
 }
 
-// ---- real groups ------------------------------------------------------------------------------
-
-struct GroupRun {
-  int exit_code = -1;
-  std::string output;  // every rank's stdout and stderr
-};
-
-bool process_gone(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string s((std::istreambuf_iterator<char>(stat)), {});
-  auto p = s.rfind(')');
-  return p != std::string::npos && p + 2 < s.size() && s[p + 2] == 'Z';  // a zombie is gone too
-}
-
-// Runs the worker as rank 0 of a group (under `timeout 30`: a hang fails the test), then waits
-// (up to 30 s) until every rank that said it joined has ended, so their last words are in.
-const std::string kWorker = GRAPHRT_COMM_WORKER;
-
-// Runs `command` (a shell command starting the group) under `timeout 30`, then as run_group.
-GroupRun run_shell_group(const std::string& command) {
-  static int counter = 0;
-  const std::string file =
-      ::testing::TempDir() + "comm_worker_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  const std::string cmd = "timeout 30 " + command + " >" + file + " 2>&1";
-  GroupRun r;
-  int status = std::system(cmd.c_str());
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto read = [&] {
-    std::ifstream f(file);
-    return std::string((std::istreambuf_iterator<char>(f)), {});
-  };
-  std::regex pid_re(R"(\(pid (\d+)\))");
-  std::string text = read();
-  std::set<int> pids;
-  for (std::sregex_iterator it(text.begin(), text.end(), pid_re), end; it != end; ++it)
-    pids.insert(std::stoi((*it)[1]));
-  for (int i = 0; i < 300; ++i) {
-    bool all_gone = true;
-    for (int p : pids) all_gone = all_gone && process_gone(p);
-    if (all_gone) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  for (int p : pids) EXPECT_TRUE(process_gone(p)) << "rank process " << p << " outlived its group\n" << read();
-  r.output = read();
-  std::remove(file.c_str());
-  return r;
-}
-
-// `launcher` (e.g. "mpirun -np 2") starts every rank itself; else the worker spawns them.
-GroupRun run_group(const std::string& args, const std::string& launcher = "") {
-  return run_shell_group(launcher + " " + kWorker + " " + args);
-}
-
-// "rank R: <check> ok <hash>" lines: every rank passes every check with the same bytes.
-void expect_collectives_agree(int tp, const GroupRun& r) {
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::regex line_re(R"(rank (\d+): (.+) (ok|WRONG) ([0-9a-f]{16}))");
-  std::map<std::string, std::map<int, std::string>> hashes;
-  std::istringstream in(r.output);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (!std::regex_search(line, m, line_re)) continue;
-    EXPECT_EQ(m[3], "ok") << line;
-    hashes[m[2]][std::stoi(m[1])] = m[4];
-  }
-  const std::vector<std::string> checks = {
-      "all_reduce_sum_ f32",    "all_reduce_sum_ bf16",      "all_gather",     "broadcast_",
-      "broadcast_bytes root 0", "broadcast_bytes last root", "all_reduce_min", "graph replay"};
-  for (const auto& c : checks) {
-    ASSERT_EQ(hashes[c].size(), static_cast<size_t>(tp)) << c << "\n" << r.output;
-    for (const auto& [rank, h] : hashes[c]) EXPECT_EQ(h, hashes[c][0]) << c << " differs on rank " << rank;
-  }
-  for (int rank = 0; rank < tp; ++rank)
-    EXPECT_NE(r.output.find("rank " + std::to_string(rank) + ": done"), std::string::npos) << r.output;
-}
-
-void expect_collectives_agree(int tp, const std::string& launcher = "") {
-  expect_collectives_agree(tp, run_group("collectives --tp " + std::to_string(tp) + " --timeout 20", launcher));
-}
-
 TEST(TensorParallelGroup, CollectivesAreBitwiseEqualOnTwoRanks) { expect_collectives_agree(2); }
 
 TEST(TensorParallelGroup, CollectivesAreBitwiseEqualOnFourRanks) { expect_collectives_agree(4); }
@@ -210,6 +127,17 @@ TEST(TensorParallelGroup, ATimeoutNamesTheOpTheRanksAndTheShape) {
   EXPECT_NE(r.output.find("all_reduce_sum_ of f32[3, 4] (48 bytes) on rank 0 of 2: no progress with rank 1 within 3 s"),
             std::string::npos)
       << r.output;
+}
+
+TEST(TensorParallelGroup, ALeaderThatEndsReleasesFollowersStillWaitingForIt) {
+  GroupRun r = run_group("abandon --tp 3 --timeout 25");
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // rank 0's command succeeded
+  for (int rank : {1, 2})
+    EXPECT_NE(r.output.find(
+                  fmt::format("rank {}: error: broadcast_bytes of ? bytes from rank 0 on rank {} of 3", rank, rank)),
+              std::string::npos)
+        << r.output;
+  EXPECT_EQ(r.output.find("did not exit within"), std::string::npos) << r.output;
 }
 
 TEST(TensorParallelGroup, MismatchedCollectivesFailOnEveryRank) {

@@ -10,6 +10,7 @@
 #include "cli/server_args.h"
 #include "model/model_loader.h"
 #include "cli/text_setup.h"
+#include "cli/tp_launch.h"
 
 namespace grt {
 
@@ -52,6 +53,8 @@ void register_generate(CLI::App& app) {
     // the tokenizer and eos ids are read from that folder.
     a.check();
     (void)load_model_config(a.model);
+    const TpMember tp = join_tp(a);
+    if (!tp.leader()) return follow_leader(a, tp);
     TextSupport text = text_support_for(a.model);
     std::vector<std::vector<int32_t>> prompts;
     for (const auto& t : opts->token_ids) prompts.push_back(parse_token_ids(t));
@@ -80,7 +83,7 @@ void register_generate(CLI::App& app) {
     SchedulerOptions so = a.scheduler_options();
     so.eos_token_ids = eos_token_ids_of(a.model);
     so.text = text.stream;
-    Scheduler sched([args = a] { return make_runner(args); }, so);
+    Scheduler sched([args = a, tp] { return make_runner(args, tp.comm, tp.device); }, so);
     sched.wait_ready();
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (size_t i = 0; i < prompts.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/server_args.h"
+#include "cli/tp_launch.h"
 #include "device/device.h"
 #include "graph/split_ops.h"
 
@@ -101,13 +102,16 @@ void register_inspect(CLI::App& app) {
   cmd->add_flag("--json", opts->json, "print a JSON report");
   cmd->callback([opts] {
     ServerArgs args = opts->args;
-    auto runner = make_runner(args);
+    const TpMember tp = join_tp(args);
+    if (!tp.leader()) return follow_leader(args, tp);  // rank 0 reports the schedule every rank agreed on
+    auto runner = make_runner(args, tp.comm, tp.device);
     const Device d = runner->device();
     const ForwardGraphs* dg = runner->decode_graphs();
     nlohmann::json j;
     j["device"] = d.str();
     j["device_name"] = device_name(d);
     j["model"] = args.model;
+    j["tp_size"] = runner->tp_size();
     const ForwardGraphs* pg = runner->piecewise_graphs();
     j["decode"] = dg ? decode_json(*dg) : nlohmann::json(nullptr);
     j["piecewise"] = pg ? piecewise_json(*pg) : nlohmann::json(nullptr);

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/server_args.h"
+#include "cli/tp_launch.h"
 
 namespace grt {
 
@@ -24,7 +25,9 @@ void register_score(CLI::App& app) {
   cmd->callback([opts] {
     std::vector<std::vector<int32_t>> prompts;  // parsed before the model loads
     for (const auto& t : opts->token_ids) prompts.push_back(parse_token_ids(t));
-    auto runner = make_runner(opts->args);
+    const TpMember tp = join_tp(opts->args);
+    if (!tp.leader()) return follow_leader(opts->args, tp);
+    auto runner = make_runner(opts->args, tp.comm, tp.device);
     Engine engine(*runner, opts->args.engine_options());
     auto logits = engine.score(prompts);
     const size_t vocab = static_cast<size_t>(runner->model().config().vocab_size);

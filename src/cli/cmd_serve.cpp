@@ -1,14 +1,17 @@
 // graphrt serve: the OpenAI-compatible HTTP server on the continuous-batching scheduler.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/server_args.h"
 #include "model/model_loader.h"
 #include "cli/text_setup.h"
+#include "cli/tp_launch.h"
 #include "core/logging.h"
 #ifdef GRAPHRT_WITH_HTTP
 #include "server/http_server.h"
@@ -52,11 +55,31 @@ void register_serve(CLI::App& app) {
     // the tokenizer and eos ids are read from that folder.
     a.check();
     (void)load_model_config(a.model);
+    const TpMember tp = join_tp(a);
+    if (!tp.leader()) {
+      // Rank 0 alone serves HTTP and handles SIGINT (it stops the followers); SIGTERM (rank 0's
+      // group taking itself down) ends a follower at once.
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
+      return follow_leader(a, tp);
+    }
     TextSupport text = text_support_for(a.model);
     SchedulerOptions so = a.scheduler_options();
     so.eos_token_ids = eos_token_ids_of(a.model);
     so.text = text.stream;
-    Scheduler sched([args = a] { return make_runner(args); }, so);
+    // A broken tensor-parallel group stops the server like a signal, then the command fails.
+    auto group_error = std::make_shared<std::string>();
+    auto group_error_mu = std::make_shared<std::mutex>();
+    so.on_group_failure = [group_error, group_error_mu](const std::string& why) {
+      {
+        std::lock_guard<std::mutex> g(*group_error_mu);
+        *group_error = why;
+      }
+      kill(getpid(), SIGTERM);  // blocked in every thread: the signal thread's sigwait takes it
+    };
+    Scheduler sched([args = a, tp] { return make_runner(args, tp.comm, tp.device); }, so);
     HttpServerOptions ho;
     ho.host = opts->host;
     ho.port = opts->port;
@@ -86,6 +109,8 @@ void register_serve(CLI::App& app) {
     }
     serving.join();
     signals.join();
+    std::lock_guard<std::mutex> g(*group_error_mu);
+    GRT_CHECK(group_error->empty(), "serve stopped: {}", *group_error);
 #endif
   });
 }

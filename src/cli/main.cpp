@@ -4,10 +4,12 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/tp_launch.h"
 #include "core/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"graphrt: LLM inference in CUDA-graph mode"};
+  grt::set_process_args(argc, argv);  // --tp-size: ranks 1..N-1 run this command line too
   app.require_subcommand(1);
   grt::register_generate(app);
   grt::register_score(app);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +81,21 @@ void ServerArgs::add_to(CLI::App& app) {
   app.add_option("--max-queued-requests", max_queued_requests,
                  "requests queued or running before new ones get 503 (0: no limit)")
       ->capture_default_str();
+  app.add_option("--tp-size,--tp", tp_size,
+                 "tensor-parallel ranks (processes, one per GPU); on one node graphrt starts them itself")
+      ->capture_default_str();
+  app.add_option("--base-gpu-id", base_gpu_id, "the GPU of the node's first rank (ranks take consecutive GPUs)")
+      ->capture_default_str();
+  app.add_option("--dist-init-addr", dist_init_addr,
+                 "host:port where rank 0 meets the other ranks (default: 127.0.0.1 and a free port; needed with "
+                 "--nnodes > 1)");
+  app.add_option("--nnodes", nnodes, "nodes the --tp-size ranks are spread over (ranks per node: tp / nnodes)")
+      ->capture_default_str();
+  app.add_option("--node-rank", node_rank, "this node's index, 0 .. nnodes-1 (node 0 holds rank 0)")
+      ->capture_default_str();
+  app.add_option("--dist-timeout", dist_timeout,
+                 "seconds a rank waits for the others (joining, a collective) before the group fails")
+      ->capture_default_str();
 }
 
 namespace {
@@ -133,6 +149,42 @@ void ServerArgs::check() const {
             graph_memory_budget, graph_memory);
   normalized_list(cuda_graph_bs, "--cuda-graph-bs", false);
   normalized_list(piecewise_cuda_graph_tokens, "--piecewise-cuda-graph-tokens", false);
+  check_tensor_parallel();
+}
+
+TpGroupOptions ServerArgs::tp_group_options() const {
+  TpGroupOptions o;
+  o.tp_size = tp_size;
+  o.base_gpu_id = base_gpu_id;
+  o.dist_init_addr = dist_init_addr;
+  o.dist_timeout = dist_timeout;
+  o.nnodes = nnodes;
+  o.node_rank = node_rank;
+  return o;
+}
+
+void ServerArgs::check_tensor_parallel() const {
+  check_tp_group_options(tp_group_options());
+  GRT_CHECK(std::isfinite(dist_timeout), "--dist-timeout must be a finite number of seconds, got {}", dist_timeout);
+  if (!dist_init_addr.empty()) {
+    const size_t colon = dist_init_addr.rfind(':');
+    int port = -1;
+    if (colon != std::string::npos && colon > 0) {
+      const char* b = dist_init_addr.data() + colon + 1;
+      const char* e = dist_init_addr.data() + dist_init_addr.size();
+      auto [p, ec] = std::from_chars(b, e, port);
+      if (ec != std::errc() || p != e) port = -1;
+    }
+    GRT_CHECK(port >= 0 && port < 65536, "--dist-init-addr '{}' is not allowed: must be host:port (port 0..65535)",
+              dist_init_addr);
+  }
+  if (tp_size > 1) {
+    // A rank's GPU comes from --base-gpu-id and its local rank; cuda:N would put every rank on N.
+    GRT_CHECK(device.empty() || device == "cpu" || device == "cuda",
+              "--device {} with --tp-size {}: give cpu or cuda; ranks take GPUs base-gpu-id .. base-gpu-id + {} "
+              "(--base-gpu-id)",
+              device, tp_size, tp_size / nnodes - 1);
+  }
 }
 
 void ServerArgs::warn_no_effect() const {
@@ -259,11 +311,22 @@ std::vector<int32_t> eos_token_ids_of(const std::string& model) {
 
 std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args) {
   args.check();  // flags first: a bad flag is refused before minutes of loading
-  Device d = args.resolved_device();
-  DType dt = args.resolved_dtype(d);
+  return make_runner(args, nullptr, args.resolved_device());
+}
+
+std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args, std::shared_ptr<Communicator> comm, Device d) {
+  args.check();
   ModelRunnerOptions ro = args.runner_options();
-  auto model = load_model(args.model, d, dt, args.seed, ro.max_context);
-  return std::make_unique<ModelRunner>(std::move(model), ro);
+  ro.communicator = comm;
+  if (comm && comm->rank() > 0) ro.capture_progress = false;  // one progress bar: rank 0's
+  return std::make_unique<ModelRunner>(load_model_for(args, comm, d, ro.max_context), ro);
+}
+
+std::shared_ptr<DecoderModel> load_model_for(const ServerArgs& args, const std::shared_ptr<Communicator>& comm,
+                                             Device d, int64_t max_context) {
+  TensorParallel tp;
+  if (comm) tp = {comm->rank(), comm->size()};
+  return load_model(args.model, d, args.resolved_dtype(d), args.seed, max_context, tp, comm);
 }
 
 std::vector<int32_t> parse_token_ids(const std::string& text) {

@@ -11,6 +11,7 @@
 #include "runtime/engine.h"
 #include "runtime/model_runner.h"
 #include "runtime/scheduler.h"
+#include "runtime/tp_group.h"
 
 namespace grt {
 
@@ -39,6 +40,13 @@ struct ServerArgs {
   uint64_t graph_memory_budget = 0;  // bytes; 0: no limit
   bool enable_mixed_chunk = false;
   int max_queued_requests = 0;  // 0: no limit
+  // Tensor parallelism (issue 16; SGLang's flags): ranks are processes, one per GPU.
+  int tp_size = 1;
+  int base_gpu_id = 0;         // rank r of a node runs on cuda:(base_gpu_id + local rank)
+  std::string dist_init_addr;  // host:port of rank 0 (empty: 127.0.0.1 and a free port; one node only)
+  int nnodes = 1;
+  int node_rank = 0;
+  double dist_timeout = 600;  // seconds a collective waits for a peer
 
   void add_to(CLI::App& app);
   // Every flag value and combination: an Error naming the flag, the bad value and what is allowed
@@ -51,9 +59,12 @@ struct ServerArgs {
   EngineOptions engine_options() const;
   // Scheduler options (eos ids and text are filled by the command).
   SchedulerOptions scheduler_options() const;
+  // The group the tensor-parallel flags describe (runtime/tp_group.h).
+  TpGroupOptions tp_group_options() const;
 
  private:
   void warn_no_effect() const;
+  void check_tensor_parallel() const;
 };
 
 // eos_token_id of the model folder's generation_config.json, else config.json (an id or a list);
@@ -62,6 +73,13 @@ std::vector<int32_t> eos_token_ids_of(const std::string& model);
 
 // Loads the model named by args.model onto the resolved device and builds its runner.
 std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args);
+// The same for one rank of a tensor-parallel group: its shard of the model on `device`, its runner
+// on `comm` (null: no group, as make_runner(args)).
+std::unique_ptr<ModelRunner> make_runner(const ServerArgs& args, std::shared_ptr<Communicator> comm, Device device);
+// This rank's model (its shard when `comm` has more than one rank) on `device`, for --context-length
+// `max_context` (0: the default).
+std::shared_ptr<DecoderModel> load_model_for(const ServerArgs& args, const std::shared_ptr<Communicator>& comm,
+                                             Device device, int64_t max_context);
 
 // For unsigned options: CLI11 would wrap "-5" to 2^64 - 5, so the text is refused first.
 const CLI::Validator& not_negative();

@@ -1,5 +1,7 @@
 #include "device/communicator.h"
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "device/collective_checks.h"
 #include "device/communicator_backends.h"
@@ -31,6 +33,13 @@ class SoloCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> connect_communicator(const CommunicatorOptions& options) {
+  // The listening socket is ours to close, whatever happens (the backends accept on a copy).
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{options.listen_fd};
   GRT_CHECK(options.size >= 1, "a tensor-parallel group needs size >= 1, got {}", options.size);
   GRT_CHECK(options.rank >= 0 && options.rank < options.size, "rank {} is outside a group of size {}", options.rank,
             options.size);

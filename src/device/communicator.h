@@ -38,6 +38,11 @@ struct CommunicatorOptions {
   std::string init_addr = "127.0.0.1:0";
   // Seconds a collective may wait for a peer before failing (--dist-timeout).
   double timeout_seconds = 600;
+  // Rank 0 only: a socket already listening at init_addr (device/tcp_group.h's listen_tcp), so
+  // that an address handed to the other ranks before joining cannot be taken by anyone else
+  // meanwhile. connect_communicator closes it, whatever happens. -1: rank 0 binds init_addr.
+  // Needs size >= 2 (a group of one listens on nothing).
+  int listen_fd = -1;
 };
 
 class Communicator {

@@ -213,8 +213,45 @@ const char* collective_op_name(CollectiveOp op) {
   return "unknown collective";
 }
 
-TcpGroup::TcpGroup(int rank, int size, const std::string& init_addr, double timeout_seconds, int channels)
+int listen_tcp(const std::string& host, int port, int* port_out) {
+  addrinfo* res = resolve(host, port, true);
+  int lfd = -1;
+  std::string why = "no address";
+  for (addrinfo* a = res; a && lfd < 0; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 256) == 0) {
+      lfd = fd;
+    } else {
+      why = std::strerror(errno);
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(res);
+  GRT_CHECK(lfd >= 0, "rank 0 cannot listen on {}:{}: {}", host, port, why);
+  if (port_out) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+    *port_out = a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port)
+                                        : ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
+  }
+  return lfd;
+}
+
+TcpGroup::TcpGroup(int rank, int size, const std::string& init_addr, double timeout_seconds, int channels,
+                   int listen_fd)
     : rank_(rank), size_(size), channels_(channels), timeout_seconds_(timeout_seconds), init_addr_(init_addr) {
+  GRT_CHECK(listen_fd < 0 || rank == 0, "rank {} was given a listening socket; only rank 0 listens", rank);
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{listen_fd >= 0 ? ::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0) : -1};
+  GRT_CHECK(listen_fd < 0 || closer.fd >= 0, "rank 0: duplicating its listening socket: {}", std::strerror(errno));
   GRT_CHECK(size >= 2, "a TCP group needs at least 2 ranks, got size {}", size);
   GRT_CHECK(rank >= 0 && rank < size, "rank {} is outside a group of size {}", rank, size);
   GRT_CHECK(channels >= 1, "a TCP group needs at least one channel, got {}", channels);
@@ -229,9 +266,10 @@ TcpGroup::TcpGroup(int rank, int size, const std::string& init_addr, double time
   }
   const double deadline = now_s() + timeout_seconds;
   try {
-    if (rank == 0)
-      listen_and_accept(host, port, deadline);
-    else
+    if (rank == 0) {
+      if (closer.fd < 0) closer.fd = listen_tcp(host, port, nullptr);
+      accept_followers(closer.fd, deadline);
+    } else
       connect_to_leader(host, port, deadline);
   } catch (...) {
     for (auto& ch : chan_)
@@ -247,29 +285,7 @@ TcpGroup::~TcpGroup() {
       if (fd >= 0) ::close(fd);
 }
 
-void TcpGroup::listen_and_accept(const std::string& host, int port, double deadline) {
-  addrinfo* res = resolve(host, port, true);
-  int lfd = -1;
-  std::string why;
-  for (addrinfo* a = res; a && lfd < 0; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 256) == 0) {
-      lfd = fd;
-    } else {
-      why = std::strerror(errno);
-      ::close(fd);
-    }
-  }
-  ::freeaddrinfo(res);
-  GRT_CHECK(lfd >= 0, "rank 0 cannot listen on dist init address {}: {}", init_addr_, why);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{lfd};
-
+void TcpGroup::accept_followers(int lfd, double deadline) {
   int missing = (size_ - 1) * channels_;
   while (missing > 0) {
     IoResult w = wait_fd(lfd, POLLIN, deadline);

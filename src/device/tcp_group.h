@@ -30,6 +30,9 @@ namespace grt {
 // interface), for a rank 0 that binds it moments later.
 int pick_free_port(const std::string& ipv4);
 
+// A close-on-exec socket listening on host:port (port 0: a free one, written to *port_out).
+int listen_tcp(const std::string& host, int port, int* port_out);
+
 enum class CollectiveOp : uint32_t {
   AllReduceSum = 1,
   AllGather,
@@ -54,7 +57,10 @@ class TcpGroup {
   // Joins: rank 0 listens on init_addr ("host:port", port > 0) and waits for size-1 ranks ×
   // `channels` connections; the others connect (retrying while rank 0 is not listening yet).
   // Returns once every rank has joined; Error after timeout_seconds, naming who is missing.
-  TcpGroup(int rank, int size, const std::string& init_addr, double timeout_seconds, int channels);
+  // listen_fd (rank 0 only): a socket from listen_tcp to accept on instead of binding init_addr,
+  // so that an address handed out before joining cannot be taken meanwhile (the group accepts on
+  // a copy; the caller still closes its own).
+  TcpGroup(int rank, int size, const std::string& init_addr, double timeout_seconds, int channels, int listen_fd = -1);
   ~TcpGroup();
   TcpGroup(const TcpGroup&) = delete;
   TcpGroup& operator=(const TcpGroup&) = delete;
@@ -125,7 +131,7 @@ class TcpGroup {
     std::vector<int> fds;  // rank 0: the fd of each follower (index = rank; [0] unused); else [0]: rank 0's
   };
   int fd_of(int channel, int peer) const;
-  void listen_and_accept(const std::string& host, int port, double deadline);
+  void accept_followers(int listen_fd, double deadline);
   void connect_to_leader(const std::string& host, int port, double deadline);
 
   int rank_, size_, channels_;

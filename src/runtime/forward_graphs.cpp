@@ -9,7 +9,7 @@ namespace grt {
 
 ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_ptr<GraphInputSchema> schema,
                              std::shared_ptr<const GraphMemory> memory)
-    : schema_(std::move(schema)), memory_(std::move(memory)) {
+    : comm_(options.comm), schema_(std::move(schema)), memory_(std::move(memory)) {
   GRT_CHECK(!options.shapes.empty(), "{} with no {} to capture", schema_->label(), schema_->unit());
   const Device d = memory_->capture_memory().device();
   capture_stream_ = new_stream(d);
@@ -32,9 +32,12 @@ ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_pt
   ro.prepare = [s, this](int n) { s->prepare_dummy(n, *capture_stream_); };
   runner_ = std::make_unique<ShapeGraphRunner>(*capture_stream_, memory_->capture_memory(), ro);
   current_stream(d).synchronize();  // the KV cache and request table were set up on the current stream
+  // Every rank starts capturing together: warm-ups and captured steps hold collectives.
+  if (tensor_parallel()) comm_->barrier();
   runner_->capture([s](int n) { return s->step(n); });
   capture_stream_->synchronize();
   check_memory();
+  if (!options.lazy) agree_across_ranks();
   if (!options.lazy) GRT_INFO("{}", summary());
 }
 
@@ -57,11 +60,36 @@ void ForwardGraphs::check_memory() {
   }
 }
 
+void ForwardGraphs::agree_across_ranks() {
+  if (!tensor_parallel()) return;
+  const std::vector<int>& schedule = runner_->options().shapes;
+  std::vector<int64_t> live(schedule.size());
+  for (size_t i = 0; i < schedule.size(); ++i)
+    live[i] = runner_->is_captured(schedule[i]) && runner_->retired(schedule[i]).empty() ? 1 : 0;
+  const std::vector<int64_t> everywhere = comm_->all_reduce_min(live);
+  std::string dropped;
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    if (live[i] == 0 || everywhere[i] == 1) continue;
+    runner_->retire(schedule[i], fmt::format("another rank of the tensor-parallel group (size {}) could not capture "
+                                             "it or retired it, so every rank runs its batches eagerly",
+                                             comm_->size()));
+    dropped += (dropped.empty() ? "" : ",") + std::to_string(schedule[i]);
+  }
+  if (!dropped.empty())
+    GRT_WARN("{}: rank {} dropped {} {} that not every rank of the group has live", schema_->label(), comm_->rank(),
+             schema_->unit(), dropped);
+}
+
 int ForwardGraphs::prepare(const ForwardBatch& batch) {
   check_memory();
+  // VMM graph memory can lose a shape on one rank (a failed remap): agree on every step then.
+  if (tensor_parallel() && memory_->mode() == GraphMemoryMode::kVmm) agree_across_ranks();
   if (!runner_->options().lazy || batch.mode != schema_->mode()) return 0;
   const int padded = runner_->padded_size(schema_->shape_of(batch));
-  if (padded == 0 || runner_->is_captured(padded)) return 0;
+  if (padded == 0) return 0;
+  // Tensor parallel: whether to try is decided by what every rank did (the same set everywhere),
+  // not by this rank's captures, so every rank enters the capture and the agreement together.
+  if (tensor_parallel() ? agreed_.count(padded) > 0 : runner_->is_captured(padded)) return 0;
   Stream& stream = current_stream(memory_->capture_memory().device());
   // Stream-ordered: the capture stream (which overwrites the inputs with its dummy batch) waits
   // for the work queued so far on this stream, and this stream for the capture — no device-wide
@@ -74,6 +102,11 @@ int ForwardGraphs::prepare(const ForwardBatch& batch) {
   captured->record(*capture_stream_);
   stream.wait(*captured);
   check_memory();  // a capture can lose other shapes' memory (VMM consolidation)
+  if (tensor_parallel()) {
+    agreed_.insert(padded);
+    agree_across_ranks();
+    return runner_->is_captured(padded) && runner_->retired(padded).empty() ? padded : 0;
+  }
   return why.empty() ? padded : 0;
 }
 

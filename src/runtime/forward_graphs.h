@@ -9,9 +9,11 @@
 // was lost (a failed VMM remap: one warning per shape) or verification found it wrong.
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "device/communicator.h"
 #include "graph/shape_graph_runner.h"
 #include "runtime/forward_batch.h"
 #include "runtime/graph_input_schema.h"
@@ -27,6 +29,10 @@ struct ForwardGraphsOptions {
   bool breakable = false;    // GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1: eager_on_graph / break_graph split the capture
   bool debug_eager = false;  // --debug-cuda-graph: the forward runs eagerly through capture/replay
   bool lazy = false;         // --cuda-graph-lazy: capture a shape the first time a batch needs it
+  // The tensor-parallel group (null or size 1: none). Every rank captures in lockstep: a barrier
+  // before the capture, then agreement (agree_across_ranks) so that a shape any rank lacks is
+  // dropped on every rank, and graph-or-eager is the same decision everywhere.
+  Communicator* comm = nullptr;
 };
 
 class ForwardGraphs {
@@ -44,6 +50,10 @@ class ForwardGraphs {
   // captures the shape the batch needs. Never throws for a capture failure (the batch then runs
   // eagerly, refusal() says why). Returns the shape captured now, 0 when none was.
   int prepare(const ForwardBatch& batch);
+  // Tensor parallel: retires every shape that is not live (captured and not retired) on every
+  // rank of the group, logging what was dropped; a collective every rank must call at the same
+  // point. No-op without a group.
+  void agree_across_ranks();
   // Empty when a graph can serve `batch`, else why not (mode, shape).
   std::string refusal(const ForwardBatch& batch) const;
   bool can_run(const ForwardBatch& batch) const { return refusal(batch).empty(); }
@@ -65,7 +75,10 @@ class ForwardGraphs {
   std::string summary() const;
 
  private:
+  bool tensor_parallel() const { return comm_ && comm_->size() > 1; }
 
+  Communicator* comm_ = nullptr;
+  std::set<int> agreed_;  // lazy + tensor parallel: shapes whose capture every rank has agreed on
   std::unique_ptr<GraphInputSchema> schema_;
   std::shared_ptr<const GraphMemory> memory_;
   std::shared_ptr<Stream> capture_stream_;

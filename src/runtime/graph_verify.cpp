@@ -174,7 +174,7 @@ void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs, int only_
       else GRT_DEBUG("{}: {} {}: no room for the padded reference, compared with the unpadded eager forward",
                      r.options().label, unit, shape);
     }
-    std::vector<float> eager = to_host_floats(runner.forward_eager(reference));
+    std::vector<float> eager = to_host_floats(runner.forward_eager_local(reference));
     const std::vector<float> graph = to_host_floats(graphs.forward(*batch));
     eager.resize(std::min(eager.size(), graph.size()));
     double diff = 0, scale = 1;

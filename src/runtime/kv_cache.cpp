@@ -6,6 +6,7 @@
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
 #include "ops/scatter.h"
+#include "runtime/pool_journal.h"
 
 namespace grt {
 
@@ -22,6 +23,7 @@ int ReqToTokenPool::alloc() {
   int s = free_.back();
   free_.pop_back();
   in_use_[static_cast<size_t>(s)] = 1;
+  if (journal_) journal_->req_alloc(s);
   return s;
 }
 
@@ -30,6 +32,7 @@ void ReqToTokenPool::free(int slot) {
   GRT_CHECK(in_use_[static_cast<size_t>(slot)], "freeing request slot {} twice: it is already free", slot);
   in_use_[static_cast<size_t>(slot)] = 0;
   free_.push_back(slot);
+  if (journal_) journal_->req_free(slot);
 }
 
 bool ReqToTokenPool::in_use(int slot) const {
@@ -44,6 +47,7 @@ void ReqToTokenPool::write(int slot, int start, const std::vector<int32_t>& kv_s
   Tensor src = from_vector(kv_slots, Shape{static_cast<int64_t>(kv_slots.size())}, DType::I32, table_.device());
   Tensor dst = table_.select(0, slot).slice(0, start, start + static_cast<int64_t>(kv_slots.size()));
   current_stream(table_.device()).copy_async(dst.data(), src.data(), src.nbytes());
+  if (journal_) journal_->req_write(slot, start, kv_slots);
 }
 
 void ReqToTokenPool::write_many(const std::vector<Write>& writes) {
@@ -60,6 +64,8 @@ void ReqToTokenPool::write_many(const std::vector<Write>& writes) {
       pairs.push_back(w.kv_slots[j]);
     }
   }
+  if (journal_)
+    for (const Write& w : writes) journal_->req_write(w.slot, w.start, w.kv_slots);
   if (pairs.empty()) return;
   const auto n = static_cast<int64_t>(pairs.size() / 2);
   ops::scatter_i32(table_, from_vector(pairs, Shape{n, 2}, DType::I64, table_.device()));
@@ -83,6 +89,7 @@ std::vector<int32_t> TokenToKVPool::alloc(int64_t n) {
   std::reverse(out.begin(), out.end());
   free_.resize(free_.size() - static_cast<size_t>(n));
   for (int32_t s : out) in_use_[static_cast<size_t>(s)] = 1;
+  if (journal_ && n > 0) journal_->kv_alloc(out);
   return out;
 }
 
@@ -103,6 +110,7 @@ void TokenToKVPool::free(const std::vector<int32_t>& slots) {
     in_use_[static_cast<size_t>(s)] = 0;
     free_.push_back(s);
   }
+  if (journal_ && !slots.empty()) journal_->kv_free(slots);
 }
 
 bool TokenToKVPool::in_use(int64_t slot) const {

@@ -10,6 +10,8 @@
 
 namespace grt {
 
+class PoolJournal;
+
 class ReqToTokenPool {
  public:
   ReqToTokenPool(int max_requests, int max_context, Device device);
@@ -36,8 +38,12 @@ class ReqToTokenPool {
     std::vector<int32_t> kv_slots;
   };
   void write_many(const std::vector<Write>& writes);
+  // Records every alloc, free and write into `journal` (null: none) for the other ranks of a
+  // tensor-parallel group (runtime/pool_journal.h).
+  void set_journal(PoolJournal* journal) { journal_ = journal; }
 
  private:
+  PoolJournal* journal_ = nullptr;
   Tensor table_;
   std::vector<int> free_;
   std::vector<uint8_t> in_use_;
@@ -63,8 +69,11 @@ class TokenToKVPool {
   size_t bytes() const;
   // Bytes one token takes over all layers.
   static size_t bytes_per_token(int num_layers, int64_t kv_width, DType dtype);
+  // Records every alloc and free into `journal` (null: none), as ReqToTokenPool::set_journal.
+  void set_journal(PoolJournal* journal) { journal_ = journal; }
 
  private:
+  PoolJournal* journal_ = nullptr;
   int64_t num_slots_;
   std::vector<LayerKvCache> layers_;
   std::vector<int32_t> free_;

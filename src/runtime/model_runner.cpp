@@ -1,6 +1,7 @@
 #include "runtime/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 
 #include "core/logging.h"
@@ -13,6 +14,7 @@
 #include "ops/sampling.h"
 #include "runtime/graph_verify.h"
 #include "runtime/batch_ranges.h"
+#include "runtime/forward_batch_wire.h"
 
 namespace grt {
 
@@ -21,11 +23,26 @@ namespace {
 constexpr double kActivationShare = 0.10;
 // KV cache tokens on the CPU backend when --max-total-tokens is not given (at least one context).
 constexpr int64_t kCpuDefaultKvTokens = 4096;
+
+// The leader's messages to its followers: a magic word, then one command.
+constexpr uint32_t kMessageMagic = 0x4d525447;  // "GTRM"
+enum Command : uint8_t { kForward = 1, kForwardEager = 2, kStop = 3, kFail = 4, kNop = 5 };
+constexpr double kKeepAliveSeconds = 1.0;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 }  // namespace
 
 ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelRunnerOptions& opt)
-    : model_(std::move(model)) {
+    : comm_(opt.communicator), model_(std::move(model)) {
   const ModelConfig& c = model_->config();
+  if (!comm_) comm_ = model_->communicator();
+  // A sharded model's collectives run in its group: the runner's messages must go to the same ranks.
+  GRT_CHECK(!model_->tp().enabled() || (comm_ && comm_->rank() == model_->tp().rank && comm_->size() == model_->tp().size),
+            "the model is rank {} of a tensor-parallel group of {}, but the runner's communicator is {}",
+            model_->tp().rank, model_->tp().size,
+            comm_ ? fmt::format("rank {} of {}", comm_->rank(), comm_->size()) : std::string("none"));
   const Device d = model_->device();
   GRT_CHECK(opt.mem_fraction_static > 0 && opt.mem_fraction_static <= 1, "--mem-fraction-static {} is not in (0, 1]",
             opt.mem_fraction_static);
@@ -59,7 +76,8 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
             held / 1073741824.0, opt.mem_fraction_static, total / 1073741824.0, budget / 1073741824.0);
   alloc.set_budget(budget);
 
-  const int64_t kv_width = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim;
+  // This rank's KV heads only (replicated ones when there are fewer KV heads than ranks).
+  const int64_t kv_width = model_->num_local_kv_heads() * c.head_dim;
   const size_t per_token = TokenToKVPool::bytes_per_token(c.num_hidden_layers, kv_width, model_->dtype());
   int64_t slots;
   if (opt.max_total_tokens > 0) {
@@ -84,6 +102,13 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     }
     slots = std::min<int64_t>(slots, INT32_MAX);
   }
+  if (tp_size() > 1) {
+    // Every rank holds the same slots (rank 0 schedules for all): the smallest any rank can.
+    const int64_t mine = slots;
+    slots = comm_->all_reduce_min({slots})[0];
+    if (slots < mine)
+      GRT_INFO("KV cache: {} token slots, what every rank of the group can hold (this rank: {})", slots - 1, mine - 1);
+  }
   GRT_CHECK(slots >= 2, "the memory budget leaves no room for the KV cache ({} bytes per token)", per_token);
   // Every running request holds at least one KV slot: more request slots than KV slots would only
   // cost start-up (a request table of rows x context, one decode graph per batch size).
@@ -96,6 +121,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   }
   req_pool_ = std::make_unique<ReqToTokenPool>(max_requests, max_context, d);
   kv_pool_ = std::make_unique<TokenToKVPool>(c.num_hidden_layers, slots, kv_width, model_->dtype(), d);
+
   GRT_DEBUG("KV cache: {} token slots, {:.1f} MiB; {} requests x {} context", slots - 1,
             kv_pool_->bytes() / 1048576.0, max_requests, max_context);
 
@@ -113,6 +139,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     go.breakable = opt.breakable_cuda_graph;
     go.debug_eager = opt.debug_cuda_graph;
     go.lazy = opt.cuda_graph_lazy;
+    go.comm = comm_.get();
     if (go.shapes.empty()) {
       GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
                "--max-running-requests): decode runs eagerly", cap);
@@ -142,6 +169,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     po.debug_eager = opt.debug_cuda_graph;
     po.lazy = opt.cuda_graph_lazy;
     po.breakable = opt.breakable_cuda_graph;  // breakable marks (MoE routing) split the pieces too
+    po.comm = comm_.get();
     po.shapes = opt.piecewise_cuda_graph_tokens.empty()
                           ? default_piecewise_token_counts(std::max(cap, 1))
                           : checked_token_counts(opt.piecewise_cuda_graph_tokens, cap, "--piecewise-cuda-graph-tokens");
@@ -165,9 +193,19 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   }
   // A later capture (piecewise) may have lost earlier graphs' memory (a failed VMM remap).
   for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get()})
-    if (g) g->check_memory();
+    if (g) {
+      g->check_memory();
+      g->agree_across_ranks();
+    }
   verify_ = opt.verify_cuda_graph;
   if (verify_) verify_cuda_graphs();
+  // From here on the leader's slot changes are its scheduler's, which the followers replay; what
+  // came before, every rank did by itself.
+  if (leads_group()) {
+    journal_ = std::make_unique<PoolJournal>();
+    req_pool_->set_journal(journal_.get());
+    kv_pool_->set_journal(journal_.get());
+  }
 }
 
 ForwardGraphs* ModelRunner::graphs(ForwardMode mode) {
@@ -176,9 +214,28 @@ ForwardGraphs* ModelRunner::graphs(ForwardMode mode) {
   return nullptr;
 }
 
+ModelRunner::~ModelRunner() {
+  try {
+    stop_followers();
+  } catch (const std::exception& e) {
+    GRT_ERROR("stopping the other ranks of the tensor-parallel group failed: {}", e.what());
+  }
+}
+
 void ModelRunner::verify_cuda_graphs() {
+  // Every rank verifies the same seeded batches on the same slots by itself: no slot changes to send.
+  PoolJournal::Pause pause(journal_.get());
   for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get()})
-    if (g) verify_forward_graphs(*this, *g);
+    if (g) {
+      verify_forward_graphs(*this, *g);
+      g->agree_across_ranks();
+    }
+}
+
+void ModelRunner::verify_lazy(ForwardGraphs& graphs, int shape) {
+  PoolJournal::Pause pause(journal_.get());
+  verify_forward_graphs(*this, graphs, shape);
+  graphs.agree_across_ranks();
 }
 
 std::shared_ptr<const GraphMemory> ModelRunner::shared_graph_memory() {
@@ -198,27 +255,113 @@ void ModelRunner::check_batch(const ForwardBatch& batch) const {
   check_batch_ranges(batch, model_->config().vocab_size, *req_pool_, *kv_pool_);
 }
 
+void ModelRunner::send_to_followers(uint8_t command, const ForwardBatch* batch, const std::string& error) {
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  w.put<uint32_t>(kMessageMagic);
+  w.put<uint8_t>(command);
+  if (journal_) {
+    journal_->take(w);
+  } else {
+    PoolJournal().take(w);  // none yet: an empty one
+  }
+  if (batch) encode_forward_batch(*batch, w);
+  if (command == kFail) w.put_string(error);
+  last_sent_ = now_seconds();
+  try {
+    comm_->broadcast_bytes(bytes, 0);
+  } catch (const Error& e) {
+    followers_stopped_ = true;  // the group is broken: nothing more reaches them
+    throw e.with_context("rank 0 sending the next step to the other ranks of the tensor-parallel group");
+  }
+}
+
+void ModelRunner::stop_followers(const std::string& error) {
+  if (!leads_group() || followers_stopped_) return;
+  followers_stopped_ = true;
+  send_to_followers(error.empty() ? kStop : kFail, nullptr, error);
+}
+
+void ModelRunner::keep_alive() {
+  if (!leads_group() || followers_stopped_ || now_seconds() - last_sent_ < kKeepAliveSeconds) return;
+  send_to_followers(kNop, nullptr, "");
+}
+
+void ModelRunner::follow() {
+  GRT_CHECK(comm_ && comm_->size() > 1 && comm_->rank() > 0,
+            "follow() is for ranks > 0 of a tensor-parallel group (this is rank {} of {})", tp_rank(), tp_size());
+  for (uint64_t step = 0;; ++step) {
+    std::vector<uint8_t> bytes;
+    try {
+      comm_->broadcast_bytes(bytes, 0);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("rank {} waiting for rank 0's step {}", tp_rank(), step));
+    }
+    ByteReader r(bytes, "rank 0's message");
+    GRT_CHECK(r.get<uint32_t>("magic") == kMessageMagic, "rank {}: step {} from rank 0 is not a runner message",
+              tp_rank(), step);
+    const auto command = r.get<uint8_t>("command");
+    PoolJournal::apply(r, *req_pool_, *kv_pool_);
+    switch (command) {
+      case kForward:
+      case kForwardEager: {
+        const ForwardBatch batch = decode_forward_batch(r);
+        try {
+          check_batch(batch);
+          (void)(command == kForward ? dispatch(batch) : run_eager(batch));
+        } catch (const Error& e) {
+          throw e.with_context(fmt::format("rank {} running rank 0's step {} ({} of {} tokens)", tp_rank(), step,
+                                           forward_mode_name(batch.mode), batch.num_tokens()));
+        }
+        break;
+      }
+      case kNop: break;
+      case kStop: return;
+      case kFail: GRT_FAIL("rank 0 stopped the tensor-parallel group with an error: {}", r.get_string("error"));
+      default: GRT_FAIL("rank {}: step {} from rank 0 has command {}, not one (1..5)", tp_rank(), step, command);
+    }
+  }
+}
+
 Tensor ModelRunner::forward(const ForwardBatch& batch) {
+  GRT_CHECK(is_leader(), "forward() on rank {} of the tensor-parallel group: ranks > 0 only follow() rank 0",
+            tp_rank());
   check_batch(batch);
+  if (leads_group()) send_to_followers(kForward, &batch, "");
+  return dispatch(batch);
+}
+
+Tensor ModelRunner::dispatch(const ForwardBatch& batch) {
   if (decode_graphs_ && batch.mode == ForwardMode::DECODE) {
-    if (const int fresh = decode_graphs_->prepare(batch); fresh > 0 && verify_)
-      verify_forward_graphs(*this, *decode_graphs_, fresh);
+    if (const int fresh = decode_graphs_->prepare(batch); fresh > 0 && verify_) verify_lazy(*decode_graphs_, fresh);
     const std::string why = decode_graphs_->refusal(batch);
     if (why.empty()) return decode_graphs_->forward(batch);
     GRT_DEBUG("decode step of {} requests runs eagerly: {}", batch.batch_size(), why);
   }
   if (piecewise_graphs_ && batch.mode == ForwardMode::EXTEND) {
     if (const int fresh = piecewise_graphs_->prepare(batch); fresh > 0 && verify_)
-      verify_forward_graphs(*this, *piecewise_graphs_, fresh);
+      verify_lazy(*piecewise_graphs_, fresh);
     const std::string why = piecewise_graphs_->refusal(batch);
     if (why.empty()) return piecewise_graphs_->forward(batch);
     GRT_DEBUG("extend of {} tokens runs eagerly: {}", batch.num_tokens(), why);
   }
-  return forward_eager(batch);
+  return run_eager(batch);
 }
 
 Tensor ModelRunner::forward_eager(const ForwardBatch& batch) {
+  GRT_CHECK(is_leader(), "forward_eager() on rank {} of the tensor-parallel group: ranks > 0 only follow() rank 0",
+            tp_rank());
   check_batch(batch);
+  if (leads_group()) send_to_followers(kForwardEager, &batch, "");
+  return run_eager(batch);
+}
+
+Tensor ModelRunner::forward_eager_local(const ForwardBatch& batch) {
+  check_batch(batch);
+  return run_eager(batch);
+}
+
+Tensor ModelRunner::run_eager(const ForwardBatch& batch) {
   ForwardInputs in = upload_inputs(batch, req_pool_->table(), kv_pool_->layers(), device());
   Tensor hidden = model_->forward(in);
   std::vector<int32_t> rows = batch.logit_rows();

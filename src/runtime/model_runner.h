@@ -1,14 +1,25 @@
 // ModelRunner: owns the model's KV cache and runs forward passes (seed 002). forward() is the
 // one dispatch point: decode graph → piecewise graph → eager forward, as each is available.
+//
+// Tensor parallel (issue 16; options.communicator of size N > 1): every rank builds a runner on
+// its model shard. Rank 0 (the leader) schedules: its forward() / forward_eager() first send the
+// batch, with the request/KV slot changes made since the last one (pool_journal.h), to the other
+// ranks, which run follow() — receive, replay the slot changes, run the same forward, repeat —
+// until the leader's stop_followers() (its destructor calls it). Every rank then issues the same
+// collectives in the same order. What every rank does identically by itself (capture at start,
+// verification with seeded random batches) sends nothing; graphs are captured and retired in
+// lockstep (forward_graphs.h). Only the leader samples (the model gathers logits to every rank).
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "device/communicator.h"
 #include "model/decoder_model.h"
 #include "runtime/forward_batch.h"
 #include "runtime/forward_graphs.h"
 #include "runtime/kv_cache.h"
+#include "runtime/pool_journal.h"
 
 namespace grt {
 
@@ -56,11 +67,19 @@ struct ModelRunnerOptions {
   // --cuda-graph-lazy: capture a decode batch size / piecewise token count of the schedule the
   // first time a batch needs it, instead of all at start.
   bool cuda_graph_lazy = false;
+  // This rank's communicator of the tensor-parallel group (null: the model's, DecoderModel::
+  // communicator(); null or size 1 there too: no tensor parallelism). The model must be this
+  // rank's shard of the same group.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class ModelRunner {
  public:
   ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelRunnerOptions& options);
+  // The leader stops its followers (stop_followers; errors are logged, never thrown).
+  ~ModelRunner();
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
 
   const DecoderModel& model() const { return *model_; }
   Device device() const { return model_->device(); }
@@ -75,10 +94,30 @@ class ModelRunner {
   // model and these pools (check_batch_ranges); forward() and forward_eager() call it first.
   void check_batch(const ForwardBatch& batch) const;
   // Runs the batch — on a decode graph when one can serve it, else eagerly; returns float32
-  // logits [rows, vocab] for batch.logit_rows() (empty when none).
+  // logits [rows, vocab] for batch.logit_rows() (empty when none). Leader of a group: sends the
+  // batch to the followers first. Error on a follower (they only follow()).
   Tensor forward(const ForwardBatch& batch);
-  // The eager forward pass alone (the reference graphs are checked against).
+  // The eager forward pass alone (the reference graphs are checked against); the leader sends
+  // it to the followers first, as forward().
   Tensor forward_eager(const ForwardBatch& batch);
+  // The eager forward on this rank only, sending nothing: for work every rank of the group does
+  // identically by itself (verification batches).
+  Tensor forward_eager_local(const ForwardBatch& batch);
+
+  // Tensor parallelism. Size 1 / rank 0 without a group.
+  int tp_rank() const { return comm_ ? comm_->rank() : 0; }
+  int tp_size() const { return comm_ ? comm_->size() : 1; }
+  bool is_leader() const { return tp_rank() == 0; }
+  // Follower (rank > 0): runs what the leader sends until it stops them; returns then. Error when
+  // the leader reports an error (its message), the group fails, or a batch cannot run here.
+  void follow();
+  // Leader: tells the followers to return from follow() (an empty `error`) or to fail with
+  // `error`. Once; later calls and calls without followers do nothing.
+  void stop_followers(const std::string& error = "");
+  // Leader of a group, while idle: when nothing was sent for a second, sends a no-op, so followers
+  // waiting for the next step never reach --dist-timeout while rank 0 is alive, and a follower
+  // that died is noticed (Error) without a request. No-op otherwise.
+  void keep_alive();
   // Decode graphs, or nullptr when disabled or none could be captured.
   const ForwardGraphs* decode_graphs() const { return decode_graphs_.get(); }
   // Piecewise graphs, or nullptr when disabled.
@@ -95,6 +134,18 @@ class ModelRunner {
 
  private:
   std::shared_ptr<const GraphMemory> shared_graph_memory();
+  bool leads_group() const { return comm_ && comm_->size() > 1 && comm_->rank() == 0; }
+  // The leader's message to its followers: command, slot changes, then the batch or error text.
+  void send_to_followers(uint8_t command, const ForwardBatch* batch, const std::string& error);
+  // forward() after check_batch, on every rank: graph or eager.
+  Tensor dispatch(const ForwardBatch& batch);
+  Tensor run_eager(const ForwardBatch& batch);
+  void verify_lazy(ForwardGraphs& graphs, int shape);
+
+  std::shared_ptr<Communicator> comm_;
+  std::unique_ptr<PoolJournal> journal_;  // leader of a group: slot changes for the followers
+  bool followers_stopped_ = false;
+  double last_sent_ = 0;  // steady-clock seconds of the leader's last message
 
   std::shared_ptr<const DecoderModel> model_;
   std::string context_reason_;

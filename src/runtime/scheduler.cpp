@@ -225,13 +225,32 @@ void Scheduler::loop() {
   if (!ready_) return;
 
   auto idle_now = [&] { return waiting_.empty() && running_.empty() && !inflight_; };
+  const bool group = runner_->tp_size() > 1;
   while (true) {
     std::vector<std::function<void()>> tasks;
+    bool work = true;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stopping_ || !inbox_.empty() || !tasks_.empty() || !idle_now(); });
+      auto has_work = [&] {
+        return stopping_ || !inbox_.empty() || !tasks_.empty() || !idle_now();
+      };
+      // A group's leader wakes up while idle to keep its followers alive (ModelRunner::keep_alive).
+      if (group) {
+        work = cv_.wait_for(lk, std::chrono::milliseconds(500), has_work);
+      } else {
+        cv_.wait(lk, has_work);
+      }
       tasks.swap(tasks_);
       if (stopping_ && inbox_.empty() && idle_now() && tasks.empty()) break;
+    }
+    if (!work) {
+      try {
+        runner_->keep_alive();
+      } catch (const std::exception& e) {
+        fail_group(e.what());
+        break;
+      }
+      continue;
     }
     try {
       if (!tasks.empty() && inflight_) {  // tasks see the runner between steps, nothing in flight
@@ -243,6 +262,10 @@ void Scheduler::loop() {
       for (auto& t : tasks) t();
       step();
     } catch (const std::exception& e) {
+      if (group) {
+        fail_group(e.what());
+        break;
+      }
       // A failed step must not take the server down: fail what was in flight, keep serving.
       GRT_ERROR("scheduler step failed: {}", e.what());
       flush_outbox();  // the tokens already emitted go before the aborts
@@ -258,6 +281,29 @@ void Scheduler::loop() {
       if (inbox_.empty() && tasks_.empty()) break;
     }
   }
+}
+
+void Scheduler::fail_group(const std::string& error) {
+  const std::string why = "the tensor-parallel group failed: " + error;
+  GRT_ERROR("{}", why);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stopping_ = true;  // new requests are refused from here on
+  }
+  drain_inbox();
+  flush_outbox();  // the tokens already emitted go before the aborts
+  inflight_.reset();
+  for (auto& r : running_) finish(*r, FinishReason::kAbort, why);
+  for (auto& r : waiting_) finish(*r, FinishReason::kAbort, why);
+  running_.clear();
+  waiting_.clear();
+  retired_.clear();
+  try {
+    runner_->stop_followers(why);  // those still there fail with rank 0's error
+  } catch (const std::exception& e) {
+    GRT_DEBUG("telling the other ranks failed too: {}", e.what());
+  }
+  if (options_.on_group_failure) options_.on_group_failure(why);
 }
 
 void Scheduler::drain_inbox() {

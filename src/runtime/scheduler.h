@@ -47,6 +47,10 @@ struct SchedulerOptions {
   double init_new_token_ratio = 0.7;
   double min_new_token_ratio = 0.1;
   double new_token_ratio_decay = 0.001;
+  // Tensor parallel (the runner leads a group): a failed step or keep-alive breaks the group, the
+  // followers may have diverged, so the scheduler stops — every request aborted with the error,
+  // new ones refused — and calls this (on its thread) with the error, e.g. to stop a server.
+  std::function<void(const std::string& error)> on_group_failure;
 };
 
 // What the runner allows, for validating requests before they are submitted.
@@ -111,6 +115,7 @@ class Scheduler {
   void emit(Req& r, int32_t id, const TokenLogprob* lp);
   // Posts outbox_'s events and adds its numbers to the metrics.
   void flush_outbox();
+  void fail_group(const std::string& error);
 
   RunnerFactory factory_;
   SchedulerOptions options_;

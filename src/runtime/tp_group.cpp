@@ -173,11 +173,14 @@ struct TpGroup::Watch {
         }
       }
     }
-    std::fflush(nullptr);
+    // No fflush: the main thread may hold stdout's lock, blocked; the exit must not wait on it.
     std::_Exit(1);
   }
 
-  // The spawner's group is over: wait for the ranks it started, then kill the ones left.
+  // The spawner's group is over: wait for the ranks it started (after rank 0's stop command they
+  // exit by themselves); after a few seconds break the communicator, so that ranks still waiting
+  // on this one (rank 0 failed, or never sent the stop) fail at once even while others hold
+  // references to it; after grace_s kill the ones left.
   void finish_children() {
     std::unique_lock<std::mutex> lock(mu);
     finishing = true;
@@ -187,6 +190,9 @@ struct TpGroup::Watch {
         if (!c.reaped) return false;
       return true;
     };
+    if (!cv.wait_for(lock, std::chrono::duration<double>(std::min(3.0, grace_s)), all_reaped)) {
+      if (auto c = comm.lock()) c->abort(fmt::format("rank {} has left the group (its command ended)", rank));
+    }
     if (!cv.wait_for(lock, std::chrono::duration<double>(grace_s), all_reaped)) {
       for (auto& c : children)
         if (!c.reaped) {
@@ -221,7 +227,7 @@ struct TpGroup::Watch {
         ssize_t k = ::read(spawner_fd, &c, 1);
         if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
           say(
-              fmt::format("graphrt: tensor-parallel rank {}: its spawner (rank 0 of the node, pid {}) is gone; "
+              fmt::format("graphrt: tensor-parallel rank {}: its spawner (its node's first rank, pid {}) is gone; "
                           "stopping",
                           rank, spawner_pid));
           if (auto cm = comm.lock()) cm->abort(fmt::format("rank {}: the spawner (pid {}) is gone", rank, spawner_pid));
@@ -236,8 +242,8 @@ TpGroup::TpGroup() = default;
 TpGroup::TpGroup(TpGroup&&) noexcept = default;
 TpGroup& TpGroup::operator=(TpGroup&& o) noexcept {
   if (this != &o) {
+    watch_.reset();  // as ~TpGroup: the watch may still abort the communicator
     comm.reset();
-    watch_.reset();
     comm = std::move(o.comm);
     device = o.device;
     rank_ = o.rank_;
@@ -249,10 +255,8 @@ TpGroup& TpGroup::operator=(TpGroup&& o) noexcept {
 }
 
 TpGroup::~TpGroup() {
-  // Our reference goes first: if it is the last, the sockets close and ranks still waiting in a
-  // collective fail at once instead of holding up the wait below.
+  watch_.reset();  // a spawner waits for its ranks here (see finish_children)
   comm.reset();
-  watch_.reset();
 }
 
 void check_tp_group_options(const TpGroupOptions& o) {
@@ -277,6 +281,7 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
   const int per_node = options.tp_size / options.nnodes;
   std::string addr = options.dist_init_addr;
   std::unique_ptr<TpGroup::Watch> watch;
+  int listen_fd = -1;  // rank 0's socket, when it picked its own port
 
   const char* spawned_rank = env("GRAPHRT_TP_RANK");
   const char* mpi_rank = env("OMPI_COMM_WORLD_RANK") ? env("OMPI_COMM_WORLD_RANK") : env("PMI_RANK");
@@ -317,7 +322,6 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
     // The process the user started: spawn this node's other ranks.
     g.rank_ = options.node_rank * per_node;
     g.local_rank_ = 0;
-    if (addr.empty() && options.tp_size > 1) addr = fmt::format("127.0.0.1:{}", pick_free_port("127.0.0.1"));
     if (device_type == DeviceType::CUDA) {
       const int have = device_count(DeviceType::CUDA);
       GRT_CHECK(options.base_gpu_id + per_node <= have,
@@ -326,9 +330,16 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
                 options.tp_size, per_node, options.base_gpu_id, options.base_gpu_id + per_node - 1, options.base_gpu_id,
                 have);
     }
+    if (addr.empty() && options.tp_size > 1) {
+      // Listening before the ranks are told the port: nobody can take it meanwhile.
+      int port = 0;
+      listen_fd = listen_tcp("127.0.0.1", 0, &port);
+      addr = fmt::format("127.0.0.1:{}", port);
+    }
     if (per_node > 1) {
       watch = std::make_unique<TpGroup::Watch>();
       watch->size = options.tp_size;
+      watch->rank = g.rank_;
       watch->grace_s = std::min(options.dist_timeout, 60.0);
       std::vector<std::string> base_env;
       for (char** e = environ; *e; ++e) {
@@ -364,6 +375,7 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
         ::close(pipefd[0]);
         if (rc != 0) {
           ::close(pipefd[1]);
+          if (listen_fd >= 0) ::close(listen_fd);
           watch->kill_children();
           GRT_FAIL("spawning tensor-parallel rank {} of {} (/proc/self/exe): {}", rank, options.tp_size,
                    std::strerror(rc));
@@ -381,6 +393,7 @@ TpGroup join_tp_group(const TpGroupOptions& options, DeviceType device_type, int
   co.device = g.device;
   co.init_addr = addr.empty() ? "127.0.0.1:0" : addr;
   co.timeout_seconds = options.dist_timeout;
+  co.listen_fd = listen_fd;  // connect_communicator closes it
   try {
     g.comm = connect_communicator(co);
   } catch (...) {

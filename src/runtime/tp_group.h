@@ -23,14 +23,15 @@
 //   "graphrt: tensor-parallel rank R (pid P) was killed by signal 9 (Killed)" (or "exited with
 //   status S"), aborts its communicator, stops the other ranks it started and exits with status 1.
 // - A spawned rank watches a pipe from its spawner: when the spawner is gone (killed, crashed),
-//   it prints "graphrt: tensor-parallel rank R: its spawner (pid P) is gone" and exits with 1.
+//   it prints "graphrt: tensor-parallel rank R: its spawner (...) is gone; stopping" and exits 1.
 // - Everything else (a rank on another node dying, timeouts) surfaces as a communicator Error
 //   in the collectives, which fail on every rank as the group breaks.
 //
 // Clean exit: followers exit 0 when rank 0 tells them to stop (the runtime's protocol). The
-// spawner's TpGroup, when destroyed, drops its reference to the communicator, then waits for the
-// ranks it started (up to min(dist_timeout, 60) s, then kills them, saying so); a rank that
-// exits non-zero then is reported on stderr.
+// spawner's TpGroup, when destroyed, waits for the ranks it started: after 3 s it aborts its
+// communicator (whoever else holds it), so ranks still waiting on it fail at once; after
+// min(dist_timeout, 60) s it kills the ones left, saying so. A rank that exits non-zero then is
+// reported on stderr (the spawner's own exit status is its command's).
 #pragma once
 #include <memory>
 #include <string>

@@ -1,16 +1,20 @@
-// A rank of a CPU tensor-parallel group for tests/test_communicator.cpp: joins the group through
-// join_tp_group (rank 0 spawns the others as copies of this program), runs one scenario and
-// prints what it saw as "rank R: ..." lines (the spawned ranks' stdout goes to stderr).
+// A rank of a tensor-parallel group for tests/test_communicator.cpp (and tests/cuda/test_nccl.cpp): joins the group
+// through join_tp_group (rank 0 spawns the others as copies of this program), runs one scenario and prints what it saw
+// as "rank R: ..." lines (the spawned ranks' stdout goes to stderr).
 //
 //   comm_worker <scenario> --tp N [--timeout S] [--rank R] [--nnodes N --node-rank K --addr H:P]
+//               [--device cpu|cuda]   (cuda: NCCL, one GPU per rank; tests/cuda/test_nccl.cpp)
 // scenarios: collectives (every collective, checked bitwise against the rank-order sum, plus a
 // collective captured in a CPU graph and replayed twice); die (rank R kills itself while the
 // others wait for it in an all-reduce); sleep (rank R arrives late to an all-reduce, past the
-// timeout); mismatch (rank R calls all_gather where the others call all_reduce_sum_).
+// timeout); mismatch (rank R calls all_gather where the others call all_reduce_sum_); abandon
+// (rank 0 ends while the others wait for its next command).
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -20,6 +24,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "device/device.h"
 #include "device/graph.h"
 #include "device/stream.h"
 #include "runtime/tp_group.h"
@@ -47,19 +52,49 @@ uint64_t fnv(const void* p, size_t n) {
 // A value of rank r at element i whose sums round (so rank order matters to the bits).
 float value(int r, size_t i) { return 0.1f * static_cast<float>(r + 1) + 1e-3f * static_cast<float>(i) / 7.0f; }
 
+// A buffer on the rank's device mirroring a host vector (on the CPU "device" memory is host
+// memory too): up() queues the copy in, down() waits and copies back.
 template <typename T>
-Tensor blob(std::vector<T>& v, grt::Shape shape, DType dt) {
-  return Tensor::from_blob(v.data(), std::move(shape), dt, grt::Device::cpu());
-}
+class Mirror {
+ public:
+  Mirror(std::vector<T>& host, grt::Device device)
+      : host_(host), device_(device), ptr_(grt::device_malloc(device, std::max<size_t>(1, bytes()))) {
+    up();
+  }
+  ~Mirror() {
+    try {
+      grt::current_stream(device_).synchronize();
+    } catch (const std::exception&) {  // the error was reported already; the memory is ours again
+    }
+    grt::device_free(device_, ptr_);
+  }
+  size_t bytes() const { return host_.size() * sizeof(T); }
+  void up() { grt::current_stream(device_).copy_async(ptr_, host_.data(), bytes()); }
+  void down() { grt::current_stream(device_).copy_to_host(host_.data(), ptr_, bytes()); }
+  Tensor t(grt::Shape shape, DType dt) const { return Tensor::from_blob(ptr_, std::move(shape), dt, device_); }
+
+ private:
+  std::vector<T>& host_;
+  grt::Device device_;
+  void* ptr_;
+};
 
 void report(const char* what, bool ok, const void* p, size_t n) {
   out("{} {} {:016x}", what, ok ? "ok" : "WRONG", fnv(p, n));
 }
 
+// The CPU communicator sums in rank order: bitwise the rank-order sum. NCCL's ring order is its
+// own: within rounding of it (every rank still gets the same bytes, which the test compares).
+bool sums_match(float got, float want, bool exact, float rel) {
+  return exact ? std::memcmp(&got, &want, 4) == 0 : std::fabs(got - want) <= rel * std::fabs(want);
+}
+
 void collectives(grt::Communicator& c) {
   const int n = c.size(), me = c.rank();
-  grt::Stream& s = grt::current_stream(grt::Device::cpu());
-  // all_reduce_sum_ f32: bitwise the rank-order sum.
+  const grt::Device dev = c.device();
+  const bool exact = dev.is_cpu();
+  grt::Stream& s = grt::current_stream(dev);
+  // all_reduce_sum_ f32.
   {
     const size_t count = 37;
     std::vector<float> t(count), want(count);
@@ -69,11 +104,14 @@ void collectives(grt::Communicator& c) {
       for (int r = 1; r < n; ++r) acc += value(r, i);
       want[i] = acc;
     }
-    c.all_reduce_sum_(blob(t, {37}, DType::F32));
-    s.synchronize();
-    report("all_reduce_sum_ f32", std::memcmp(t.data(), want.data(), count * 4) == 0, t.data(), count * 4);
+    Mirror<float> m(t, dev);
+    c.all_reduce_sum_(m.t({37}, DType::F32));
+    m.down();
+    bool ok = true;
+    for (size_t i = 0; i < count; ++i) ok = ok && sums_match(t[i], want[i], exact, 1e-6f);
+    report("all_reduce_sum_ f32", ok, t.data(), count * 4);
   }
-  // all_reduce_sum_ bf16: f32 accumulation in rank order, one rounding.
+  // all_reduce_sum_ bf16: on the CPU f32 accumulation in rank order, one rounding.
   {
     const size_t count = 16;
     std::vector<uint16_t> t(count), want(count);
@@ -83,9 +121,14 @@ void collectives(grt::Communicator& c) {
       for (int r = 1; r < n; ++r) acc += grt::bf16_to_float(grt::float_to_bf16(value(r, i)));
       want[i] = grt::float_to_bf16(acc);
     }
-    c.all_reduce_sum_(blob(t, {4, 4}, DType::BF16));
-    s.synchronize();
-    report("all_reduce_sum_ bf16", std::memcmp(t.data(), want.data(), count * 2) == 0, t.data(), count * 2);
+    Mirror<uint16_t> m(t, dev);
+    c.all_reduce_sum_(m.t({4, 4}, DType::BF16));
+    m.down();
+    bool ok = true;
+    for (size_t i = 0; i < count; ++i)
+      ok = ok && (exact ? t[i] == want[i]
+                        : sums_match(grt::bf16_to_float(t[i]), grt::bf16_to_float(want[i]), false, 1.0f / 64));
+    report("all_reduce_sum_ bf16", ok, t.data(), count * 2);
   }
   // all_gather: [2, 3] per rank -> [n*2, 3].
   {
@@ -93,16 +136,18 @@ void collectives(grt::Communicator& c) {
     for (size_t i = 0; i < 6; ++i) in[i] = value(me, i);
     for (int r = 0; r < n; ++r)
       for (size_t i = 0; i < 6; ++i) want[r * 6 + i] = value(r, i);
-    c.all_gather(blob(in, {2, 3}, DType::F32), blob(got, {2 * n, 3}, DType::F32));
-    s.synchronize();
+    Mirror<float> mi(in, dev), mo(got, dev);
+    c.all_gather(mi.t({2, 3}, DType::F32), mo.t({2 * n, 3}, DType::F32));
+    mo.down();
     report("all_gather", got == want, got.data(), got.size() * 4);
   }
   // broadcast_ from the last rank.
   {
     std::vector<float> t(5);
     for (size_t i = 0; i < 5; ++i) t[i] = value(me, i);
-    c.broadcast_(blob(t, {5}, DType::F32), n - 1);
-    s.synchronize();
+    Mirror<float> m(t, dev);
+    c.broadcast_(m.t({5}, DType::F32), n - 1);
+    m.down();
     bool ok = true;
     for (size_t i = 0; i < 5; ++i) ok = ok && t[i] == value(n - 1, i);
     report("broadcast_", ok, t.data(), 20);
@@ -126,26 +171,30 @@ void collectives(grt::Communicator& c) {
     std::vector<int64_t> want = {0, 10 - (n - 1), n > 1 ? -5 : 7};
     report("all_reduce_min", m == want, m.data(), m.size() * 8);
   }
-  // A collective captured in a CPU graph, replayed twice: t = rank+1 -> n(n+1)/2 -> n * that.
+  // A collective captured in a graph, replayed twice: t = rank+1 -> n(n+1)/2 -> n * that (exact).
   {
-    std::shared_ptr<grt::Stream> cs = grt::new_stream(grt::Device::cpu());
+    std::shared_ptr<grt::Stream> cs = grt::new_stream(dev);
     std::vector<float> t(8, static_cast<float>(me + 1));
+    Mirror<float> m(t, dev);
+    s.synchronize();
     std::unique_ptr<grt::Graph> g;
     {
       grt::StreamGuard guard(*cs);
       cs->begin_capture();
-      c.all_reduce_sum_(blob(t, {8}, DType::F32));
+      c.all_reduce_sum_(m.t({8}, DType::F32));
       g = cs->end_capture();
     }
-    // Nothing ran during capture.
+    m.down();  // nothing ran during capture
     bool ok = t[0] == static_cast<float>(me + 1);
     auto exec = g->instantiate();
     exec->launch(*cs);
     cs->synchronize();
+    m.down();
     const float s1 = static_cast<float>(n * (n + 1) / 2);
     for (float x : t) ok = ok && x == s1;
     exec->launch(*cs);
     cs->synchronize();
+    m.down();
     for (float x : t) ok = ok && x == s1 * static_cast<float>(n);
     report("graph replay", ok, t.data(), t.size() * 4);
   }
@@ -153,8 +202,10 @@ void collectives(grt::Communicator& c) {
 
 // Runs all-reduces until the group breaks; rank `who` acts up at the second one.
 void misbehave(grt::Communicator& c, const std::string& scenario, int who, double timeout) {
-  grt::Stream& s = grt::current_stream(grt::Device::cpu());
-  std::vector<float> t(12, 1.0f);
+  const grt::Device dev = c.device();
+  grt::Stream& s = grt::current_stream(dev);
+  std::vector<float> t(12, 1.0f), o(12 * c.size());
+  Mirror<float> mt(t, dev), mo(o, dev);
   for (int step = 0; step < 1000; ++step) {
     if (step == 1 && c.rank() == who) {
       if (scenario == "die") {
@@ -163,15 +214,13 @@ void misbehave(grt::Communicator& c, const std::string& scenario, int who, doubl
       }
       if (scenario == "sleep") std::this_thread::sleep_for(std::chrono::duration<double>(timeout * 2));
       if (scenario == "mismatch") {
-        std::vector<float> o(12 * c.size());
-        c.all_gather(blob(t, {3, 4}, DType::F32), blob(o, {3 * c.size(), 4}, DType::F32));
+        c.all_gather(mt.t({3, 4}, DType::F32), mo.t({3 * c.size(), 4}, DType::F32));
         s.synchronize();
         continue;
       }
     }
-    c.all_reduce_sum_(blob(t, {3, 4}, DType::F32));
+    c.all_reduce_sum_(mt.t({3, 4}, DType::F32));
     s.synchronize();
-    std::fill(t.begin(), t.end(), 1.0f);
     if (step == 0) c.barrier();  // everyone is past the first one
   }
   out("finished 1000 steps without an error");
@@ -183,6 +232,7 @@ int main(int argc, char** argv) {
   std::string scenario = argc > 1 ? argv[1] : "";
   grt::TpGroupOptions o;
   int who = 1;
+  grt::DeviceType device = grt::DeviceType::CPU;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--tp") o.tp_size = std::atoi(argv[i + 1]);
@@ -191,15 +241,29 @@ int main(int argc, char** argv) {
     if (k == "--nnodes") o.nnodes = std::atoi(argv[i + 1]);
     if (k == "--node-rank") o.node_rank = std::atoi(argv[i + 1]);
     if (k == "--addr") o.dist_init_addr = argv[i + 1];
+    if (k == "--device") device = grt::Device::parse(argv[i + 1]).type;
   }
   try {
-    grt::TpGroup group = grt::join_tp_group(o, grt::DeviceType::CPU, argc, argv);
+    grt::TpGroup group = grt::join_tp_group(o, device, argc, argv);
     g_rank = group.rank();
     out("joined {} of {} on {} (pid {})", group.rank(), group.size(), group.device.str(), ::getpid());
     if (scenario == "collectives") {
       collectives(*group.comm);
     } else if (scenario == "die" || scenario == "sleep" || scenario == "mismatch") {
       misbehave(*group.comm, scenario, who, o.dist_timeout);
+    } else if (scenario == "abandon") {
+      // Rank 0 ends without the stop its followers wait for, while something else still holds
+      // its communicator: its TpGroup must get them out of their wait.
+      std::shared_ptr<grt::Communicator> held = group.comm;
+      group.comm->barrier();
+      if (group.rank() != 0) {
+        std::vector<uint8_t> command;
+        group.comm->broadcast_bytes(command, 0);
+      }
+      out("done");
+      static std::shared_ptr<grt::Communicator> leaked;
+      leaked = held;  // outlives the TpGroup
+      return 0;
     } else {
       out("unknown scenario '{}'", scenario);
       return 2;

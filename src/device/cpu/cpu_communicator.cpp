@@ -51,7 +51,7 @@ class CpuCommunicator : public Communicator {
  public:
   explicit CpuCommunicator(const CommunicatorOptions& o)
       : Communicator(o.rank, o.size, o.device),
-        group_(std::make_shared<TcpGroup>(o.rank, o.size, o.init_addr, o.timeout_seconds, 2)) {}
+        group_(std::make_shared<TcpGroup>(o.rank, o.size, o.init_addr, o.timeout_seconds, 2, o.listen_fd)) {}
 
   // Device collectives still queued (or captured in graphs) hold the group through their own
   // shared_ptr: they run, or fail, by themselves after the communicator is gone.

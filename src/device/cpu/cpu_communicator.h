@@ -8,6 +8,11 @@
 // calling thread over a second connection, so the two never interleave bytes whatever is still
 // queued on the stream.
 //
+// Order: device collectives run one at a time, in the order their tasks run. As with NCCL, two
+// collectives on streams not ordered with each other (e.g. forked lanes of one graph) may run in
+// a different order on different ranks; the header check catches differing ops or sizes, not two
+// same-sized collectives swapped, so keep a rank's collectives on one stream (or ordered).
+//
 // Sums: rank 0 receives every rank's tensor and adds them in rank order (f32 accumulation, one
 // rounding for bf16/f16), then sends the result to everyone: every rank holds bitwise the same
 // bytes.

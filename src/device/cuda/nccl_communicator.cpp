@@ -108,7 +108,7 @@ class NcclCommunicator : public Communicator {
   explicit NcclCommunicator(const CommunicatorOptions& o)
       : Communicator(o.rank, o.size, o.device),
         api_(NcclApi::get()),
-        group_(std::make_shared<TcpGroup>(o.rank, o.size, o.init_addr, o.timeout_seconds, 2)),
+        group_(std::make_shared<TcpGroup>(o.rank, o.size, o.init_addr, o.timeout_seconds, 2, o.listen_fd)),
         timeout_s_(o.timeout_seconds) {
     use_device(o.device.index);
     // Rank 0's unique id, to everyone, over TCP.
@@ -242,7 +242,7 @@ class NcclCommunicator : public Communicator {
   }
 
   // Polls the (non-blocking) communicator until it is ready; gives up after the timeout or when
-  // the TCP group breaks (a peer died), aborting NCCL.
+  // a peer is gone (the TCP group broke or a connection closed), aborting NCCL.
   void wait_ready(const char* call, const std::string& what) {
     const double deadline = now_s() + timeout_s_;
     for (;;) {
@@ -256,6 +256,8 @@ class NcclCommunicator : public Communicator {
         why = nccl_text(st);
       else if (group_->broken())
         why = group_->broken_reason();
+      else if (int closed = group_->wait_for_closed_peer(kWatchChannel, 0); closed >= 0)
+        why = fmt::format("rank {} closed its connection (its process exited or died)", closed);
       else if (now_s() > deadline)
         why = fmt::format("not done within {} s (--dist-timeout)", timeout_s_);
       if (!why.empty()) {
