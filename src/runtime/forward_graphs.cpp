@@ -147,6 +147,20 @@ Tensor ForwardGraphs::forward(const ForwardBatch& batch) {
   return schema_->logits(out, schema_->logit_rows(rows));
 }
 
+Tensor ForwardGraphs::forward_padded_eager(const ForwardBatch& batch) {
+  const std::string why = refusal(batch);
+  GRT_CHECK(why.empty(), "{}: eager run at the padded shape refused: {}", schema_->graph_name(), why);
+  Stream& stream = current_stream(memory_->capture_memory().device());
+  ReplayDomain::Turn turn = memory_->replay_domain().enter(stream);  // the inputs are the replays'
+  const int padded = runner_->padded_size(schema_->shape_of(batch));
+  schema_->stage(batch, padded);
+  schema_->inputs().upload(stream);
+  Tensor out = schema_->step(padded);
+  const auto rows = static_cast<int64_t>(batch.logit_rows().size());
+  if (rows == 0) return Tensor();
+  return schema_->logits(out, schema_->logit_rows(rows));
+}
+
 size_t ForwardGraphs::graph_bytes() const {
   size_t total = 0;
   for (const CapturedShape& s : runner_->stats()) total += s.graph_bytes;

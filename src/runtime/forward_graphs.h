@@ -61,6 +61,11 @@ class ForwardGraphs {
   // Error (naming both streams) on a stream other than the memory's replay stream, or while
   // another replay of the memory is being issued.
   Tensor forward(const ForwardBatch& batch);
+  // What forward() computes, run eagerly: `batch` staged padded to the shape its graph would
+  // replay, then the captured step called on those inputs without a graph. Verification's
+  // reference: every kernel sees the same shapes and inputs as in the replay (kernel choices
+  // follow M and the attention grid), so only capture/replay itself can make them differ.
+  Tensor forward_padded_eager(const ForwardBatch& batch);
 
   const ShapeGraphRunner& runner() const { return *runner_; }
   ShapeGraphRunner& runner() { return *runner_; }

@@ -1,10 +1,11 @@
 // Startup verification of captured graphs (--verify-cuda-graph): every captured shape is
 // replayed once on a fresh random valid batch that pads to it, and its logits compared with
-// the eager forward of the same requests at the same padded size (the batch plus more real
-// requests up to the shape: kernels are chosen by M, so only then do graph and eager run the
-// same kernels). CPU: bitwise. CUDA (bf16): max |graph - eager| <= kBf16VerifyTolerance *
-// max(1, max |eager|) — a few bf16 ulps of the largest logit, since split reductions may order
-// sums differently. Without room for the padded reference, the unpadded eager forward is used.
+// the same batch run eagerly at the same padded shape (ForwardGraphs::forward_padded_eager: the
+// staged inputs, the captured step without a graph), so graph and eager run the same kernels
+// (chosen by M and the attention grid). CPU: bitwise. CUDA (bf16): max |graph - eager| <=
+// kBf16VerifyTolerance * max(1, max |eager|) — a few bf16 ulps of the largest logit, since
+// split reductions may order sums differently. That the padding rows leave the real rows alone
+// is the graph tests' business (replay == unpadded eager, tests/).
 // A shape that differs is retired with a warning naming it and the difference (its batches
 // run eagerly); every shape checked gets CapturedShape::verified / max_abs_diff.
 #pragma once
