@@ -363,10 +363,13 @@ Tensor ModelRunner::forward_eager_local(const ForwardBatch& batch) {
 
 Tensor ModelRunner::run_eager(const ForwardBatch& batch) {
   ForwardInputs in = upload_inputs(batch, req_pool_->table(), kv_pool_->layers(), device());
+  // Every upload before the forward is enqueued: on CUDA an upload waits for the stream, so one
+  // after it would block the host until the forward ran (no overlap with the next step's planning).
+  const std::vector<int32_t> rows = batch.logit_rows();
+  Tensor idx;
+  if (!rows.empty()) idx = from_vector(rows, Shape{static_cast<int64_t>(rows.size())}, DType::I32, device());
   Tensor hidden = model_->forward(in);
-  std::vector<int32_t> rows = batch.logit_rows();
   if (rows.empty()) return Tensor();
-  Tensor idx = from_vector(rows, Shape{static_cast<int64_t>(rows.size())}, DType::I32, device());
   return model_->logits(ops::gather_rows(hidden, idx));
 }
 
