@@ -50,6 +50,17 @@ def print_breakable(j):
               f"{r.get('us_per_break', float('nan')):13.1f}")
 
 
+def print_attention(j):
+    rows = j["rows"]
+    kernels = list(rows[0]["kernels"]) if rows else []
+    print(f"extend attention on {j['device']}, TFLOP/s (causal; torch = best SDPA backend in this job)")
+    print("  q/kv/hd   tokens  prefix " + " ".join(f"{k:>10s}" for k in kernels) + "  torch_best  torch_flash")
+    for r in rows:
+        print(f"  {r['nq']:2d}/{r['nkv']}/{r['hd']:<3d} {r['tokens']:7d} {r['prefix']:7d} "
+              + " ".join(f"{r['kernels'][k]['tflops']:10.1f}" for k in kernels)
+              + f"  {r.get('torch_best_tflops', nan):10.1f}  {r.get('torch_flash_tflops', nan):11.1f}")
+
+
 def main(paths):
     docs = []
     for p in paths:
@@ -74,6 +85,9 @@ def main(paths):
             continue
         if "steps" in j:
             print_breakable(j)
+            continue
+        if "rows" in j and "flops" in j:
+            print_attention(j)
             continue
         print(f"{j['model']} {j['dtype']} on {j['device']}: copy {j['copy_GBps']:.0f} GB/s, "
               f"weights {j['weight_bytes']/1e9:.2f} GB, weight roofline {j['weights_roofline_ms']:.3f} ms")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine: configure a Release build with CUDA, build, run every test (CPU and the
 # `cuda` label), run the benchmark smoke, and print a one-screen summary last.
-#   scripts/gpu_check.sh [--golden] [--no-big]     (env: BENCHES="decode prefill breakable eager", BENCH=0,
+#   scripts/gpu_check.sh [--golden] [--no-big]     (env: BENCHES="decode prefill attention moe breakable eager", BENCH=0,
+#                                                   ANCHORS=0 (PyTorch anchors from the committed file instead of this job),
 #                                                   GOLDEN_CASES=qwen3_moe,mixtral, VERIFY=0, CPU_TESTS=0,
 #                                                   VERIFY_MODELS="qwen3-0.6b llama-3.1-8b", VERIFY_MEMS=pool)
 # --golden also regenerates tests/data with Hugging Face transformers (torch needed; GOLDEN_CASES picks
@@ -99,6 +100,18 @@ fi
 bench_rc=0
 BENCHES=${BENCHES:-"decode prefill breakable memory"}
 [ "${BENCH:-1}" = 0 ] && BENCHES=""
+# PyTorch anchors measured in this job (scripts/torch_anchors.py), so every "vs torch" ratio comes
+# from one run; without torch, or with ANCHORS=0, the committed anchor file of 2026-11-22 is used.
+ANCHOR_ARGS=()
+if [ -n "$BENCHES" ] && [ "${ANCHORS:-1}" != 0 ]; then
+  ta0=$(date +%s)
+  if QUICK=1 ANCHOR_OUT="$OUT/torch_anchors.json" timeout 300 python3 scripts/torch_anchors.py all >"$TMP/torch_anchors.log" 2>&1; then
+    ANCHOR_ARGS=(--anchor "$OUT/torch_anchors.json")
+    echo "PyTorch anchors measured in this job in $(( $(date +%s) - ta0 ))s: $OUT/torch_anchors.json" >>"$OUT/bench.log"
+  else
+    echo "PyTorch anchors FAILED (using the committed file):" >>"$OUT/bench.log"; tail -5 "$TMP/torch_anchors.log" >>"$OUT/bench.log"
+  fi
+fi
 SMALL="--model builtin:qwen3-0.6b"
 BIG="--model builtin:llama-3.1-8b"
 [ "$BIG_MODEL" = 0 ] && BIG=""
@@ -109,10 +122,16 @@ run_bench() {  # name, args...
 }
 for kind in $BENCHES; do
   case $kind in
-    decode) run_bench decode_small decode $SMALL --batch-sizes 1,8,64 --context 1024
-            [ -n "$BIG" ] && run_bench decode_big decode $BIG --batch-sizes 1,8,64 --context 1024 ;;
-    prefill) run_bench prefill_small prefill $SMALL --tokens 4,16,64,256,1024,4096
-             [ -n "$BIG" ] && run_bench prefill_big prefill $BIG --tokens 4,256,4096 ;;
+    decode) run_bench decode_small decode $SMALL --batch-sizes 1,8,64 --context 1024 "${ANCHOR_ARGS[@]}"
+            [ -n "$BIG" ] && run_bench decode_big decode $BIG --batch-sizes 1,8,64 --context 1024 "${ANCHOR_ARGS[@]}" ;;
+    prefill) run_bench prefill_small prefill $SMALL --tokens 4,16,64,256,1024,4096 "${ANCHOR_ARGS[@]}"
+             [ -n "$BIG" ] && run_bench prefill_big prefill $BIG --tokens 4,256,4096 "${ANCHOR_ARGS[@]}" ;;
+    attention)  # extend attention beside PyTorch SDPA measured in this job
+      python3 scripts/bench_attention_torch.py --shapes 16/8/128,32/8/128,16/8/64 --tokens 512,1024,2048,4096,8192,16384 \
+        --prefixes 0,4096 --out "$TMP/torch_attention.json" >>"$OUT/bench.log" 2>&1 || echo "torch SDPA failed" >>"$OUT/bench.log"
+      run_bench attention attention --shapes 16/8/128,32/8/128,16/8/64 --tokens 512,1024,2048,4096,8192,16384 \
+        --prefixes 0,4096 --torch "$TMP/torch_attention.json" ;;
+    moe) run_bench decode_moe decode --model builtin:qwen3-30b-a3b --mem-fraction-static 0.93 --batch-sizes 1,8,64 --context 1024 ;;
     breakable) run_bench breakable breakable $SMALL --batch-sizes 1,64 ;;
     memory) run_bench memory_small memory $SMALL
             [ -n "$BIG" ] && run_bench memory_big memory $BIG ;;
@@ -149,6 +168,7 @@ if [ -z "$BENCHES" ]; then
   echo "bench skipped"
 else
   python3 scripts/bench_table.py "$OUT/bench.json" || tail -20 "$OUT/bench.log"
+  python3 scripts/targets_table.py "$OUT/bench.json" || true
   [ $bench_rc = 0 ] || { echo "a benchmark failed:"; grep -B3 FAILED "$OUT/bench.log" | tail -12; }
 fi
 echo "total: $(( $(date +%s) - t0 ))s"
