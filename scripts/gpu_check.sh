@@ -3,6 +3,7 @@
 # `cuda` label), run the benchmark smoke, and print a one-screen summary last.
 #   scripts/gpu_check.sh [--golden] [--no-big]     (env: BENCHES="decode prefill attention moe breakable eager", BENCH=0,
 #                                                   ANCHORS=0 (PyTorch anchors from the committed file instead of this job),
+#                                                   SANITIZE=1 (compute-sanitizer memcheck + racecheck over the graph tests),
 #                                                   GOLDEN_CASES=qwen3_moe,mixtral, VERIFY=0, CPU_TESTS=0,
 #                                                   VERIFY_MODELS="qwen3-0.6b llama-3.1-8b", VERIFY_MEMS=pool)
 # --golden also regenerates tests/data with Hugging Face transformers (torch needed; GOLDEN_CASES picks
@@ -95,6 +96,19 @@ PY
   done
 fi
 
+# compute-sanitizer memcheck and racecheck over the CUDA graph tests (SANITIZE=1), each time-boxed.
+san_summary=""
+if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  GF='BreakableGraphCuda.*:DecodeGraphRunnerCuda.*:DecodeGraphsCuda.*:ForwardGraphsCuda.*:PdlCuda.*:PiecewiseGraphRunnerCuda.*:PiecewiseGraphsCuda.*:SegmentedCaptureCuda.*:SegmentedGraphCuda.*:OpsCudaCapture.*'
+  for tool in memcheck racecheck; do
+    timeout "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/graphrt_cuda_tests \
+      --gtest_filter="$GF" >"$TMP/san_$tool.log" 2>&1
+    rc=$?
+    san_summary+="compute-sanitizer $tool on the graph tests: rc $rc ($([ $rc = 124 ] && echo 'timed out; ')$(grep -cE '^\[       OK \]' "$TMP/san_$tool.log") tests OK, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$TMP/san_$tool.log" | tail -1))"$'\n'
+    grep -E "^\[       OK|^\[  FAILED|SUMMARY|Invalid|Race|hazard" "$TMP/san_$tool.log" | head -200 >"$OUT/sanitizer_$tool.log"
+  done
+fi
+
 # Benchmarks: each writes JSON into $TMP; they are merged into $OUT/bench.json (a list) and
 # their stderr goes to $OUT/bench.log. BENCHES picks which (decode, prefill, breakable, eager).
 bench_rc=0
@@ -162,6 +176,7 @@ grep -E "tests passed|tests failed" "$OUT/ctest_cpu.log" | sed 's/^/cpu tests:  
 grep -E "\(Failed\)|\(SEGFAULT\)|\(Timeout\)|\*\*\*Exception" "$OUT/ctest_cuda.log" "$OUT/ctest_cpu.log" | head -20
 sed 's/^/selftest:   /' "$OUT/selftest.log"
 grep '^verify' "$OUT/verify.log"
+[ -n "$san_summary" ] && printf "%s" "$san_summary"
 [ -f "$OUT/golden.log" ] && tail -3 "$OUT/golden.log" | sed 's/^/golden:     /'
 [ -f "$OUT/tokenizer_goldens.log" ] && tail -3 "$OUT/tokenizer_goldens.log" | sed 's/^/tokenizer:  /'
 if [ -z "$BENCHES" ]; then
