@@ -276,18 +276,19 @@ inline void check_segmented_graph_instantiated_on_another_thread(Device d) {
   EXPECT_EQ(to_host_floats(out), to_host_floats(toy(8)));
 }
 
-// Graphs instantiated on worker threads while later shapes are captured, without waiting for the
-// device between shapes, replay equal to eager and to a runner that instantiates inline and waits
-// after every shape (the behaviour before overlap); the phases account for the capture.
+// Graphs instantiated on worker threads while later shapes are captured (or after all are, when
+// deferred), without waiting for the device between shapes, replay equal to eager and to a runner
+// that instantiates inline and waits after every shape (the behaviour before overlap).
 inline void check_runner_with_instantiation_workers_equals_eager(Device d) {
   const std::vector<int> sizes{1, 2, 4, 8, 12, 16};
   ToyDecode toy(d, 16);
   BranchyDecode branchy(d, 16);  // several segments per shape, host decisions between them
-  auto run = [&](int threads, bool sync, bool breakable) {
+  auto run = [&](int threads, bool sync, bool breakable, bool defer = false) {
     auto cap_stream = new_stream(d);
     ShapeGraphOptions o = toy_options(sizes, breakable);
     o.instantiate_threads = threads;
     o.sync_each_shape = sync;
+    o.defer_instantiation = defer;
     auto runner = std::make_unique<ShapeGraphRunner>(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
     runner->capture([&](int bs) { return breakable ? branchy.forward(bs) : toy(bs); });
     EXPECT_EQ(runner->shapes(), sizes) << threads << " threads, breakable " << breakable;
@@ -298,6 +299,7 @@ inline void check_runner_with_instantiation_workers_equals_eager(Device d) {
   for (bool breakable : {false, true}) {
     auto [s_new, overlapped] = run(3, false, breakable);
     auto [s_old, inline_sync] = run(0, true, breakable);
+    auto [s_def, deferred] = run(2, false, breakable, /*defer=*/true);
     EXPECT_EQ(overlapped->stats().front().segments, inline_sync->stats().front().segments);
     auto stream = new_stream(d);
     StreamGuard guard(*stream);
@@ -311,9 +313,11 @@ inline void check_runner_with_instantiation_workers_equals_eager(Device d) {
       }
       const std::vector<float> a = to_host_floats(ops::contiguous(overlapped->replay(bs, *stream)));
       const std::vector<float> b = to_host_floats(ops::contiguous(inline_sync->replay(bs, *stream)));
+      const std::vector<float> c = to_host_floats(ops::contiguous(deferred->replay(bs, *stream)));
       const std::vector<float> want = to_host_floats(breakable ? branchy.forward(bs) : toy(bs));
       ASSERT_EQ(a, want) << "bs " << bs << ", breakable " << breakable;
       ASSERT_EQ(b, want) << "bs " << bs << ", breakable " << breakable;
+      ASSERT_EQ(c, want) << "deferred, bs " << bs << ", breakable " << breakable;
     }
   }
 }

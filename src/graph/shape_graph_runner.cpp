@@ -101,6 +101,20 @@ struct Pending {
   std::string instantiate_error;
 };
 
+// Instantiates `graph` on a worker of `workers`; `p` receives the time taken and any error.
+void submit(TaskPool& workers, SegmentedGraph& graph, Pending& p) {
+  SegmentedGraph* g = &graph;
+  p.ready = workers.submit([g, &p] {
+    const auto t = std::chrono::steady_clock::now();
+    try {
+      g->instantiate();
+    } catch (const std::exception& e) {
+      p.instantiate_error = e.what();
+    }
+    p.instantiate_seconds = seconds_since(t);
+  });
+}
+
 // Waits for every worker still instantiating; returns the seconds waited.
 double wait_all(std::deque<Pending>& pending) {
   const auto t = std::chrono::steady_clock::now();
@@ -163,22 +177,12 @@ void ShapeGraphRunner::capture(const Forward& forward) {
       continue;
     }
     stats.push_back(shape_stats(n, done.back(), seconds_since(t), before));
-    Pending& p = pending.emplace_back();
-    p.shape = n;
-    if (workers) {
-      SegmentedGraph* g = done.back().graph.get();
-      p.ready = workers->submit([g, &p] {
-        const auto ti = std::chrono::steady_clock::now();
-        try {
-          g->instantiate();
-        } catch (const std::exception& e) {
-          p.instantiate_error = e.what();
-        }
-        p.instantiate_seconds = seconds_since(ti);
-      });
-    }
+    pending.emplace_back().shape = n;
+    if (workers && !options_.defer_instantiation) submit(*workers, *done.back().graph, pending.back());
     if (bar) bar->step(std::to_string(n));
   }
+  if (workers && options_.defer_instantiation)
+    for (size_t i = 0; i < done.size(); ++i) submit(*workers, *done[i].graph, pending[i]);
   total.instantiate_wait += wait_all(pending);
   workers.reset();
   // A shape whose instantiation failed is dropped like one whose capture failed: in descending

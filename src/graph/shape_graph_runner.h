@@ -83,6 +83,12 @@ struct ShapeGraphOptions {
   // records the next shape (CUDA instantiates distinct graphs concurrently); capture() returns
   // once all are instantiated. 0: instantiate on the capturing thread right after each capture.
   int instantiate_threads = 0;
+  // With instantiate_threads > 0: submit the instantiations only once every shape is recorded,
+  // instead of each right after its capture. Measured on the H100 (bench/results/
+  // h100_2026-11-23_s4_capture): instantiating beside the capture slows the capture's own driver
+  // calls, and an instantiation can wait for the device (the eager steps of a large piecewise
+  // capture), stalling the capturing thread with it; deferred, both happen once, at the end.
+  bool defer_instantiation = false;
   // capture(): wait for the capture stream after the first warm-up and after every shape. false
   // lets the device run the warm-up and each shape's eager steps while the host captures on
   // (stream order keeps them correct); capture() waits once at the end. Lazy captures always wait.

@@ -15,6 +15,7 @@ nlohmann::json capture_phases_json(const ShapeGraphRunner& runner) {
   return {{"wall_seconds", runner.capture_seconds()},
           {"instantiate_threads", o.lazy ? 0 : o.instantiate_threads},
           {"sync_each_shape", o.lazy || o.sync_each_shape},
+          {"defer_instantiation", !o.lazy && o.instantiate_threads > 0 && o.defer_instantiation},
           {"prepare", p.prepare},
           {"warmup", p.warmup},
           {"memory", p.memory},

@@ -36,6 +36,11 @@ bool default_sync_each_shape() {
   return on;
 }
 
+bool default_defer_instantiation() {
+  static const bool on = env_int("GRAPHRT_CAPTURE_DEFER_INSTANTIATE", 0, 0, 1) == 1;
+  return on;
+}
+
 ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_ptr<GraphInputSchema> schema,
                              std::shared_ptr<const GraphMemory> memory)
     : comm_(options.comm), schema_(std::move(schema)), memory_(std::move(memory)) {
@@ -55,6 +60,7 @@ ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_pt
   ro.lazy = options.lazy;
   ro.instantiate_threads = options.instantiate_threads;
   ro.sync_each_shape = options.sync_each_shape;
+  ro.defer_instantiation = options.defer_instantiation;
   const GraphMemory* mem = memory_.get();
   ro.graph_bytes = [mem] { return mem->physical_bytes(); };
   ro.before_capture = [mem](int) { mem->begin_capture(); };

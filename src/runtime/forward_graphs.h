@@ -24,9 +24,12 @@ namespace grt {
 // Capture overlap defaults, from the environment (read once; a bad value is an Error):
 // GRAPHRT_CAPTURE_INSTANTIATE_THREADS=N worker threads instantiate graphs while the next shape is
 // captured (default 2; 0: on the capturing thread, as before); GRAPHRT_CAPTURE_SYNC_EACH_SHAPE=1
-// waits for the device after the warm-up and after every shape, as before (default 0).
+// waits for the device after the warm-up and after every shape, as before (default 0);
+// GRAPHRT_CAPTURE_DEFER_INSTANTIATE=1 instantiates on the workers only after every shape is
+// recorded (default 0: right after each shape's capture).
 int default_instantiate_threads();
 bool default_sync_each_shape();
+bool default_defer_instantiation();
 
 struct ForwardGraphsOptions {
   std::vector<int> shapes;  // ascending, unique (capture_schedule.h)
@@ -38,6 +41,7 @@ struct ForwardGraphsOptions {
   bool lazy = false;         // --cuda-graph-lazy: capture a shape the first time a batch needs it
   int instantiate_threads = default_instantiate_threads();  // ShapeGraphOptions::instantiate_threads
   bool sync_each_shape = default_sync_each_shape();         // ShapeGraphOptions::sync_each_shape
+  bool defer_instantiation = default_defer_instantiation();  // ShapeGraphOptions::defer_instantiation
   // The tensor-parallel group (null or size 1: none). Every rank captures in lockstep: a barrier
   // before the capture, then agreement (agree_across_ranks) so that a shape any rank lacks is
   // dropped on every rank, and graph-or-eager is the same decision everywhere.
