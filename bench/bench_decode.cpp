@@ -11,6 +11,7 @@
 #include "cli/tp_launch.h"
 #include "device/device.h"
 #include "ops/random_fill.h"
+#include "runtime/capture_report.h"
 #if defined(GRAPHRT_WITH_CUDA)
 #include "ops/cuda/pdl.h"
 #endif
@@ -89,6 +90,7 @@ void run_decode(const DecodeOpts& o) {
   j["capture"] = {{"batch_sizes", gr.shapes()},
                   {"sizes", gr.shapes().size()},
                   {"capture_seconds", gr.capture_seconds()},
+                  {"capture_phases", capture_phases_json(gr)},
                   {"graph_bytes", graphs->graph_bytes()},
                   {"input_bytes", graphs->input_bytes()},
                   {"startup_seconds", startup_seconds}};
@@ -143,6 +145,7 @@ void run_decode(const DecodeOpts& o) {
   std::printf("%s on %s (%s), PDL %s: %zu decode graphs captured in %.3f s, %.1f MiB graph memory; start-up %.3f s\n",
               args.model.c_str(), j["device"].get<std::string>().c_str(), j["dtype"].get<std::string>().c_str(),
               j["pdl"].get<bool>() ? "on" : "off", captured, capture_seconds, graph_mib, startup_seconds);
+  std::printf("capture phases: %s\n", capture_phases_text(gr).c_str());
   if (o.lazy)
     std::printf("lazy capture: start-up %.3f s; per batch size below: first hit / steady\n",
                 j["lazy"]["startup_seconds"].get<double>());

@@ -9,6 +9,7 @@
 #include "cli/tp_launch.h"
 #include "device/device.h"
 #include "model/model_loader.h"
+#include "runtime/capture_report.h"
 
 namespace grt {
 namespace {
@@ -71,6 +72,7 @@ void run_prefill(const PrefillOpts& o) {
                   {"pieces", gr.stats().front().segments},
                   {"graph_nodes", nodes},
                   {"capture_seconds", gr.capture_seconds()},
+                  {"capture_phases", capture_phases_json(gr)},
                   {"graph_bytes", whole},
                   {"largest_alone_bytes", largest_alone},
                   {"largest_alone_capture_seconds", largest_alone_s},
@@ -101,6 +103,7 @@ void run_prefill(const PrefillOpts& o) {
   std::printf("%s on %s: %zu token counts x %zu pieces captured in %.3f s, %.1f MiB (largest alone %.1f MiB)\n",
               args.model.c_str(), j["device"].get<std::string>().c_str(), gr.shapes().size(),
               gr.stats().front().segments, gr.capture_seconds(), whole / 1048576.0, largest_alone / 1048576.0);
+  std::printf("capture phases: %s\n", capture_phases_text(gr).c_str());
   for (const auto& r : j["prefill"])
     std::printf("prefill %5d tokens: eager %8.3f ms, piecewise %8.3f ms (x%.2f)\n", r["tokens"].get<int>(),
                 r["eager_ms"].get<double>(), r["piecewise_ms"].get<double>(), r["speedup"].get<double>());

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -247,6 +248,97 @@ inline ShapeGraphOptions toy_options(std::vector<int> sizes, bool breakable) {
   o.progress = false;
   o.policy = CapturePolicies{.breakable = breakable};
   return o;
+}
+
+// A segmented graph recorded without instantiation refuses replay, and instantiated on another
+// thread replays its segments and steps like an eager run.
+inline void check_segmented_graph_instantiated_on_another_thread(Device d) {
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  ToyDecode toy(d, 8);
+  Tensor out = empty(Shape{8, 32}, graph_test_dtype(d), d);
+  std::unique_ptr<SegmentedGraph> g;
+  {
+    SegmentedCapture cap(*stream, CaptureMemory::of_pool(GraphPool::create(d)));
+    Tensor y = ops::rms_norm(toy.x, toy.w, 1e-6f);
+    cap.eager_step("silu", [y, out] { ops::copy_(out, ops::silu_and_mul(y)); });
+    g = cap.finish(/*instantiate=*/false);
+  }
+  EXPECT_FALSE(g->instantiated());
+  EXPECT_EQ(g->segment_count(), 1u);
+  EXPECT_GT(g->node_count(), 0u);
+  EXPECT_NE(error_of([&] { g->replay(*stream); }).find("before it was instantiated"), std::string::npos);
+  std::thread worker([&] { g->instantiate(); });
+  worker.join();
+  EXPECT_TRUE(g->instantiated());
+  ops::fill_hash_uniform_(toy.x, 77, 0.0f, 2.0f);
+  g->replay(*stream);
+  EXPECT_EQ(to_host_floats(out), to_host_floats(toy(8)));
+}
+
+// Graphs instantiated on worker threads while later shapes are captured (or after all are, when
+// deferred), without waiting for the device between shapes, replay equal to eager and to a runner
+// that instantiates inline and waits after every shape (the behaviour before overlap).
+inline void check_runner_with_instantiation_workers_equals_eager(Device d) {
+  const std::vector<int> sizes{1, 2, 4, 8, 12, 16};
+  ToyDecode toy(d, 16);
+  BranchyDecode branchy(d, 16);  // several segments per shape, host decisions between them
+  auto run = [&](int threads, bool sync, bool breakable, bool defer = false) {
+    auto cap_stream = new_stream(d);
+    ShapeGraphOptions o = toy_options(sizes, breakable);
+    o.instantiate_threads = threads;
+    o.sync_each_shape = sync;
+    o.defer_instantiation = defer;
+    auto runner = std::make_unique<ShapeGraphRunner>(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
+    runner->capture([&](int bs) { return breakable ? branchy.forward(bs) : toy(bs); });
+    EXPECT_EQ(runner->shapes(), sizes) << threads << " threads, breakable " << breakable;
+    EXPECT_GT(runner->phases().record, 0.0);
+    for (const CapturedShape& s : runner->stats()) EXPECT_GT(s.nodes, 0u) << "shape " << s.shape;
+    return std::make_pair(std::move(cap_stream), std::move(runner));
+  };
+  for (bool breakable : {false, true}) {
+    auto [s_new, overlapped] = run(3, false, breakable);
+    auto [s_old, inline_sync] = run(0, true, breakable);
+    auto [s_def, deferred] = run(2, false, breakable, /*defer=*/true);
+    EXPECT_EQ(overlapped->stats().front().segments, inline_sync->stats().front().segments);
+    auto stream = new_stream(d);
+    StreamGuard guard(*stream);
+    const std::vector<int> order{16, 1, 5, 12, 3, 9, 2, 16};
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int bs = order[i];
+      if (breakable) {
+        branchy.set_sign(i % 2 ? -1 : 1, 40 + i);
+      } else {
+        ops::fill_hash_uniform_(toy.x, 400 + i, 0.0f, 2.0f);
+      }
+      const std::vector<float> a = to_host_floats(ops::contiguous(overlapped->replay(bs, *stream)));
+      const std::vector<float> b = to_host_floats(ops::contiguous(inline_sync->replay(bs, *stream)));
+      const std::vector<float> c = to_host_floats(ops::contiguous(deferred->replay(bs, *stream)));
+      const std::vector<float> want = to_host_floats(breakable ? branchy.forward(bs) : toy(bs));
+      ASSERT_EQ(a, want) << "bs " << bs << ", breakable " << breakable;
+      ASSERT_EQ(b, want) << "bs " << bs << ", breakable " << breakable;
+      ASSERT_EQ(c, want) << "deferred, bs " << bs << ", breakable " << breakable;
+    }
+  }
+}
+
+// With instantiation workers, a failed capture still drops that size and every larger one.
+inline void check_runner_with_instantiation_workers_degrades_per_size(Device d) {
+  auto cap_stream = new_stream(d);
+  ToyDecode toy(d, 16);
+  toy.fail_from = 8;
+  ShapeGraphOptions o;
+  o.shapes = {1, 2, 4, 8, 16};
+  o.progress = false;
+  o.instantiate_threads = 2;
+  o.sync_each_shape = false;
+  ShapeGraphRunner runner(*cap_stream, CaptureMemory::of_pool(GraphPool::create(d)), o);
+  runner.capture([&](int bs) { return toy(bs); });
+  EXPECT_EQ(runner.shapes(), (std::vector<int>{1, 2, 4}));
+  EXPECT_NE(runner.capture_error().find("toy op refuses capture"), std::string::npos) << runner.capture_error();
+  StreamGuard guard(*cap_stream);
+  Tensor got = runner.replay(3, *cap_stream);
+  EXPECT_EQ(to_host_floats(ops::contiguous(got)), to_host_floats(toy(3)));
 }
 
 // Without breakable mode the host read fails the capture of every size, with a clear error.

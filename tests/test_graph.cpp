@@ -31,6 +31,15 @@ TEST(DecodeGraphRunner, EverySizeAndPaddedSizesInRandomOrder) {
   testing::check_decode_runner_sizes_and_padding(kCpu);
 }
 TEST(DecodeGraphRunner, FailedSizeDropsItAndLargerOnes) { testing::check_decode_runner_degrades_per_size(kCpu); }
+TEST(DecodeGraphRunner, WorkerInstantiationEqualsEagerAndInlineCapture) {
+  testing::check_runner_with_instantiation_workers_equals_eager(kCpu);
+}
+TEST(DecodeGraphRunner, WorkerInstantiationDropsAFailedSizeAndLargerOnes) {
+  testing::check_runner_with_instantiation_workers_degrades_per_size(kCpu);
+}
+TEST(SegmentedCapture, InstantiatedOnAnotherThreadReplaysLikeEager) {
+  testing::check_segmented_graph_instantiated_on_another_thread(kCpu);
+}
 
 TEST(BreakableGraph, UncapturableOpFailsCaptureWithoutBreakableMode) {
   testing::check_uncapturable_op_fails_capture_without_breakable(kCpu);

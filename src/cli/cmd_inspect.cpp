@@ -9,6 +9,7 @@
 #include "cli/tp_launch.h"
 #include "device/device.h"
 #include "graph/split_ops.h"
+#include "runtime/capture_report.h"
 
 namespace grt {
 
@@ -20,6 +21,9 @@ nlohmann::json per_shape_json(const ShapeGraphRunner& r, const char* key) {
     per_size.push_back({{key, s.shape},
                         {"capture_seconds", s.capture_seconds},
                         {"warmup_seconds", s.warmup_seconds},
+                        {"record_seconds", s.phases.record},
+                        {"instantiate_seconds", s.phases.instantiate},
+                        {"sync_seconds", s.phases.sync},
                         {"graph_bytes", s.graph_bytes},
                         {"nodes", s.nodes},
                         {"segments", s.segments},
@@ -37,6 +41,7 @@ nlohmann::json piecewise_json(const ForwardGraphs& g) {
           {"pieces", r.stats().empty() ? 0 : r.stats().front().segments},
           {"split_ops", split_op_names()},
           {"capture_seconds", r.capture_seconds()},
+          {"capture_phases", capture_phases_json(r)},
           {"graph_bytes", g.graph_bytes()},
           {"input_bytes", g.input_bytes()},
           {"lazy", r.options().lazy},
@@ -47,6 +52,7 @@ nlohmann::json decode_json(const ForwardGraphs& g) {
   const ShapeGraphRunner& r = g.runner();
   return {{"batch_sizes", r.shapes()},
           {"capture_seconds", r.capture_seconds()},
+          {"capture_phases", capture_phases_json(r)},
           {"graph_bytes", g.graph_bytes()},
           {"input_bytes", g.input_bytes()},
           {"lazy", r.options().lazy},

@@ -16,6 +16,7 @@ thread_local SegmentedCapture* t_current = nullptr;
 }  // namespace
 
 void SegmentedGraph::replay(Stream& stream) {
+  GRT_CHECK(instantiated(), "replaying a segmented graph of {} segments before it was instantiated", segments_);
   StreamGuard guard(stream);
   for (size_t i = 0; i < pieces_.size(); ++i) {
     if (pieces_[i]) pieces_[i]->launch(stream);
@@ -30,17 +31,17 @@ void SegmentedGraph::replay(Stream& stream) {
   }
 }
 
-size_t SegmentedGraph::segment_count() const {
-  size_t n = 0;
-  for (const auto& p : pieces_) n += p ? 1 : 0;
-  return n;
+void SegmentedGraph::instantiate() {
+  if (instantiated()) return;
+  for (size_t i = 0; i < recorded_.size(); ++i)
+    if (recorded_[i]) pieces_[i] = recorded_[i]->instantiate();
+  recorded_.clear();  // the recorded graphs are no longer needed
+  instantiated_ = true;
 }
 
-size_t SegmentedGraph::node_count() const {
-  size_t n = 0;
-  for (const auto& p : pieces_) n += p ? p->node_count() : 0;
-  return n;
-}
+size_t SegmentedGraph::segment_count() const { return segments_; }
+
+size_t SegmentedGraph::node_count() const { return nodes_; }
 
 SegmentedCapture::SegmentedCapture(Stream& stream, CaptureMemory memory, CapturePolicies policy)
     : stream_(stream), memory_(std::move(memory)), policy_(policy) {
@@ -144,7 +145,7 @@ void SegmentedCapture::eager_step(std::string name, std::function<void()> step, 
   fork_again(side);
 }
 
-std::unique_ptr<SegmentedGraph> SegmentedCapture::finish() {
+std::unique_ptr<SegmentedGraph> SegmentedCapture::finish(bool instantiate) {
   GRT_CHECK(!finished_, "a segmented capture finished twice");
   join_forked();
   end_segment();
@@ -153,10 +154,17 @@ std::unique_ptr<SegmentedGraph> SegmentedCapture::finish() {
   if (t_current == this) t_current = outer_;
   stream_route_.reset();
   auto out = std::make_unique<SegmentedGraph>();
-  for (auto& g : graphs_) out->pieces_.push_back(g->node_count() > 0 ? g->instantiate() : nullptr);
+  out->pieces_.resize(graphs_.size());
+  for (auto& g : graphs_) {
+    const size_t nodes = g->node_count();
+    out->nodes_ += nodes;
+    out->segments_ += nodes > 0 ? 1 : 0;
+    out->recorded_.push_back(nodes > 0 ? std::move(g) : nullptr);
+  }
   out->steps_ = std::move(steps_);
   out->check_args_ = policy_.check_args;
   graphs_.clear();
+  if (instantiate) out->instantiate();
   return out;
 }
 

@@ -55,7 +55,9 @@ struct CapturePolicies {
   bool operator==(const CapturePolicies&) const = default;
 };
 
-// The result of a segmented capture: instantiated segments and recorded steps.
+// The result of a segmented capture: segments and recorded steps. The segments are instantiated
+// by SegmentedCapture::finish(), or later by instantiate() (finish(false)), which may run on
+// another thread than the capture's: capture of the next shape then overlaps it.
 class SegmentedGraph {
  public:
   struct Step {
@@ -68,8 +70,13 @@ class SegmentedGraph {
 
   // Launches the segments on `stream` and runs the steps between them (with `stream` current).
   // With check_args(), each step's arguments are checked first: an Error names the step and
-  // the argument that changed since capture.
+  // the argument that changed since capture. Error when not instantiated yet.
   void replay(Stream& stream);
+  // Instantiates every recorded segment and releases the recorded graphs; no-op when done. Safe
+  // on any thread (CUDA instantiates distinct graphs concurrently), but not concurrently with
+  // another call on this object.
+  void instantiate();
+  bool instantiated() const { return instantiated_; }
   // Debug mode (CapturePolicies::check_args at capture; tests may switch it).
   bool check_args() const { return check_args_; }
   void set_check_args(bool on) { check_args_ = on; }
@@ -84,8 +91,13 @@ class SegmentedGraph {
   friend class SegmentedCapture;
   // pieces_[i] runs before steps_[i]; one more piece than steps. nullptr: an empty segment.
   std::vector<std::unique_ptr<GraphExec>> pieces_;
+  // Until instantiate(): the recorded segments (nullptr: empty), parallel to pieces_.
+  std::vector<std::unique_ptr<Graph>> recorded_;
+  size_t nodes_ = 0;     // over all segments, counted when recorded
+  size_t segments_ = 0;  // non-empty ones
   std::vector<Step> steps_;
   bool check_args_ = false;
+  bool instantiated_ = false;
 };
 
 class SegmentedCapture : private ForkObserver {
@@ -103,8 +115,9 @@ class SegmentedCapture : private ForkObserver {
   // `check` (optional) compares the step's recorded arguments with their live values at replay
   // in debug mode.
   void eager_step(std::string name, std::function<void()> step, std::function<void()> check = {});
-  // Ends the last segment and instantiates every segment.
-  std::unique_ptr<SegmentedGraph> finish();
+  // Ends the last segment and instantiates every segment; with instantiate = false the result
+  // holds the recorded segments and its instantiate() must be called before replay().
+  std::unique_ptr<SegmentedGraph> finish(bool instantiate = true);
 
   Stream& stream() const { return stream_; }
   const CaptureMemory& memory() const { return memory_; }

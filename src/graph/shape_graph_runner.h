@@ -26,14 +26,16 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "graph/capture_phases.h"
 #include "graph/segmented_capture.h"
 
 namespace grt {
 
 struct CapturedShape {
   int shape = 0;               // batch size or token count
-  double capture_seconds = 0;  // warm-up + capture + instantiate
-  double warmup_seconds = 0;   // of which the eager warm-up runs
+  double capture_seconds = 0;  // warm-up + capture (+ instantiate when not on worker threads)
+  double warmup_seconds = 0;   // of which staging the dummy batch and the eager warm-up runs
+  CapturePhases phases;        // the parts of capture_seconds; .instantiate also when on a worker
   size_t graph_bytes = 0;      // graph memory this shape added
   size_t nodes = 0;
   size_t segments = 0;
@@ -77,6 +79,20 @@ struct ShapeGraphOptions {
   std::function<uint64_t()> memory_tag;
   // Capture each shape when first needed (capture_shape) instead of all in capture().
   bool lazy = false;
+  // capture(): worker threads that instantiate each shape's graphs while the capturing thread
+  // records the next shape (CUDA instantiates distinct graphs concurrently); capture() returns
+  // once all are instantiated. 0: instantiate on the capturing thread right after each capture.
+  int instantiate_threads = 0;
+  // With instantiate_threads > 0: submit the instantiations only once every shape is recorded,
+  // instead of each right after its capture. Measured on the H100 (bench/results/
+  // h100_2026-11-23_s4_capture): instantiating beside the capture slows the capture's own driver
+  // calls, and an instantiation can wait for the device (the eager steps of a large piecewise
+  // capture), stalling the capturing thread with it; deferred, both happen once, at the end.
+  bool defer_instantiation = false;
+  // capture(): wait for the capture stream after the first warm-up and after every shape. false
+  // lets the device run the warm-up and each shape's eager steps while the host captures on
+  // (stream order keeps them correct); capture() waits once at the end. Lazy captures always wait.
+  bool sync_each_shape = true;
 };
 
 class ShapeGraphRunner {
@@ -122,6 +138,9 @@ class ShapeGraphRunner {
 
   const std::vector<CapturedShape>& stats() const { return stats_; }
   double capture_seconds() const { return capture_seconds_; }
+  // Where capture_seconds() went: the captured shapes' phases plus the capturing thread's final
+  // waits; .other is the rest of the wall time.
+  const CapturePhases& phases() const { return phases_; }
   // Why the first shape that failed to capture failed ("" when all were captured).
   const std::string& capture_error() const { return capture_error_; }
   // The stream captures run on.
@@ -133,9 +152,12 @@ class ShapeGraphRunner {
   struct Captured {
     std::unique_ptr<SegmentedGraph> graph;
     Tensor output;  // borrowed
-    double warmup_seconds = 0;
+    CapturePhases phases;
   };
-  Captured capture_one(int n, const Forward& forward);
+  // Stages, warms up (first capture only, by default), captures; instantiates when `instantiate`,
+  // waits for the stream when `sync`.
+  Captured capture_one(int n, const Forward& forward, bool instantiate, bool sync);
+  CapturedShape shape_stats(int n, const Captured& c, double seconds, size_t bytes_before) const;
   CapturedShape* find(int shape);
   const CapturedShape* find(int shape) const;
 
@@ -146,6 +168,7 @@ class ShapeGraphRunner {
   std::vector<Captured> graphs_;  // parallel to captured_
   std::vector<CapturedShape> stats_;
   double capture_seconds_ = 0;
+  CapturePhases phases_;
   std::string capture_error_;
   bool first_capture_ = true;  // until a shape was captured: it gets options_.warmups
   Forward forward_;            // lazy mode

@@ -1,11 +1,45 @@
 #include "runtime/forward_graphs.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "core/error.h"
 #include "core/logging.h"
 #include "device/event.h"
 #include "device/stream.h"
+#include "runtime/capture_report.h"
 
 namespace grt {
+
+namespace {
+// The integer value of environment variable `name` in [lo, hi], or `fallback` when unset or empty.
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  GRT_CHECK(end != v && *end == '\0' && x >= lo && x <= hi, "{}={}: expected an integer from {} to {}", name, v, lo,
+            hi);
+  return static_cast<int>(x);
+}
+}  // namespace
+
+int default_instantiate_threads() {
+  // Two workers keep up with one capturing thread (instantiating a segment costs about what
+  // recording it does); more only contend for the driver.
+  static const int n = env_int("GRAPHRT_CAPTURE_INSTANTIATE_THREADS", 2, 0, 64);
+  return n;
+}
+
+bool default_sync_each_shape() {
+  static const bool on = env_int("GRAPHRT_CAPTURE_SYNC_EACH_SHAPE", 0, 0, 1) == 1;
+  return on;
+}
+
+bool default_defer_instantiation() {
+  static const bool on = env_int("GRAPHRT_CAPTURE_DEFER_INSTANTIATE", 0, 0, 1) == 1;
+  return on;
+}
 
 ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_ptr<GraphInputSchema> schema,
                              std::shared_ptr<const GraphMemory> memory)
@@ -24,6 +58,9 @@ ForwardGraphs::ForwardGraphs(const ForwardGraphsOptions& options, std::unique_pt
   ro.progress = options.progress && !options.lazy;
   ro.debug_eager = options.debug_eager;
   ro.lazy = options.lazy;
+  ro.instantiate_threads = options.instantiate_threads;
+  ro.sync_each_shape = options.sync_each_shape;
+  ro.defer_instantiation = options.defer_instantiation;
   const GraphMemory* mem = memory_.get();
   ro.graph_bytes = [mem] { return mem->physical_bytes(); };
   ro.before_capture = [mem](int) { mem->begin_capture(); };
@@ -171,12 +208,13 @@ std::string ForwardGraphs::summary() const {
   const auto& t = runner_->shapes();
   const std::string label = schema_->label();
   if (t.empty()) return label + (runner_->options().lazy ? ": lazy, none captured yet" : ": none captured");
+  const std::string phases = capture_phases_text(*runner_);
   if (schema_->mode() == ForwardMode::DECODE)
-    return fmt::format("{}: {} sizes ({}..{}) captured in {:.3f} s, {:.1f} MiB graph memory", label, t.size(),
-                       t.front(), t.back(), runner_->capture_seconds(), graph_bytes() / 1048576.0);
-  return fmt::format("{}: {} token counts ({}..{}), {} pieces each, captured in {:.3f} s, {:.1f} MiB graph memory",
+    return fmt::format("{}: {} sizes ({}..{}) captured in {:.3f} s ({}), {:.1f} MiB graph memory", label, t.size(),
+                       t.front(), t.back(), runner_->capture_seconds(), phases, graph_bytes() / 1048576.0);
+  return fmt::format("{}: {} token counts ({}..{}), {} pieces each, captured in {:.3f} s ({}), {:.1f} MiB graph memory",
                      label, t.size(), t.front(), t.back(), runner_->stats().front().segments,
-                     runner_->capture_seconds(), graph_bytes() / 1048576.0);
+                     runner_->capture_seconds(), phases, graph_bytes() / 1048576.0);
 }
 
 }  // namespace grt

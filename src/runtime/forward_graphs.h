@@ -21,6 +21,16 @@
 
 namespace grt {
 
+// Capture overlap defaults, from the environment (read once; a bad value is an Error):
+// GRAPHRT_CAPTURE_INSTANTIATE_THREADS=N worker threads instantiate graphs while the next shape is
+// captured (default 2; 0: on the capturing thread, as before); GRAPHRT_CAPTURE_SYNC_EACH_SHAPE=1
+// waits for the device after the warm-up and after every shape, as before (default 0);
+// GRAPHRT_CAPTURE_DEFER_INSTANTIATE=1 instantiates on the workers only after every shape is
+// recorded (default 0: right after each shape's capture).
+int default_instantiate_threads();
+bool default_sync_each_shape();
+bool default_defer_instantiation();
+
 struct ForwardGraphsOptions {
   std::vector<int> shapes;  // ascending, unique (capture_schedule.h)
   int warmups = 1;
@@ -29,6 +39,9 @@ struct ForwardGraphsOptions {
   bool breakable = false;    // GRAPHRT_USE_BREAKABLE_CUDA_GRAPH=1: eager_on_graph / break_graph split the capture
   bool debug_eager = false;  // --debug-cuda-graph: the forward runs eagerly through capture/replay
   bool lazy = false;         // --cuda-graph-lazy: capture a shape the first time a batch needs it
+  int instantiate_threads = default_instantiate_threads();  // ShapeGraphOptions::instantiate_threads
+  bool sync_each_shape = default_sync_each_shape();         // ShapeGraphOptions::sync_each_shape
+  bool defer_instantiation = default_defer_instantiation();  // ShapeGraphOptions::defer_instantiation
   // The tensor-parallel group (null or size 1: none). Every rank captures in lockstep: a barrier
   // before the capture, then agreement (agree_across_ranks) so that a shape any rank lacks is
   // dropped on every rank, and graph-or-eager is the same decision everywhere.
@@ -76,7 +89,8 @@ class ForwardGraphs {
   // Graph memory this runner's captures added to the (shared) memory, and persistent input bytes.
   size_t graph_bytes() const;
   size_t input_bytes() const { return schema_->inputs().bytes(); }
-  // "decode graphs: 35 sizes (1..256) captured in 0.31 s, 190.0 MiB graph memory"
+  // "decode graphs: 35 sizes (1..256) captured in 0.31 s (record ..., instantiate ...), 190.0 MiB
+  // graph memory" (capture_report.h)
   std::string summary() const;
 
  private:

@@ -34,6 +34,18 @@ TEST(DecodeGraphRunnerCuda, FailedSizeDropsItAndLargerOnes) {
   REQUIRE_GPU();
   testing::check_decode_runner_degrades_per_size(kGpu);
 }
+TEST(DecodeGraphRunnerCuda, WorkerInstantiationEqualsEagerAndInlineCapture) {
+  REQUIRE_GPU();
+  testing::check_runner_with_instantiation_workers_equals_eager(kGpu);
+}
+TEST(DecodeGraphRunnerCuda, WorkerInstantiationDropsAFailedSizeAndLargerOnes) {
+  REQUIRE_GPU();
+  testing::check_runner_with_instantiation_workers_degrades_per_size(kGpu);
+}
+TEST(SegmentedCaptureCuda, InstantiatedOnAnotherThreadReplaysLikeEager) {
+  REQUIRE_GPU();
+  testing::check_segmented_graph_instantiated_on_another_thread(kGpu);
+}
 TEST(BreakableGraphCuda, UncapturableOpFailsCaptureWithoutBreakableMode) {
   REQUIRE_GPU();
   testing::check_uncapturable_op_fails_capture_without_breakable(kGpu);
