@@ -212,7 +212,7 @@ void register_bench_attention(CLI::App& bench) {
   cmd->add_option("--shapes", o->shapes, "q_heads/kv_heads/head_dim list")->capture_default_str();
   cmd->add_option("--kernels", o->kernels,
                   "GRAPHRT_EXTEND_KERNEL values to time (auto, auto-v1, fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, "
-                  "fa2-v2, fa2-v2k64, fa2-v2e, tc, simt)")
+                  "fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, tc, simt)")
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed calls per point (event-timed mean)")->capture_default_str();
   cmd->add_option("--torch", o->torch, "JSON from scripts/bench_attention_torch.py, measured in the same job");

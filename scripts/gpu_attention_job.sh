@@ -39,13 +39,13 @@ run() { LD_LIBRARY_PATH="$LIBS" "$@"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 
 if [[ -n "${SASS:-}" ]] && command -v cuobjdump >/dev/null; then
-  # SASS of FA2 instances, space-separated mangled template tails (e.g. Li128ELi4ELi2ELi2ELb1ELi3ELi0ELi0:
-  # head_dim 128, 4 warps, MT 2, OCC 2, V2, 3 stages, BK default, EXPF 0), bf16 only.
+  # SASS of kernel instances, space-separated mangled template tails (e.g. Li128ELi4ELi2ELi2ELb1ELi3ELi0ELi0:
+  # FA2 head_dim 128, 4 warps, MT 2, OCC 2, V2, 3 stages, BK default, EXPF 0; Li128ELi1: wgmma, OCC 1), bf16 only.
   cuobjdump -sass "$BIN/graphrt" >/tmp/all.sass 2>/dev/null
   for pat in $SASS; do
     f="$OUT/sass_$pat.txt"
-    awk -v pat="$pat" '/Function :/ {keep = index($0, "extend_fa2") && index($0, pat "EEEvNS") && index($0, "bfloat16")} keep' /tmp/all.sass >"$f"
-    echo "sass $pat: lines $(wc -l <"$f") HMMA $(grep -c HMMA "$f") LDSM $(grep -c LDSM "$f") MUFU.EX2 $(grep -c MUFU.EX2 "$f") FMUL $(grep -c ' FMUL' "$f") BAR $(grep -c 'BAR.SYNC' "$f") LDGSTS $(grep -c LDGSTS "$f") LDL $(grep -c LDL "$f") STL $(grep -c STL "$f")"
+    awk -v pat="$pat" '/Function :/ {keep = index($0, "extend_") && index($0, pat "EEEvNS") && index($0, "bfloat16")} keep' /tmp/all.sass >"$f"
+    echo "sass $pat: lines $(wc -l <"$f") HMMA $(grep -c HMMA "$f") HGMMA $(grep -c HGMMA "$f") LDSM $(grep -c LDSM "$f") MUFU.EX2 $(grep -c MUFU.EX2 "$f") FMUL $(grep -c ' FMUL' "$f") BAR $(grep -c 'BAR.SYNC' "$f") LDGSTS $(grep -c LDGSTS "$f") LDL $(grep -c LDL "$f") STL $(grep -c STL "$f")"
   done
   (cd "$OUT" && tar czf sass.tgz sass_*.txt && rm -f sass_*.txt)
 fi
@@ -56,7 +56,7 @@ grep -E "^\[  (FAILED|PASSED) |Failure|Expected|Which is|max_abs|error" "$OUT/te
 # The wgmma kernel alone (a fault there must not hide the FA2 results), then timed only if it passed.
 WG_OK=0
 if [[ -n "${WG_KERNELS:-}" ]]; then
-  run "$BIN/graphrt_cuda_tests" --gtest_filter="OpsAttentionCuda.ExtendWgmma*" >"$OUT/tests_wgmma.log" 2>&1
+  run timeout 60 "$BIN/graphrt_cuda_tests" --gtest_filter="OpsAttentionCuda.ExtendWgmma*" >"$OUT/tests_wgmma.log" 2>&1
   rc=$?
   echo "wgmma tests rc=$rc"
   grep -E "^\[  (FAILED|PASSED) |Failure|Expected|Which is|max_abs|error|case" "$OUT/tests_wgmma.log" | head -16 | cut -c1-250
@@ -72,7 +72,7 @@ run "$BIN/graphrt" bench attention --shapes "$SHAPES" --tokens "$TOKENS" --prefi
   --iters "${ITERS:-10}" --torch "$OUT/torch_attention.json" --json-out "$OUT/attention.json" >"$OUT/attention.txt" 2>&1
 echo "bench rc=$?"; tail -3 "$OUT/attention.txt" | cut -c1-200
 if [[ $WG_OK == 1 ]]; then
-  run "$BIN/graphrt" bench attention --shapes "$SHAPES" --tokens "$TOKENS" --prefixes "$PREFIXES" \
+  run timeout 60 "$BIN/graphrt" bench attention --shapes "$SHAPES" --tokens "$TOKENS" --prefixes "$PREFIXES" \
     --kernels "auto,$WG_KERNELS" --iters "${ITERS:-10}" --torch "$OUT/torch_attention.json" \
     --json-out "$OUT/attention_wg.json" >"$OUT/attention_wg.txt" 2>&1
   echo "wgmma bench rc=$?"
@@ -107,7 +107,7 @@ if [[ "${PREFILL:-0}" == 1 ]]; then
   [[ $WG_OK == 1 ]] && PREFILL_FORCE="${PREFILL_FORCE:-} ${WG_PREFILL:-}"
   for k in ${PREFILL_FORCE:-}; do
     if (( SECONDS > ${TIME_LIMIT:-400} )); then echo "skipping prefill $k: ${SECONDS}s"; continue; fi
-    GRAPHRT_EXTEND_KERNEL=$k run "$BIN/graphrt" bench prefill --model builtin:qwen3-0.6b \
+    GRAPHRT_EXTEND_KERNEL=$k run timeout 60 "$BIN/graphrt" bench prefill --model builtin:qwen3-0.6b \
       --tokens "${PREFILL_TOKENS:-256,4096}" --json >"$OUT/prefill_$k.json" 2>/tmp/prefill_$k.log
     echo "$k rc=$?"
   done
