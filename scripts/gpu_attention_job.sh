@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 SHAPES=${SHAPES:-16/8/128,32/8/128,16/8/64}
 TOKENS=${TOKENS:-512,1024,2048,4096,8192,16384}
 PREFIXES=${PREFIXES:-0,4096}
-KERNELS=${KERNELS:-auto,auto-v1,fa2-q64,fa2-q128,fa2-q128w4,fa2-v2q64,fa2-v2,fa2-v2k64,fa2-v2e,tc}
+KERNELS=${KERNELS:-auto,auto-v1,auto-fa2,fa2-q64,fa2-q128w4,fa2-v2q64,fa2-v2,fa3-wg,fa3-wg2}
 PYTHONUNBUFFERED=1 python3 scripts/bench_attention_torch.py --shapes "$SHAPES" --tokens "$TOKENS" \
   --prefixes "$PREFIXES" --out "$OUT/torch_attention.json" 2>/tmp/torch.log &
 TORCH_PID=$!

@@ -249,14 +249,21 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
   const auto name = [](const cuda::ExtendParams& p, DType dt) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
-  // FA2 for bf16 and f16 at head dims 64 and 128, strided q included.
+  // bf16 and f16 at head dims 64 and 128, strided q included: the wgmma kernel on sm_90 GPUs
+  // (registers for 2 blocks per multiprocessor on long prompts, for 1 on short ones), else FA2.
+  const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
-      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-v2") << hd;
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
       short_prompt.max_extend_len = 256;
-      EXPECT_EQ(name(short_prompt, dt), "fa2-v2q64") << hd;
+      EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wg" : "fa2-v2q64") << hd;
+      {
+        ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-v2") << hd;
+        EXPECT_EQ(name(short_prompt, dt), "fa2-v2q64") << hd;
+      }
       // The session-3 choice, kept for A/B.
       ForceExtendKernel v1("auto-v1");
       EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-q128w4") << hd;

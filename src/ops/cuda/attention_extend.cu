@@ -202,6 +202,12 @@ bool pairs_fill_gpu(const ExtendParams& p, int q_tile) {
   return blocks * 10 >= int64_t{2} * multiprocessors() * 9;
 }
 
+// Blocks of the wgmma kernel's grid (128-row q tiles, pairs where fa2_pair_q_tiles says so).
+int64_t wgmma_blocks(const ExtendParams& p) {
+  const int64_t tiles = (p.max_extend_len + 127) / 128;
+  return (fa2_pair_q_tiles(p, 128) ? (tiles + 1) / 2 : tiles) * p.nq * p.num_reqs;
+}
+
 bool tc_supports(const ExtendParams& p, DType dtype) {
   if (dtype != DType::BF16 && dtype != DType::F16) return false;
   if (p.hd != 64 && p.hd != 128) return false;
@@ -264,15 +270,20 @@ Fa2Tile fa2_tile_of(ExtendKernel k) {
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
-  const bool v1 = forced == "auto-v1";
-  if (forced.empty() || forced == "auto" || v1) {
-    // Measured on an H100 (bench/results/h100_2026-11-23_attention): 128-row tiles of 4 warps x
-    // 32 rows read half the shared memory per FLOP and win wherever their blocks (a pair of q
-    // tiles each, two blocks per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
-    // "auto-v1" keeps the session-3 kernels for A/B (bench/results/h100_2026-11-23_s4_fa2).
+  const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only) {
+    // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
+    // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
+    // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
+    // each block has a multiprocessor to itself). Elsewhere FA2: 128-row tiles of 4 warps x 32
+    // rows read half the shared memory per FLOP and win wherever their blocks (a pair of q tiles
+    // each, two per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
+    // "auto-v1" keeps the session-3 choice, "auto-fa2" the FA2 choice on any GPU, for A/B.
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
+      if (!fa2_only && wgmma_supports(p, dtype))
+        return wgmma_blocks(p) > multiprocessors() ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }
     if (tc_supports(p, dtype)) return ExtendKernel::kTensorCore;
@@ -292,7 +303,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     return k;
   }
   GRT_FAIL(
-      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, "
+      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, "
       "fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, tc, simt",
       forced);
 }

@@ -69,12 +69,14 @@ const char* extend_kernel_name(ExtendKernel k);
 // GRAPHRT_EXTEND_PAIRING=0/1 forces it (tests).
 bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
-// The kernel attention_extend runs for this case: FA2 wherever fa2_supports (fa2-v2 when its
-// blocks fill >= 90% of two per multiprocessor, else fa2-v2q64), else the WMMA kernel where it
-// serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL forces one for benchmarks
-// and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg,
-// fa3-wg2, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); unset or "auto":
-// the default choice. Forcing a kernel that cannot serve the case is an Error.
+// The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU the wgmma
+// kernel (fa3-wg2 when its grid has more blocks than multiprocessors, else fa3-wg), elsewhere
+// FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64); else the
+// WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL forces
+// one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64,
+// fa2-v2e, fa3-wg, fa3-wg2, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64);
+// "auto-fa2": the FA2 choice on any GPU; unset or "auto": the default choice. Forcing a kernel
+// that cannot serve the case is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 
 }  // namespace grt::cuda
