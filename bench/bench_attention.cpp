@@ -27,7 +27,7 @@ struct AttentionOpts {
   std::string tokens = "512,1024,2048,4096,8192,16384";
   std::string prefixes = "0,4096";
   std::string shapes = "16/8/128,32/8/128,16/8/64";
-  std::string kernels = "auto,fa2-q64,fa2-q128,fa2-q128w4,tc";
+  std::string kernels = "auto,auto-v1,auto-fa2,tc";
   int iters = 10;
   std::string torch;  // JSON of scripts/bench_attention_torch.py
   std::string json_out;  // also write the JSON here
@@ -210,7 +210,9 @@ void register_bench_attention(CLI::App& bench) {
   cmd->add_option("--tokens", o->tokens, "new tokens of the request")->capture_default_str();
   cmd->add_option("--prefixes", o->prefixes, "cached prefix lengths")->capture_default_str();
   cmd->add_option("--shapes", o->shapes, "q_heads/kv_heads/head_dim list")->capture_default_str();
-  cmd->add_option("--kernels", o->kernels, "GRAPHRT_EXTEND_KERNEL values to time (auto, fa2-q64, fa2-q128, fa2-q128w4, tc, simt)")
+  cmd->add_option("--kernels", o->kernels,
+                  "GRAPHRT_EXTEND_KERNEL values to time (auto, auto-v1, auto-fa2, fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, "
+                  "fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, tc, simt)")
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed calls per point (event-timed mean)")->capture_default_str();
   cmd->add_option("--torch", o->torch, "JSON from scripts/bench_attention_torch.py, measured in the same job");

@@ -78,19 +78,37 @@ TEST(OpsAttentionCuda, StoreKvEqualsCpu) {
 
 // ---- extend -----------------------------------------------------------------------------------
 
-void expect_extend_matches(const PagedCase& c0, DType dt, float scale) {
-  PagedCase c = c0;
-  round_to_bf16(c);
-  auto tc = upload(c, DType::F32, kCpu);
-  auto tg = upload(c, dt, kGpu);
-  std::vector<float> want =
-      to_host_floats(ops::attention_extend(tc.q, tc.k_cache, tc.v_cache, tc.extend, c.nq, c.nkv, c.hd, scale));
-  Tensor out = ops::attention_extend(tg.q, tg.k_cache, tg.v_cache, tg.extend, c.nq, c.nkv, c.hd, scale);
+// A case with its CPU reference, computed once and compared against several CUDA kernels.
+struct ExtendCheck {
+  PagedCase c;
+  DType dt;
+  float scale;
+  std::vector<float> want;
+};
+
+ExtendCheck extend_check(const PagedCase& c0, DType dt, float scale) {
+  ExtendCheck x{c0, dt, scale, {}};
+  round_to_bf16(x.c);
+  auto tc = upload(x.c, DType::F32, kCpu);
+  x.want =
+      to_host_floats(ops::attention_extend(tc.q, tc.k_cache, tc.v_cache, tc.extend, x.c.nq, x.c.nkv, x.c.hd, scale));
+  return x;
+}
+
+// Runs the CUDA op (the kernel GRAPHRT_EXTEND_KERNEL picks) on the check's case.
+void expect_cuda_matches(const ExtendCheck& x) {
+  const PagedCase& c = x.c;
+  auto tg = upload(c, x.dt, kGpu);
+  Tensor out = ops::attention_extend(tg.q, tg.k_cache, tg.v_cache, tg.extend, c.nq, c.nkv, c.hd, x.scale);
   ASSERT_EQ(out.shape(), (Shape{c.rows, c.q_width()}));
   std::vector<float> got = to_host_floats(out);
-  for (float x : got) ASSERT_TRUE(std::isfinite(x));
-  EXPECT_LT(max_abs_diff(got, want), tolerance(dt))
-      << c.nq << "/" << c.nkv << " hd " << c.hd << " reqs " << c.num_reqs() << " " << dtype_name(dt);
+  for (float v : got) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_LT(max_abs_diff(got, x.want), tolerance(x.dt))
+      << c.nq << "/" << c.nkv << " hd " << c.hd << " reqs " << c.num_reqs() << " " << dtype_name(x.dt);
+}
+
+void expect_extend_matches(const PagedCase& c0, DType dt, float scale) {
+  expect_cuda_matches(extend_check(c0, dt, scale));
 }
 
 TEST(OpsAttentionCuda, ExtendEqualsCpuAcrossShapes) {
@@ -138,27 +156,69 @@ class ForcePairing {
 TEST(OpsAttentionCuda, ExtendFa2EqualsCpuAcrossGqaHeadDimsAndTiles) {
   // GQA ratios 1/2/4/8, head dims 64/128, all q tiles, blocks of one or two q tiles; lengths that
   // are no multiple of the 64/128 row tiles or the 32/64-key tiles (odd and even tile counts),
-  // prefixes crossing key tiles, one single-token request, padding rows.
-  for (const char* pairing : {"0", "1"}) {
-    for (const char* kernel : {"fa2-q64", "fa2-q128", "fa2-q128w4"}) {
-      ForcePairing pair(pairing);
-      ForceExtendKernel force(kernel);
-      for (int hd : {64, 128})
-        for (int group : {1, 2, 4, 8}) {
-          const int nkv = group == 8 ? 1 : 2;
+  // prefixes crossing key tiles, one single-token request, padding rows. One CPU reference per
+  // case, every FA2 kernel against it.
+  for (int hd : {64, 128})
+    for (int group : {1, 2, 4, 8}) {
+      const int nkv = group == 8 ? 1 : 2;
+      const ExtendCheck x =
+          extend_check(make_case(nkv * group, nkv, hd, {0, 37, 200, 5}, {130, 65, 1, 257}, 3, 20 + group), DType::BF16,
+                       1.0f / std::sqrt(static_cast<float>(hd)));
+      for (const char* pairing : {"0", "1"})
+        for (const char* kernel :
+             {"fa2-q64", "fa2-q128", "fa2-q128w4", "fa2-v2q64", "fa2-v2", "fa2-v2k64", "fa2-v2e"}) {
+          ForcePairing pair(pairing);
+          ForceExtendKernel force(kernel);
           SCOPED_TRACE(std::string(kernel) + " pairing " + pairing + " group " + std::to_string(group) + " hd " +
                        std::to_string(hd));
-          expect_extend_matches(make_case(nkv * group, nkv, hd, {0, 37, 200, 5}, {130, 65, 1, 257}, 3, 20 + group),
-                                DType::BF16, 1.0f / std::sqrt(static_cast<float>(hd)));
+          expect_cuda_matches(x);
         }
     }
-  }
 }
 
 TEST(OpsAttentionCuda, ExtendFa2LongPromptAndF16) {
   ForceExtendKernel force("fa2-q128w4");
   expect_extend_matches(make_case(16, 8, 128, {0, 3000}, {1100, 129}, 0, 21), DType::BF16, 0.088f);
   expect_extend_matches(make_case(32, 8, 64, {64, 0}, {191, 128}, 1, 22), DType::F16, 0.125f);
+}
+
+TEST(OpsAttentionCuda, ExtendFa2V2LongPromptsAndF16) {
+  // Many key tiles through the 3-stage ring (tile counts 1, 2, 3 and more than 3 in one launch),
+  // a long prefix with a short chunk, f16.
+  const ExtendCheck a = extend_check(make_case(16, 8, 128, {0, 3000, 0, 31}, {1100, 129, 33, 40}, 0, 31), DType::BF16,
+                                     0.088f);
+  const ExtendCheck b = extend_check(make_case(32, 8, 64, {64, 0}, {191, 128}, 1, 32), DType::F16, 0.125f);
+  for (const char* kernel : {"fa2-v2", "fa2-v2k64", "fa2-v2q64", "fa2-v2e"}) {
+    ForceExtendKernel force(kernel);
+    SCOPED_TRACE(kernel);
+    expect_cuda_matches(a);
+    expect_cuda_matches(b);
+  }
+}
+
+// Keys whose norm grows with their position (x1 to x140): each row's maximum score keeps rising,
+// by hundreds of log2 units in all, so the V2 kernels' lazy rescaling of O (skipped while a
+// tile's max stays within 2^8 of the running max) must fire again and again; a missed rescale
+// overflows exp2 to inf (f32 ends at 2^128), a wrong one weights old keys wrongly.
+ExtendCheck growing_scores_check(int hd) {
+  PagedCase c = make_case(4, 2, hd, {0, 300}, {700, 90}, 0, 33);
+  for (int b = 0; b < c.num_reqs(); ++b)
+    for (int pos = 0; pos < c.prefix[static_cast<size_t>(b)] + c.ext[static_cast<size_t>(b)]; ++pos) {
+      const int64_t slot = c.table[static_cast<size_t>(c.req_idx[static_cast<size_t>(b)]) * c.max_context + pos];
+      for (int64_t i = 0; i < c.kv_width(); ++i) c.k[static_cast<size_t>(slot * c.kv_width() + i)] *= 1.0f + pos / 8.0f;
+    }
+  return extend_check(c, DType::BF16, 1.0f / std::sqrt(static_cast<float>(hd)));
+}
+
+TEST(OpsAttentionCuda, ExtendFa2LazyRescaleWithGrowingScores) {
+  for (int hd : {64, 128}) {
+    const ExtendCheck x = growing_scores_check(hd);
+    for (const char* kernel : {"fa2-v2", "fa2-v2k64", "fa2-v2q64", "fa2-v2e", "fa2-q128w4"}) {
+      ForceExtendKernel force(kernel);
+      SCOPED_TRACE(std::string(kernel) + " hd " + std::to_string(hd));
+      expect_cuda_matches(x);
+    }
+  }
 }
 
 TEST(OpsAttentionCuda, ExtendFallbackKernelsStillEqualCpu) {
@@ -189,13 +249,24 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
   const auto name = [](const cuda::ExtendParams& p, DType dt) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
-  // FA2 for bf16 and f16 at head dims 64 and 128, strided q included.
+  // bf16 and f16 at head dims 64 and 128, strided q included: the wgmma kernel on sm_90 GPUs
+  // (registers for 2 blocks per multiprocessor on long prompts, for 1 on short ones), else FA2.
+  const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
-      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-q128w4") << hd;
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
       short_prompt.max_extend_len = 256;
+      EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wg" : "fa2-v2q64") << hd;
+      {
+        ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-v2") << hd;
+        EXPECT_EQ(name(short_prompt, dt), "fa2-v2q64") << hd;
+      }
+      // The session-3 choice, kept for A/B.
+      ForceExtendKernel v1("auto-v1");
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-q128w4") << hd;
       EXPECT_EQ(name(short_prompt, dt), "fa2-q64") << hd;
     }
   // A non-positive scale (never from a model) stays on the old kernels.
@@ -225,6 +296,40 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
   cuda::ExtendParams short_extend = params_for(128, 16 * 128, buf);
   short_extend.max_extend_len = 512;  // 4 pairs x 16 heads: 64 blocks
   EXPECT_FALSE(cuda::fa2_pair_q_tiles(short_extend, 64));
+}
+
+// The wgmma kernel (sm_90 only; elsewhere forcing it is an Error): the FA2 cases above, both
+// register budgets. Its own test so that a fault in it leaves the FA2 results readable.
+TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
+  std::vector<ExtendCheck> checks;
+  for (int hd : {64, 128})
+    for (int group : {1, 2, 4, 8}) {
+      const int nkv = group == 8 ? 1 : 2;
+      checks.push_back(extend_check(make_case(nkv * group, nkv, hd, {0, 37, 200, 5}, {130, 65, 1, 257}, 3, 20 + group),
+                                    DType::BF16, 1.0f / std::sqrt(static_cast<float>(hd))));
+    }
+  checks.push_back(
+      extend_check(make_case(16, 8, 128, {0, 3000, 0, 31}, {1100, 129, 33, 40}, 0, 31), DType::BF16, 0.088f));
+  checks.push_back(extend_check(make_case(32, 8, 64, {64, 0}, {191, 128}, 1, 32), DType::F16, 0.125f));
+  for (int hd : {64, 128}) {
+    checks.push_back(growing_scores_check(hd));
+  }
+  alignas(16) static char buf[64];
+  const cuda::ExtendParams probe = params_for(128, 16 * 128, buf);
+  if (!cuda::wgmma_supports(probe, DType::BF16)) {
+    ForceExtendKernel force("fa3-wg");
+    EXPECT_THROW(expect_cuda_matches(checks.front()), Error);
+    GTEST_SKIP() << "no sm_90 GPU: the wgmma kernel is refused";
+  }
+  for (const char* pairing : {"0", "1"})
+    for (const char* kernel : {"fa3-wg", "fa3-wg2"}) {
+      ForcePairing pair(pairing);
+      ForceExtendKernel force(kernel);
+      for (size_t i = 0; i < checks.size(); ++i) {
+        SCOPED_TRACE(std::string(kernel) + " pairing " + pairing + " case " + std::to_string(i));
+        expect_cuda_matches(checks[i]);
+      }
+    }
 }
 
 // ---- decode -----------------------------------------------------------------------------------

@@ -202,6 +202,12 @@ bool pairs_fill_gpu(const ExtendParams& p, int q_tile) {
   return blocks * 10 >= int64_t{2} * multiprocessors() * 9;
 }
 
+// Blocks of the wgmma kernel's grid (128-row q tiles, pairs where fa2_pair_q_tiles says so).
+int64_t wgmma_blocks(const ExtendParams& p) {
+  const int64_t tiles = (p.max_extend_len + 127) / 128;
+  return (fa2_pair_q_tiles(p, 128) ? (tiles + 1) / 2 : tiles) * p.nq * p.num_reqs;
+}
+
 bool tc_supports(const ExtendParams& p, DType dtype) {
   if (dtype != DType::BF16 && dtype != DType::F16) return false;
   if (p.hd != 64 && p.hd != 128) return false;
@@ -225,33 +231,81 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kFa2Q64: return "fa2-q64";
     case ExtendKernel::kFa2Q128: return "fa2-q128";
     case ExtendKernel::kFa2Q128W4: return "fa2-q128w4";
+    case ExtendKernel::kFa2V2Q64: return "fa2-v2q64";
+    case ExtendKernel::kFa2V2: return "fa2-v2";
+    case ExtendKernel::kFa2V2K64: return "fa2-v2k64";
+    case ExtendKernel::kFa2V2Exp: return "fa2-v2e";
+    case ExtendKernel::kWgmma: return "fa3-wg";
+    case ExtendKernel::kWgmma2: return "fa3-wg2";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
   return "?";
 }
 
+namespace {
+
+bool is_fa2(ExtendKernel k) {
+  return k == ExtendKernel::kFa2Q64 || k == ExtendKernel::kFa2Q128 || k == ExtendKernel::kFa2Q128W4 ||
+         k == ExtendKernel::kFa2V2Q64 || k == ExtendKernel::kFa2V2 || k == ExtendKernel::kFa2V2K64 ||
+         k == ExtendKernel::kFa2V2Exp;
+}
+
+Fa2Tile fa2_tile_of(ExtendKernel k) {
+  switch (k) {
+    case ExtendKernel::kFa2Q64: return Fa2Tile::kQ64;
+    case ExtendKernel::kFa2Q128: return Fa2Tile::kQ128;
+    case ExtendKernel::kFa2Q128W4: return Fa2Tile::kQ128W4;
+    case ExtendKernel::kFa2V2Q64: return Fa2Tile::kV2Q64;
+    case ExtendKernel::kFa2V2: return Fa2Tile::kV2;
+    case ExtendKernel::kFa2V2K64: return Fa2Tile::kV2K64;
+    case ExtendKernel::kFa2V2Exp: return Fa2Tile::kV2Exp;
+    default: break;
+  }
+  GRT_FAIL("attention_extend: {} is no FA2 kernel", extend_kernel_name(k));
+}
+
+}  // namespace
+
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
-  if (forced.empty() || forced == "auto") {
-    // Measured on an H100 (bench/results/h100_2026-11-23_attention): 128-row tiles of 4 warps x
-    // 32 rows read half the shared memory per FLOP and win wherever their blocks (a pair of q
-    // tiles each, two blocks per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
-    if (fa2_supports(p, dtype)) return pairs_fill_gpu(p, 128) ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
+  const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only) {
+    // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
+    // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
+    // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
+    // each block has a multiprocessor to itself). Elsewhere FA2: 128-row tiles of 4 warps x 32
+    // rows read half the shared memory per FLOP and win wherever their blocks (a pair of q tiles
+    // each, two per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
+    // "auto-v1" keeps the session-3 choice, "auto-fa2" the FA2 choice on any GPU, for A/B.
+    if (fa2_supports(p, dtype)) {
+      const bool big = pairs_fill_gpu(p, 128);
+      if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
+      if (!fa2_only && wgmma_supports(p, dtype))
+        return wgmma_blocks(p) > multiprocessors() ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
+      return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
+    }
     if (tc_supports(p, dtype)) return ExtendKernel::kTensorCore;
     return ExtendKernel::kSimt;
   }
-  for (ExtendKernel k : {ExtendKernel::kFa2Q64, ExtendKernel::kFa2Q128, ExtendKernel::kFa2Q128W4,
-                         ExtendKernel::kTensorCore, ExtendKernel::kSimt}) {
+  for (ExtendKernel k :
+       {ExtendKernel::kFa2Q64, ExtendKernel::kFa2Q128, ExtendKernel::kFa2Q128W4, ExtendKernel::kFa2V2Q64,
+        ExtendKernel::kFa2V2, ExtendKernel::kFa2V2K64, ExtendKernel::kFa2V2Exp, ExtendKernel::kWgmma,
+        ExtendKernel::kWgmma2, ExtendKernel::kTensorCore, ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
-    const bool ok = k == ExtendKernel::kSimt || (k == ExtendKernel::kTensorCore ? tc_supports(p, dtype)
-                                                                                 : fa2_supports(p, dtype));
+    bool ok = fa2_supports(p, dtype);
+    if (k == ExtendKernel::kSimt) ok = true;
+    else if (k == ExtendKernel::kTensorCore) ok = tc_supports(p, dtype);
+    else if (k == ExtendKernel::kWgmma || k == ExtendKernel::kWgmma2) ok = wgmma_supports(p, dtype);
     GRT_CHECK(ok, "GRAPHRT_EXTEND_KERNEL={}: that kernel does not serve dtype {} head_dim {} (or unaligned rows)",
               forced, dtype_name(dtype), p.hd);
     return k;
   }
-  GRT_FAIL("GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, fa2-q64, fa2-q128, fa2-q128w4, tc, simt", forced);
+  GRT_FAIL(
+      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, "
+      "fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, tc, simt",
+      forced);
 }
 
 void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
@@ -287,12 +341,17 @@ void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
             static_cast<unsigned>(e.num_reqs));
   cudaStream_t st = native_stream(stream);
   const ExtendKernel k = choose_extend_kernel(p, a.dtype);
-  if (k == ExtendKernel::kFa2Q64 || k == ExtendKernel::kFa2Q128 || k == ExtendKernel::kFa2Q128W4) {
-    p.pair_q_tiles = fa2_pair_q_tiles(p, k == ExtendKernel::kFa2Q64 ? 64 : 128);
-    launch_extend_fa2(st, p, a.dtype,
-                      k == ExtendKernel::kFa2Q64    ? Fa2Tile::kQ64
-                      : k == ExtendKernel::kFa2Q128 ? Fa2Tile::kQ128
-                                                    : Fa2Tile::kQ128W4);
+  if (k == ExtendKernel::kWgmma || k == ExtendKernel::kWgmma2) {
+    p.pair_q_tiles = fa2_pair_q_tiles(p, 128);
+    launch_extend_wgmma(st, p, a.dtype, k == ExtendKernel::kWgmma2 ? 2 : 1);
+    GRT_CUDA_CHECK_LAUNCH("attention_extend ({}) reqs={} max_extend_len={} heads {}/{} head_dim {}",
+                          extend_kernel_name(k), e.num_reqs, e.max_extend_len, p.nq, p.nkv, p.hd);
+    return;
+  }
+  if (is_fa2(k)) {
+    const Fa2Tile tile = fa2_tile_of(k);
+    p.pair_q_tiles = fa2_pair_q_tiles(p, tile == Fa2Tile::kQ64 || tile == Fa2Tile::kV2Q64 ? 64 : 128);
+    launch_extend_fa2(st, p, a.dtype, tile);
     GRT_CUDA_CHECK_LAUNCH("attention_extend ({}) reqs={} max_extend_len={} heads {}/{} head_dim {}",
                           extend_kernel_name(k), e.num_reqs, e.max_extend_len, p.nq, p.nkv, p.hd);
     return;

@@ -17,47 +17,49 @@
 #include "device/cuda/cuda_check.h"
 #include "ops/cuda/attention_common.cuh"
 #include "ops/cuda/attention_extend_params.h"
+#include "ops/cuda/attention_mma.cuh"
 
 namespace grt::cuda {
 namespace {
 
+using attn::cp_async16;
+using attn::cp_async_commit;
+using attn::cp_async_wait;
+using attn::fast_exp2;
+using attn::kLazyRescaleLog2;
 using attn::kv_slot;
+using attn::pack2;
+using attn::smem_addr;
 
 // WARPS warps of MT m16 row tiles each: MT = 1 keeps Q fragments in registers for the whole
 // loop; MT = 2 reuses every K/V fragment for two row tiles (half the shared-memory reads per
 // FLOP) and reloads Q from shared memory per tile to stay within 255 registers.
 // OCC: blocks per multiprocessor the register budget aims at (launch bounds); Q stays in
 // registers only where that leaves room (MT = 1 and at most 8 warps per multiprocessor).
-template <int HD, int WARPS, int MT, int OCC>
+// V2 (the "fa2-v2*" kernels): STAGES-deep cp.async ring with one barrier per key tile, and lazy
+// rescaling of O (kLazyRescaleLog2). BK: keys per tile (0: 32 at 32 rows x head_dim 128, else
+// 64). EXPF (V2): of every 4 score columns tiles of 8, how many take exp2 on the FMA pipe.
+template <int HD, int WARPS, int MT, int OCC, bool V2 = false, int STAGES = 2, int BK = 0, int EXPF = 0>
 struct Fa2Cfg {
   static constexpr bool kQInRegs = MT == 1 && WARPS * OCC <= 8;
   static constexpr int kThreads = 32 * WARPS;
   static constexpr int kBQ = 16 * MT * WARPS;              // query rows per block
+  static constexpr int kStages = STAGES;
   // Keys per tile: 32 at 32 rows x head_dim 128 (fewer score and slot registers: 64 spills).
-  static constexpr int kBK = MT == 2 && HD == 128 ? 32 : 64;
+  static constexpr int kBK = BK != 0 ? BK : MT == 2 && HD == 128 ? 32 : 64;
   static constexpr int kPitch = HD + 8;                    // bf16 elements per shared row
   static constexpr int kChunks = HD / 8;                   // 16-byte chunks per row
   static constexpr int kRowsPerPass = kThreads / kChunks;  // rows the block copies at once
   static constexpr int kKvRows = kBK / kRowsPerPass;       // K/V rows per thread and tile
   static constexpr int kQRows = kBQ / kRowsPerPass;
   static constexpr int kTileElems = kBK * kPitch;
-  static constexpr size_t kSmem = size_t{kBQ + 4 * kBK} * kPitch * 2;  // Q + 2 stages of K and V
+  static constexpr size_t kSmem = size_t{kBQ + 2 * kStages * kBK} * kPitch * 2;  // Q + stages of K and V
   static_assert(kThreads % kChunks == 0 && kBK % kRowsPerPass == 0 && kBQ % kRowsPerPass == 0);
+  static_assert(V2 || kStages == 2, "the v1 pipeline has two stages");
+  static_assert(kStages >= 2 && kStages <= 4);
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 
-// 16 bytes global → shared; an invalid source zero-fills (src-size 0 reads nothing).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -88,30 +90,23 @@ __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32
   }
 }
 
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t u;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    u = *reinterpret_cast<uint32_t*>(&v);
-  } else {
-    __half2 v = __floats2half2_rn(lo, hi);
-    u = *reinterpret_cast<uint32_t*>(&v);
-  }
-  return u;
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
+// exp2 on the FMA pipe (9 instructions instead of one MUFU.EX2, whose pipe runs a warp at 1/8
+// rate): 2^x = 2^j * 2^r with j = rint(x) taken from the low mantissa bits of x + 1.5 * 2^23 and
+// r in [-0.5, 0.5]; a cubic fitted to 2^r has 7.8e-5 relative error, far below the 2^-9 of the
+// bf16 P it feeds. x is clamped at -126 (masked -inf gives 2^-126: no weight next to any real key).
+__device__ __forceinline__ float poly_exp2(float x) {
+  x = fmaxf(x, -126.0f);
+  const float t = x + 12582912.0f;
+  const float r = x - (t - 12582912.0f);
+  const float p = fmaf(fmaf(fmaf(0.0550887f, r, 0.2426041f), r, 0.6932762f), r, 0.9999289f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
 }
 
 // Query tile `qt` of request blockIdx.z, head blockIdx.y (ext: the request's clamped extend
 // length, qt * kBQ < ext).
-template <typename T, int HD, int WARPS, int MT, int OCC>
+template <typename T, int HD, int WARPS, int MT, int OCC, bool V2, int STAGES, int BK, int EXPF>
 __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext, unsigned char* smem_raw) {
-  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
+  using C = Fa2Cfg<HD, WARPS, MT, OCC, V2, STAGES, BK, EXPF>;
   constexpr int kWarpRows = 16 * MT;
   constexpr int kBK = C::kBK;
   T* qs = reinterpret_cast<T*>(smem_raw);
@@ -170,7 +165,20 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
   load_slots(0);
   issue_tile(0);
   cp_async_commit();  // group 0: Q and tile 0
-  if (num_tiles > 1) load_slots(1);
+  if constexpr (V2) {
+    // Fill the ring but one stage: group s holds tile s (empty past the last tile).
+#pragma unroll
+    for (int st = 1; st < C::kStages - 1; ++st) {
+      if (st < num_tiles) {
+        load_slots(st);
+        issue_tile(st);
+      }
+      cp_async_commit();
+    }
+    if (C::kStages - 1 < num_tiles) load_slots(C::kStages - 1);
+  } else {
+    if (num_tiles > 1) load_slots(1);
+  }
 
   // Fragment ownership (mma layouts): in row tile mt this lane holds rows g and g + 8, score
   // and output columns 2t, 2t + 1 of every 8-column tile.
@@ -199,12 +207,21 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
   const int k_off = ((lane % 8) + (lane / 16) * 8) * C::kPitch + ((lane / 8) % 2) * 8;
   const int v_off = ((lane % 8) + ((lane / 8) % 2) * 8) * C::kPitch + (lane / 16) * 8;
 
+  int rstage = 0, wstage = C::kStages - 1;  // V2: stage of tile t, of tile t + kStages - 1
   for (int t = 0; t < num_tiles; ++t) {
-    if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
-    cp_async_commit();
-    if (t + 2 < num_tiles) load_slots(t + 2);
-    cp_async_wait<1>();
-    __syncthreads();
+    if constexpr (V2) {
+      cp_async_wait<C::kStages - 2>();  // this thread's copies of tile t (and Q) landed
+      __syncthreads();  // every thread's did, and every warp is done with tile t - 1, whose stage is refilled now
+      if (t + C::kStages - 1 < num_tiles) issue_tile(wstage);
+      cp_async_commit();
+      if (t + C::kStages < num_tiles) load_slots(t + C::kStages);
+    } else {
+      if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
+      cp_async_commit();
+      if (t + 2 < num_tiles) load_slots(t + 2);
+      cp_async_wait<1>();
+      __syncthreads();
+    }
     const uint32_t qs_addr = smem_addr(qs + wrow0 * C::kPitch + a_off);
     if constexpr (C::kQInRegs) {
       if (t == 0) {
@@ -212,7 +229,7 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
         for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
       }
     }
-    const T* ks = kvs + (2 * (t & 1)) * C::kTileElems;
+    const T* ks = kvs + (2 * (V2 ? rstage : (t & 1))) * C::kTileElems;
     const T* vs = ks + C::kTileElems;
     const int k0 = t * kBK;
     if (warp_active && k0 <= wpos0 + kWarpRows - 1) {  // else: every key is in the warp's future
@@ -249,52 +266,122 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
       const bool need_mask = k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end;
       const float sl2 = p.scale_log2;
       uint32_t pf[MT][kBK / 16][4];
+      if constexpr (V2) {
+        // Row maxima (log2 units) of this tile; O is rescaled only where some row of the warp
+        // grew past its running max by more than kLazyRescaleLog2.
+        float mx[MT][2];
+        bool grow = false;
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        if (need_mask) {
+        for (int mt = 0; mt < MT; ++mt) {
+          if (need_mask) {
 #pragma unroll
-          for (int j = 0; j < kBK / 8; ++j)
+            for (int j = 0; j < kBK / 8; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int key = k0 + 8 * j + 2 * t4 + (e & 1);
-              const int qpos = wpos0 + 16 * mt + g + 8 * (e / 2);
-              if (key > qpos || key >= kv_end) s[mt][j][e] = -INFINITY;
+              for (int e = 0; e < 4; ++e) {
+                const int key = k0 + 8 * j + 2 * t4 + (e & 1);
+                const int qpos = wpos0 + 16 * mt + g + 8 * (e / 2);
+                if (key > qpos || key >= kv_end) s[mt][j][e] = -INFINITY;
+              }
+          }
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            float x = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < kBK / 8; ++j) x = fmaxf(x, fmaxf(s[mt][j][2 * i], s[mt][j][2 * i + 1]));
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+            mx[mt][i] = x * sl2;
+            grow |= mx[mt][i] > m[mt][i] + kLazyRescaleLog2;
+          }
+        }
+        if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const float mn = fmaxf(m[mt][i], mx[mt][i]);
+              const float alpha = fast_exp2(m[mt][i] - (mn == -INFINITY ? 0.0f : mn));
+              m[mt][i] = mn;
+              l[mt][i] *= alpha;
+#pragma unroll
+              for (int j = 0; j < HD / 8; ++j) {
+                o[mt][j][2 * i] *= alpha;
+                o[mt][j][2 * i + 1] *= alpha;
+              }
             }
         }
-
-        // Online softmax per row (the 4 lanes of a quad share a row).
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          float mx = -INFINITY;
+        for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-          for (int j = 0; j < kBK / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * i], s[mt][j][2 * i + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float mn = fmaxf(m[mt][i], mx * sl2);
-          const float mu = mn == -INFINITY ? 0.0f : mn;  // nothing visible yet: keep zeros
-          const float alpha = fast_exp2(m[mt][i] - mu);
-          m[mt][i] = mn;
-          float rs = 0.0f;
+          for (int i = 0; i < 2; ++i) {
+            const float mu = m[mt][i] == -INFINITY ? 0.0f : m[mt][i];  // nothing visible yet: zeros
+            float rs = 0.0f;
 #pragma unroll
-          for (int j = 0; j < kBK / 8; ++j) {
-            s[mt][j][2 * i] = fast_exp2(fmaf(s[mt][j][2 * i], sl2, -mu));
-            s[mt][j][2 * i + 1] = fast_exp2(fmaf(s[mt][j][2 * i + 1], sl2, -mu));
-            rs += s[mt][j][2 * i] + s[mt][j][2 * i + 1];
+            for (int j = 0; j < kBK / 8; ++j) {
+              const float x0 = fmaf(s[mt][j][2 * i], sl2, -mu), x1 = fmaf(s[mt][j][2 * i + 1], sl2, -mu);
+              const bool fma_pipe = j % 4 < EXPF;  // Fa2Cfg: share of exp2 taken off the MUFU pipe
+              s[mt][j][2 * i] = fma_pipe ? poly_exp2(x0) : fast_exp2(x0);
+              s[mt][j][2 * i + 1] = fma_pipe ? poly_exp2(x1) : fast_exp2(x1);
+              rs += s[mt][j][2 * i] + s[mt][j][2 * i + 1];
+            }
+            l[mt][i] += rs;
           }
-          l[mt][i] = l[mt][i] * alpha + rs;
 #pragma unroll
-          for (int j = 0; j < HD / 8; ++j) {
-            o[mt][j][2 * i] *= alpha;
-            o[mt][j][2 * i + 1] *= alpha;
+          for (int kk = 0; kk < kBK / 16; ++kk) {
+            pf[mt][kk][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+            pf[mt][kk][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+            pf[mt][kk][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+            pf[mt][kk][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
           }
         }
-        // P as A fragments: the score layout of n-tiles 2kk, 2kk+1 is the A layout of k-step kk.
+      } else {
 #pragma unroll
-        for (int kk = 0; kk < kBK / 16; ++kk) {
-          pf[mt][kk][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-          pf[mt][kk][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-          pf[mt][kk][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-          pf[mt][kk][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        for (int mt = 0; mt < MT; ++mt) {
+          if (need_mask) {
+#pragma unroll
+            for (int j = 0; j < kBK / 8; ++j)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int key = k0 + 8 * j + 2 * t4 + (e & 1);
+                const int qpos = wpos0 + 16 * mt + g + 8 * (e / 2);
+                if (key > qpos || key >= kv_end) s[mt][j][e] = -INFINITY;
+              }
+          }
+
+          // Online softmax per row (the 4 lanes of a quad share a row).
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < kBK / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * i], s[mt][j][2 * i + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float mn = fmaxf(m[mt][i], mx * sl2);
+            const float mu = mn == -INFINITY ? 0.0f : mn;  // nothing visible yet: keep zeros
+            const float alpha = fast_exp2(m[mt][i] - mu);
+            m[mt][i] = mn;
+            float rs = 0.0f;
+#pragma unroll
+            for (int j = 0; j < kBK / 8; ++j) {
+              s[mt][j][2 * i] = fast_exp2(fmaf(s[mt][j][2 * i], sl2, -mu));
+              s[mt][j][2 * i + 1] = fast_exp2(fmaf(s[mt][j][2 * i + 1], sl2, -mu));
+              rs += s[mt][j][2 * i] + s[mt][j][2 * i + 1];
+            }
+            l[mt][i] = l[mt][i] * alpha + rs;
+#pragma unroll
+            for (int j = 0; j < HD / 8; ++j) {
+              o[mt][j][2 * i] *= alpha;
+              o[mt][j][2 * i + 1] *= alpha;
+            }
+          }
+          // P as A fragments: the score layout of n-tiles 2kk, 2kk+1 is the A layout of k-step kk.
+#pragma unroll
+          for (int kk = 0; kk < kBK / 16; ++kk) {
+            pf[mt][kk][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+            pf[mt][kk][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+            pf[mt][kk][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+            pf[mt][kk][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+          }
         }
       }
 
@@ -313,7 +400,12 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
         }
       }
     }
-    __syncthreads();  // this stage is refilled by the next iteration's copy
+    if constexpr (V2) {
+      rstage = rstage + 1 == C::kStages ? 0 : rstage + 1;
+      wstage = wstage + 1 == C::kStages ? 0 : wstage + 1;
+    } else {
+      __syncthreads();  // this stage is refilled by the next iteration's copy
+    }
   }
   cp_async_wait<0>();
 
@@ -342,9 +434,10 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
 // (tiles - 1 - x, x) of its request and head: every block of a request does about the same
 // work, and the grid is an even wave instead of a tail of the longest tiles. Without (grids too
 // small to halve) block x takes one tile, the heaviest first.
-template <typename T, int HD, int WARPS, int MT, int OCC>
-__global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC) extend_fa2_kernel(ExtendParams p) {
-  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
+template <typename T, int HD, int WARPS, int MT, int OCC, bool V2, int STAGES, int BK, int EXPF>
+__global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC, V2, STAGES, BK, EXPF>::kThreads, OCC)
+    extend_fa2_kernel(ExtendParams p) {
+  using C = Fa2Cfg<HD, WARPS, MT, OCC, V2, STAGES, BK, EXPF>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
   const int tiles = (ext + C::kBQ - 1) / C::kBQ;
@@ -364,14 +457,14 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC>::kThreads, OCC) ext
     const int qt = pass == 0 ? first : second;
     if (qt < 0) break;
     if (pass == 1) __syncthreads();  // shared memory is reused by the second tile
-    fa2_tile<T, HD, WARPS, MT, OCC>(p, qt, ext, smem_raw);
+    fa2_tile<T, HD, WARPS, MT, OCC, V2, STAGES, BK, EXPF>(p, qt, ext, smem_raw);
   }
 }
 
-template <typename T, int HD, int WARPS, int MT, int OCC>
+template <typename T, int HD, int WARPS, int MT, int OCC, bool V2 = false, int STAGES = 2, int BK = 0, int EXPF = 0>
 void launch_fa2(cudaStream_t st, const ExtendParams& p) {
-  using C = Fa2Cfg<HD, WARPS, MT, OCC>;
-  auto kernel = extend_fa2_kernel<T, HD, WARPS, MT, OCC>;
+  using C = Fa2Cfg<HD, WARPS, MT, OCC, V2, STAGES, BK, EXPF>;
+  auto kernel = extend_fa2_kernel<T, HD, WARPS, MT, OCC, V2, STAGES, BK, EXPF>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa2 (head_dim {}, {} warps)", C::kSmem, HD,
                  WARPS);
@@ -387,6 +480,10 @@ void launch_fa2_hd(cudaStream_t st, const ExtendParams& p, Fa2Tile tile) {
     case Fa2Tile::kQ64: launch_fa2<T, HD, 4, 1, 2>(st, p); break;
     case Fa2Tile::kQ128: launch_fa2<T, HD, 8, 1, 1>(st, p); break;
     case Fa2Tile::kQ128W4: launch_fa2<T, HD, 4, 2, 2>(st, p); break;
+    case Fa2Tile::kV2Q64: launch_fa2<T, HD, 4, 1, 2, true, 2>(st, p); break;
+    case Fa2Tile::kV2: launch_fa2<T, HD, 4, 2, 2, true, 3>(st, p); break;
+    case Fa2Tile::kV2K64: launch_fa2<T, HD, 4, 2, 2, true, 2, 64>(st, p); break;
+    case Fa2Tile::kV2Exp: launch_fa2<T, HD, 4, 2, 2, true, 3, 0, 1>(st, p); break;
   }
 }
 

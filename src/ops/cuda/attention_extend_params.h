@@ -35,12 +35,33 @@ bool launch_extend_tensor_core(cudaStream_t stream, const ExtendParams& p, DType
 // cache and output rows, slots and positions that fit i32, a positive scale.
 bool fa2_supports(const ExtendParams& p, DType dtype);
 // Query tiles of the FA2 kernel: 64 rows on 4 warps of 16, 128 rows on 8 warps of 16, 128 rows
-// on 4 warps of 32.
-enum class Fa2Tile { kQ64, kQ128, kQ128W4 };
+// on 4 warps of 32. The V2 kernels (issue 18, session 4) add a deeper cp.async ring with one
+// barrier per key tile and lazy rescaling of O: kV2Q64 = kQ64 so (2 stages), kV2 = kQ128W4 so
+// (3 stages), kV2K64 = kV2 with 64-key tiles at head_dim 128 (2 stages), kV2Exp = kV2 with a
+// quarter of exp2 on the FMA pipe instead of MUFU.
+enum class Fa2Tile { kQ64, kQ128, kQ128W4, kV2Q64, kV2, kV2K64, kV2Exp };
 // Launches the FA2 kernel; an unsupported case (fa2_supports false) is an Error.
 void launch_extend_fa2(cudaStream_t stream, const ExtendParams& p, DType dtype, Fa2Tile tile);
 
-enum class ExtendKernel { kFa2Q64, kFa2Q128, kFa2Q128W4, kTensorCore, kSimt };
+// The wgmma kernel (attention_extend_wgmma.cu, "fa3-wg"): sm_90 GPUs, otherwise as fa2_supports.
+bool wgmma_supports(const ExtendParams& p, DType dtype);
+// Launches it (128-row q tiles, pairing as the FA2 kernels) with registers for `occupancy` (1 or
+// 2) blocks per multiprocessor; an unsupported case is an Error.
+void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, int occupancy);
+
+enum class ExtendKernel {
+  kFa2Q64,
+  kFa2Q128,
+  kFa2Q128W4,
+  kFa2V2Q64,
+  kFa2V2,
+  kFa2V2K64,
+  kFa2V2Exp,
+  kWgmma,
+  kWgmma2,
+  kTensorCore,
+  kSimt
+};
 const char* extend_kernel_name(ExtendKernel k);
 // Whether FA2 blocks pair a long and a short q tile (equal causal work per block) for this case
 // and q tile height: wherever the halved grid still fills >= 90% of two blocks per
@@ -48,11 +69,14 @@ const char* extend_kernel_name(ExtendKernel k);
 // GRAPHRT_EXTEND_PAIRING=0/1 forces it (tests).
 bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
-// The kernel attention_extend runs for this case: FA2 wherever fa2_supports (fa2-q128w4 when its
-// blocks fill >= 90% of two per multiprocessor, else fa2-q64), else
-// the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
-// (fa2-q64, fa2-q128, fa2-q128w4, tc, simt; unset or "auto": the default choice) forces one for benchmarks
-// and tests; forcing a kernel that cannot serve the case is an Error.
+// The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU the wgmma
+// kernel (fa3-wg2 when its grid has more blocks than multiprocessors, else fa3-wg), elsewhere
+// FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64); else the
+// WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL forces
+// one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64,
+// fa2-v2e, fa3-wg, fa3-wg2, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64);
+// "auto-fa2": the FA2 choice on any GPU; unset or "auto": the default choice. Forcing a kernel
+// that cannot serve the case is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 
 }  // namespace grt::cuda

@@ -1,0 +1,447 @@
+// Paged extend attention on Hopper warpgroup MMA (wgmma.mma_async, sm_90a), head_dim 64 and
+// 128, bf16/f16 in, f32 accumulate ("fa3-wg"; issue 18). One block per (pair of) 128-row q tiles
+// of (q head, request), two warpgroups of 64 rows. Per 64-key tile each warpgroup computes
+// S = Q·Kᵀ with Q and K read by the tensor cores straight from shared memory (descriptors, no
+// ldmatrix), runs the online softmax on S in registers (lazy rescaling as in the FA2 V2 kernels),
+// and O += P·V with P from registers and V read MN-major from shared memory. K/V rows are
+// gathered through req_to_token with cp.async into the canonical 128-byte-swizzled layout, two
+// stages, one barrier per tile; causal tiles wholly in a warpgroup's future are skipped and only
+// tiles crossing the diagonal or the end are masked. No warp specialisation or TMA (the gather
+// is per row): the softmax of one warpgroup overlaps the MMAs of the other and of the second
+// block on the multiprocessor. H100, 16/8/128 causal at 4k tokens: 345 TFLOP/s with registers
+// for 2 blocks per multiprocessor, 286 with 1 (bench/results/h100_2026-11-23_s4_fa2).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "device/cuda/cuda_check.h"
+#include "ops/cuda/attention_common.cuh"
+#include "ops/cuda/attention_extend_params.h"
+#include "ops/cuda/attention_mma.cuh"
+
+namespace grt::cuda {
+namespace {
+
+using attn::cp_async16;
+using attn::cp_async_commit;
+using attn::cp_async_wait;
+using attn::fast_exp2;
+using attn::kLazyRescaleLog2;
+using attn::kv_slot;
+using attn::pack2;
+using attn::smem_addr;
+
+template <int HD>
+struct WgCfg {
+  static constexpr int kGroups = 2;  // warpgroups per block, 64 q rows each
+  static constexpr int kThreads = 128 * kGroups;
+  static constexpr int kBQ = 64 * kGroups;
+  static constexpr int kBK = 64;  // keys per tile
+  static constexpr uint32_t kQBytes = kBQ * HD * 2;
+  static constexpr uint32_t kTileBytes = kBK * HD * 2;
+  static constexpr size_t kSmem = size_t{kQBytes} + 4 * kTileBytes + 1024;  // Q, 2 stages of K, V; alignment
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Byte offset of 16-byte chunk c of row r in a tile of `rows` rows, in the wgmma canonical
+// layout with 128-byte swizzle: HD/64 column blocks of rows x 128 bytes, each row's chunk index
+// XORed with row % 8 (8-row atoms of 1024 bytes, 1024-aligned).
+__device__ __forceinline__ uint32_t sw128(int r, int c, int rows) {
+  return static_cast<uint32_t>((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+// Shared-memory matrix descriptor for that layout: start address, 8-row groups 1024 bytes apart
+// (stride byte offset), 128-byte swizzle; the leading byte offset is unused by the shapes here
+// (K-major operands span 32 bytes of a row per instruction, MN-major ones one 64-column block).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
+  uint64_t d = (saddr & 0x3FFFFu) >> 4;
+  d |= uint64_t{1} << 16;
+  d |= uint64_t{1024 >> 4} << 32;
+  d |= uint64_t{1} << 62;
+  return d;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// cp.async writes are generic-proxy writes; wgmma reads shared memory through the async proxy.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Pins accumulator registers: no compiler move of them across an asynchronous wgmma's issue and wait.
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// D (64 x 64 f32; this thread's 32 values) (+)= A (64 x 16, shared-memory descriptor, K-major)
+// x B (16 x 64, descriptor, K-major); D is overwritten where acc == 0. Issued by a whole
+// warpgroup, asynchronous: D is valid after wgmma_commit() and wgmma_wait<0>().
+template <typename T>
+__device__ __forceinline__ void wgmma_ss(float d[32], uint64_t a, uint64_t b, int acc) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0,%1,%2,%3,%4,%5,%6,%7,"
+        "%8,%9,%10,%11,%12,%13,%14,%15,"
+        "%16,%17,%18,%19,%20,%21,%22,%23,"
+        "%24,%25,%26,%27,%28,%29,%30,%31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b), "r"(acc));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+        "%0,%1,%2,%3,%4,%5,%6,%7,"
+        "%8,%9,%10,%11,%12,%13,%14,%15,"
+        "%16,%17,%18,%19,%20,%21,%22,%23,"
+        "%24,%25,%26,%27,%28,%29,%30,%31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b), "r"(acc));
+  }
+}
+
+// D += A (64 x 16 from registers: per warp, 16 rows in the mma.sync m16n8k16 A layout) x B
+// (descriptor; TB = 1: B is stored MN-major, each of its 16 k rows with n contiguous).
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_rs(float d[32], const uint32_t a[4], uint64_t b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0,%1,%2,%3,%4,%5,%6,%7,"
+        "%8,%9,%10,%11,%12,%13,%14,%15,"
+        "%16,%17,%18,%19,%20,%21,%22,%23,"
+        "%24,%25,%26,%27,%28,%29,%30,%31"
+        "}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TB), "r"(1));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+        "%0,%1,%2,%3,%4,%5,%6,%7,"
+        "%8,%9,%10,%11,%12,%13,%14,%15,"
+        "%16,%17,%18,%19,%20,%21,%22,%23,"
+        "%24,%25,%26,%27,%28,%29,%30,%31"
+        "}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TB), "r"(1));
+  }
+}
+
+// Query tile `qt` (128 rows) of request blockIdx.z, head blockIdx.y; ext: the request's clamped
+// extend length. smem: 1024-aligned.
+template <typename T, int HD>
+__device__ __forceinline__ void wg_tile(const ExtendParams& p, int qt, int ext, unsigned char* smem) {
+  using C = WgCfg<HD>;
+  constexpr int kBK = C::kBK;
+  constexpr int kCB = HD / 64;  // 128-byte column blocks of a row
+  constexpr int kChunks = HD / 8;
+  constexpr int kRowsPerPass = C::kThreads / kChunks;
+  constexpr int kKvRows = kBK / kRowsPerPass;
+  constexpr int kQRows = C::kBQ / kRowsPerPass;
+  const uint32_t qs = smem_addr(smem);
+  const uint32_t kvs = qs + C::kQBytes;  // stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
+
+  const int b = blockIdx.z, h = blockIdx.y, kvh = h / p.group;
+  const int q0 = qt * C::kBQ;
+  const int64_t prefix = max(p.prefix_lens[b], 0);
+  const int64_t start = p.extend_start_loc[b];
+  const int32_t req = p.req_pool_indices[b];
+  const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
+  const int rows = min(C::kBQ, ext - q0);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int kv_end = static_cast<int>(min(prefix + q0 + rows, p.max_context));
+  const int num_tiles = (kv_end + kBK - 1) / kBK;
+
+  const int chunk = tid % kChunks, crow = tid / kChunks;
+  const int64_t width = static_cast<int64_t>(p.nkv) * HD;
+  const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+  const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+  {
+    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(h) * HD + chunk * 8;
+#pragma unroll
+    for (int i = 0; i < kQRows; ++i) {
+      const int r = crow + i * kRowsPerPass;
+      const int64_t row = start + q0 + r;
+      const bool ok = r < rows && row >= 0 && row < p.num_rows;
+      cp_async16(qs + sw128(r, chunk, C::kBQ), ok ? q + row * p.q_stride : q, ok);
+    }
+  }
+  int32_t slots[kKvRows];
+  auto load_slots = [&](int t) {
+#pragma unroll
+    for (int i = 0; i < kKvRows; ++i) {
+      const int pos = t * kBK + crow + i * kRowsPerPass;
+      slots[i] = pos < kv_end ? static_cast<int32_t>(kv_slot(table, pos, p.num_slots)) : -1;
+    }
+  };
+  auto issue_tile = [&](int stage) {
+    const uint32_t ks = kvs + 2 * stage * C::kTileBytes, vs = ks + C::kTileBytes;
+#pragma unroll
+    for (int i = 0; i < kKvRows; ++i) {
+      const int r = crow + i * kRowsPerPass;
+      const bool ok = slots[i] >= 0;
+      const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
+      cp_async16(ks + sw128(r, chunk, kBK), kc + off, ok);
+      cp_async16(vs + sw128(r, chunk, kBK), vc + off, ok);
+    }
+  };
+  load_slots(0);
+  issue_tile(0);
+  cp_async_commit();  // Q and tile 0
+  if (num_tiles > 1) load_slots(1);
+
+  // Accumulator layout (per warp, as mma.sync m16n8): this lane holds rows g and g + 8 of its
+  // warp's 16, columns 8j + 2t, 8j + 2t + 1 at [4j + 0/1] (row g) and [4j + 2/3] (row g + 8).
+  const int wg = warp / 4, wq = warp % 4, g = lane / 4, t4 = lane % 4;
+  const int grow0 = wg * 64;
+  const bool group_active = grow0 < rows;
+  // Positions clamped to kv_end as in the FA2 kernel (rows past it see every key either way).
+  const int gpos0 = static_cast<int>(min(prefix + q0 + grow0, static_cast<int64_t>(kv_end)));
+  const int wpos0 = gpos0 + 16 * wq;
+
+  float o[kCB][32];
+  float s[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    s[i] = 0.0f;
+#pragma unroll
+    for (int cb = 0; cb < kCB; ++cb) o[cb][i] = 0.0f;
+  }
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const float sl2 = p.scale_log2;
+
+  for (int t = 0; t < num_tiles; ++t) {
+    cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads();  // tile t landed for all; every warpgroup is done with tile t - 1's stage
+    if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
+    cp_async_commit();
+    if (t + 2 < num_tiles) load_slots(t + 2);
+    const uint32_t ks = kvs + 2 * (t & 1) * C::kTileBytes, vs = ks + C::kTileBytes;
+    const int k0 = t * kBK;
+    if (group_active && k0 <= gpos0 + 63) {  // else every key is in the warpgroup's future
+      // S = Q · Kᵀ (64 x 64 per warpgroup).
+      fence_regs(s);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        const int cb = kk / 4, kin = kk % 4;
+        wgmma_ss<T>(s, sw128_desc(qs + cb * (C::kBQ * 128) + grow0 * 128 + kin * 32),
+                    sw128_desc(ks + cb * (kBK * 128) + kin * 32), kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(s);
+
+      if (k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = k0 + 8 * j + 2 * t4 + (e & 1);
+            const int qpos = wpos0 + g + 8 * (e / 2);
+            if (key > qpos || key >= kv_end) s[4 * j + e] = -INFINITY;
+          }
+      }
+      float mx[2];
+      bool grow = false;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float x = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) x = fmaxf(x, fmaxf(s[4 * j + 2 * i], s[4 * j + 2 * i + 1]));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+        mx[i] = x * sl2;
+        grow |= mx[i] > m[i] + kLazyRescaleLog2;
+      }
+      if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const float mn = fmaxf(m[i], mx[i]);
+          const float alpha = fast_exp2(m[i] - (mn == -INFINITY ? 0.0f : mn));
+          m[i] = mn;
+          l[i] *= alpha;
+#pragma unroll
+          for (int cb = 0; cb < kCB; ++cb)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+              o[cb][4 * j + 2 * i] *= alpha;
+              o[cb][4 * j + 2 * i + 1] *= alpha;
+            }
+        }
+      }
+      uint32_t pf[kBK / 16][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const float mu = m[i] == -INFINITY ? 0.0f : m[i];
+        float rs = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          s[4 * j + 2 * i] = fast_exp2(fmaf(s[4 * j + 2 * i], sl2, -mu));
+          s[4 * j + 2 * i + 1] = fast_exp2(fmaf(s[4 * j + 2 * i + 1], sl2, -mu));
+          rs += s[4 * j + 2 * i] + s[4 * j + 2 * i + 1];
+        }
+        l[i] += rs;
+      }
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        pf[kk][0] = pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+        pf[kk][1] = pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+        pf[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+        pf[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+      }
+
+      // O += P · V: V rows are keys (the k of this product) with head dims contiguous: MN-major.
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk)
+#pragma unroll
+        for (int cb = 0; cb < kCB; ++cb)
+          wgmma_rs<T, 1>(o[cb], pf[kk], sw128_desc(vs + cb * (kBK * 128) + kk * 16 * 128));
+      wgmma_commit();
+      wgmma_wait<0>();
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+    }
+  }
+  cp_async_wait<0>();
+
+  T* out = static_cast<T*>(p.out) + static_cast<int64_t>(h) * HD + 2 * t4;
+  const int64_t out_stride = static_cast<int64_t>(p.nq) * HD;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float lt = l[i];
+    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    const int r = grow0 + 16 * wq + g + 8 * i;
+    const int64_t row = start + q0 + r;
+    if (r >= rows || row < 0 || row >= p.num_rows) continue;
+    const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+    T* dst = out + row * out_stride;
+#pragma unroll
+    for (int cb = 0; cb < kCB; ++cb)
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        *reinterpret_cast<uint32_t*>(dst + 64 * cb + 8 * j) =
+            pack2<T>(o[cb][4 * j + 2 * i] * inv, o[cb][4 * j + 2 * i + 1] * inv);
+  }
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// Tile pairing and heavy-first order as extend_fa2_kernel. OCC: blocks per multiprocessor the
+// register budget aims at (1: 174 registers at head_dim 128; 2: 128, with a few spills).
+template <typename T, int HD, int OCC>
+__global__ void __launch_bounds__(WgCfg<HD>::kThreads, OCC) extend_wgmma_kernel(ExtendParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = WgCfg<HD>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+  const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
+  const int tiles = (ext + C::kBQ - 1) / C::kBQ;
+  const int x = blockIdx.x;
+  int first = 0, second = -1;
+  if (p.pair_q_tiles) {
+    if (x >= (tiles + 1) / 2) return;
+    first = tiles - 1 - x;
+    if (x != first) second = x;
+  } else {
+    first = static_cast<int>(gridDim.x) - 1 - x;
+    if (first >= tiles) return;
+  }
+#pragma unroll 1
+  for (int pass = 0; pass < 2; ++pass) {
+    const int qt = pass == 0 ? first : second;
+    if (qt < 0) break;
+    if (pass == 1) __syncthreads();
+    wg_tile<T, HD>(p, qt, ext, smem);
+  }
+#else
+  __trap();  // launch_extend_wgmma refuses devices other than sm_90
+#endif
+}
+
+template <typename T, int HD, int OCC>
+void launch_wg(cudaStream_t st, const ExtendParams& p) {
+  using C = WgCfg<HD>;
+  auto kernel = extend_wgmma_kernel<T, HD, OCC>;
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
+                 "allowing {} bytes of shared memory for attention_extend wgmma (head_dim {})", C::kSmem, HD);
+  const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
+  dim3 grid(static_cast<unsigned>(p.pair_q_tiles ? (tiles + 1) / 2 : tiles), static_cast<unsigned>(p.nq),
+            static_cast<unsigned>(p.num_reqs));
+  kernel<<<grid, C::kThreads, C::kSmem, st>>>(p);
+}
+
+// An sm_90 GPU, and sm_90a code built for it (CMAKE_CUDA_ARCHITECTURES with 90a; plain sm_90
+// code of this kernel would only trap).
+// Read once per device (threads may race to fill the cache: 0 unknown, 1 no, 2 yes).
+bool device_is_sm90() {
+#if defined(GRAPHRT_CUDA_SM90A)
+  static std::atomic<int> cached[64] = {};
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  const int known = dev >= 0 && dev < 64 ? cached[dev].load(std::memory_order_relaxed) : 0;
+  if (known != 0) return known == 2;
+  const bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+                   major == 9 && minor == 0;
+  if (dev >= 0 && dev < 64) cached[dev].store(yes ? 2 : 1, std::memory_order_relaxed);
+  return yes;
+#else
+  return false;
+#endif
+}
+
+template <typename T>
+void launch_wg_typed(cudaStream_t st, const ExtendParams& p, int occupancy) {
+  if (p.hd == 64) {
+    if (occupancy == 2) launch_wg<T, 64, 2>(st, p);
+    else launch_wg<T, 64, 1>(st, p);
+  } else {
+    if (occupancy == 2) launch_wg<T, 128, 2>(st, p);
+    else launch_wg<T, 128, 1>(st, p);
+  }
+}
+
+}  // namespace
+
+bool wgmma_supports(const ExtendParams& p, DType dtype) { return fa2_supports(p, dtype) && device_is_sm90(); }
+
+void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, int occupancy) {
+  GRT_CHECK(wgmma_supports(p, dtype),
+            "attention_extend wgmma: unsupported case (dtype {}, head_dim {}; needs an sm_90 GPU, bf16/f16, head_dim "
+            "64 or 128, 16-byte aligned rows)",
+            dtype_name(dtype), p.hd);
+  GRT_CHECK(occupancy == 1 || occupancy == 2, "attention_extend wgmma: occupancy {} must be 1 or 2", occupancy);
+  if (dtype == DType::BF16) launch_wg_typed<__nv_bfloat16>(stream, p, occupancy);
+  else launch_wg_typed<__half>(stream, p, occupancy);
+}
+
+}  // namespace grt::cuda

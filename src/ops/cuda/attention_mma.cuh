@@ -1,0 +1,51 @@
+// Device helpers shared by the tensor-core extend attention kernels (attention_extend_fa2.cu,
+// attention_extend_wgmma.cu): cp.async copies, shared-memory addresses, bf16/f16 packing, exp2.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace grt::cuda::attn {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global → shared; an invalid source zero-fills (src-size 0 reads nothing).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  uint32_t u;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    u = *reinterpret_cast<uint32_t*>(&v);
+  } else {
+    __half2 v = __floats2half2_rn(lo, hi);
+    u = *reinterpret_cast<uint32_t*>(&v);
+  }
+  return u;
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Lazy rescaling of the online softmax (the "V2" FA2 kernels and the wgmma kernel): a row keeps
+// its running max m (log2 units) until a tile's max exceeds it by more than this; until then
+// P = exp2(s - m) <= 2^8, exact in bf16/f16 (relative rounding does not depend on the magnitude)
+// and far from f32 overflow in O and the row sum. O's rescale then runs on almost no tile.
+constexpr float kLazyRescaleLog2 = 8.0f;
+
+}  // namespace grt::cuda::attn
