@@ -1,11 +1,12 @@
 // Seeded sampling on CUDA: one block per row, no full sort (argmax: two passes over many blocks,
 // below). A "cut-off" is the first token, in (probability desc, index asc) order, where a
-// running count or fixed-point mass exceeds a target; it is found exactly by a 4-pass radix select over the probability bits
-// (256-bin integer histograms, warp-aggregated shared atomics: deterministic), then a block scan
-// that picks among equal probabilities by index. Fast path: the first 4096 tokens in order are
-// sorted in shared memory (bitonic) and top-k, top-p and the draw resolved there; only when a
-// cut-off lies past them (very flat rows) do the selects run over the whole vocabulary.
-// All kernels follow the logits GEMV: PDL contract of ops/cuda/pdl.cuh (wait first).
+// running count or fixed-point mass exceeds a target; it is found exactly by a 4-pass radix
+// select over the probability bits (256-bin integer histograms, warp-aggregated shared atomics:
+// deterministic), then a block scan that picks among equal probabilities by index. Fast path: the
+// first 4096 tokens in order are sorted in shared memory (bitonic) and top-k, top-p and the draw
+// resolved there; only when a cut-off lies past them (very flat rows) do the selects run over the
+// whole vocabulary. All kernels follow the logits GEMV: PDL contract of ops/cuda/pdl.cuh (wait
+// first).
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
