@@ -573,7 +573,8 @@ TEST(OpsCudaFusedLinear, RmsNormLinearMatchesCpuAndUnfused) {
       const std::string what = "rms_norm_linear M=" + std::to_string(M) + " N=" + std::to_string(c.N) +
                                " K=" + std::to_string(c.K) + " " + dtype_name(c.dt);
       expect_close(host(g), host(ops::rms_norm_linear(xc, nw.cpu, 1e-6f, w.cpu, bc)), 2e-2, what + " vs cpu");
-      expect_close(host(g), host(ops::linear(ops::rms_norm(xg, nw.gpu, 1e-6f), w.gpu, bg)), 2e-2, what + " vs unfused");
+      if (c.dt == DType::BF16)  // rms_norm on CUDA has no f16 kernel
+        expect_close(host(g), host(ops::linear(ops::rms_norm(xg, nw.gpu, 1e-6f), w.gpu, bg)), 1e-2, what + " vs unfused");
     }
   }
 }
@@ -637,9 +638,13 @@ TEST(OpsCudaFusedLinear, RowsDoNotDependOnTheBatch) {
   }
 }
 
-// rms_norm_gate_up_silu against the CPU composition; and its silu_and_mul epilogue alone (no
-// norm, through the CUDA entry point) bit for bit against the unfused linear + silu_and_mul: the
-// same GEMV sums, the same roundings. Shapes: qwen's MLP (3072 x 1024), one with clusters of 4
+// rms_norm_gate_up_silu against the unfused CUDA ops (only the norm's sum of squares differs:
+// 1e-2) and the CPU composition; and its silu_and_mul epilogue alone (no norm, through the CUDA
+// entry point) bit for bit against the unfused linear + silu_and_mul: the same GEMV sums, the same
+// roundings. Against the f32 CPU reference the bf16 roundings of the normalized x move the gate
+// by up to ~0.01, which silu(g) * up multiplies by |up| (up to ~7 here), while the tolerance's
+// scale is |ref| + mean|ref| (~1.5): 6e-2 (on the H100, 3e-2 failed with worst 0.036-0.040 at
+// M = 8, 9, 16 over 25-49K outputs, while the comparison with the unfused ops is the tight one). Shapes: qwen's MLP (3072 x 1024), one with clusters of 4
 // blocks per tile on an H100 (256 x 4096), a partial tile (100 x 136).
 TEST(OpsCudaFusedLinear, GateUpSiluMatchesCpuAndUnfused) {
   struct Case {
@@ -657,7 +662,9 @@ TEST(OpsCudaFusedLinear, GateUpSiluMatchesCpuAndUnfused) {
       poison();
       Tensor g = ops::rms_norm_gate_up_silu(x.gpu, nw.gpu, 1e-6f, gu.gpu);
       ASSERT_EQ(g.shape(), (Shape{M, c.inter}));
-      expect_close(host(g), host(ops::rms_norm_gate_up_silu(x.cpu, nw.cpu, 1e-6f, gu.cpu)), 3e-2, what + " vs cpu");
+      expect_close(host(g), host(ops::rms_norm_gate_up_silu(x.cpu, nw.cpu, 1e-6f, gu.cpu)), 6e-2, what + " vs cpu");
+      expect_close(host(g), host(ops::silu_and_mul(ops::linear(ops::rms_norm(x.gpu, nw.gpu, 1e-6f), gu.gpu))), 1e-2,
+                   what + " vs unfused");
       poison();
       Tensor plain = empty(Shape{M, c.inter}, DType::BF16, kGpu);
       cuda::rms_norm_gate_up_silu_small_m(kGpu, x.gpu.data(), c.K, DType::BF16, nullptr, 0.0f, gu.gpu.data(),
