@@ -10,6 +10,7 @@
 #include "ops/activation.h"
 #include "ops/copy.h"
 #include "ops/embedding.h"
+#include "ops/fused_linear.h"
 #include "ops/linear.h"
 #include "ops/prepare_qkv.h"
 #include "ops/rms_norm.h"
@@ -67,10 +68,9 @@ const auto extend_attention =
     });
 }  // namespace
 
-Tensor DecoderModel::attention_block(int layer, const Tensor& x, const ForwardInputs& in) const {
+Tensor DecoderModel::attention_block(int layer, const Tensor& qkv, const ForwardInputs& in) const {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   const int64_t nq = local_.q_heads, nkv = local_.kv_heads, hd = config_.head_dim;
-  Tensor qkv = ops::linear(x, w.qkv, w.qkv_bias, dtype_);
   Tensor q = qkv.slice(1, 0, nq * hd);
   Tensor k = qkv.slice(1, nq * hd, (nq + nkv) * hd);
   Tensor v = qkv.slice(1, (nq + nkv) * hd, (nq + 2 * nkv) * hd);
@@ -80,60 +80,100 @@ Tensor DecoderModel::attention_block(int layer, const Tensor& x, const ForwardIn
   ops::prepare_qkv_(q, k, v, config_.qk_norm ? w.q_norm : Tensor(), config_.qk_norm ? w.k_norm : Tensor(),
                     static_cast<float>(config_.rms_norm_eps), in.positions, rope_cache_, static_cast<int>(hd),
                     in.out_cache_loc, cache.k, cache.v);
-  Tensor attn = in.is_decode
-                    ? ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq),
-                                            static_cast<int>(nkv), static_cast<int>(hd), attn_scale_)
-                    : extend_attention(q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
-                                       static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
-  Tensor out = ops::linear(attn, w.o_proj, Tensor(), dtype_);
-  all_reduce_(out);
-  return out;
+  return in.is_decode ? ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq),
+                                              static_cast<int>(nkv), static_cast<int>(hd), attn_scale_)
+                      : extend_attention(q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
+                                         static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
 }
 
 void DecoderModel::all_reduce_(const Tensor& t) const {
   if (tp_.enabled()) comm_->all_reduce_sum_(t);
 }
 
+namespace {
+
+// The residual stream of the forward: `sum` is the residual, `pending` a layer output not yet
+// added into it. Unfused (the HF order of ops), a layer output stays pending until the next
+// norm, where fused_add_rms_norm_ adds it and normalizes. With the decode fusion
+// (ops/fused_linear.h) o_proj and down add their outputs into `sum` in their epilogue
+// (linear_add_) and the next qkv / gate_up normalize `sum` in their prologue (rms_norm_linear):
+// two kernels fewer per layer, the same rounding steps; gate_up also applies silu_and_mul in its
+// epilogue (rms_norm_gate_up_silu), one more. Each point falls back to the unfused ops
+// where the fusion does not apply (tensor parallelism: the all-reduce comes between the linear
+// and the add; MoE blocks; shapes the one-kernel path does not take; GRAPHRT_DECODE_FUSION=0).
+struct ResidualStream {
+  Tensor sum, pending;
+  float eps;
+  bool fuse;  // no tensor parallelism
+
+  // rms_norm(sum + pending) as a tensor of its own.
+  Tensor normed(const Tensor& norm_w) {
+    if (!pending.defined()) return ops::rms_norm(sum, norm_w, eps);
+    ops::fused_add_rms_norm_(pending, sum, norm_w, eps);  // sum += pending; pending = norm
+    Tensor x = std::move(pending);
+    pending = Tensor();
+    return x;
+  }
+
+  // linear(rms_norm(sum + pending), w, bias) in x's dtype.
+  Tensor normed_linear(const Tensor& norm_w, const Tensor& w, const Tensor& bias, DType dtype) {
+    if (fuse && !pending.defined() && ops::linear_fusable(sum, w)) return ops::rms_norm_linear(sum, norm_w, eps, w, bias);
+    return ops::linear(normed(norm_w), w, bias, dtype);
+  }
+
+  // silu_and_mul(linear(rms_norm(sum + pending), gate_up)).
+  Tensor normed_gate_up_silu(const Tensor& norm_w, const Tensor& gate_up, DType dtype) {
+    if (fuse && !pending.defined() && ops::gate_up_silu_fusable(sum, gate_up))
+      return ops::rms_norm_gate_up_silu(sum, norm_w, eps, gate_up);
+    return ops::silu_and_mul(normed_linear(norm_w, gate_up, Tensor(), dtype));
+  }
+
+  // True when linear(x, w) was added into sum; else the caller makes it pending.
+  bool add_linear(const Tensor& x, const Tensor& w) {
+    if (!fuse || pending.defined() || !ops::linear_fusable(x, w)) return false;
+    ops::linear_add_(x, w, sum);
+    return true;
+  }
+};
+
+}  // namespace
+
 Tensor DecoderModel::forward(const ForwardInputs& in) const {
   GRT_CHECK(in.kv_cache && in.kv_cache->size() == weights_.layers.size(),
             "forward needs a KV cache of {} layers", weights_.layers.size());
-  const float eps = static_cast<float>(config_.rms_norm_eps);
-  Tensor hidden;
+  ResidualStream res;
+  res.eps = static_cast<float>(config_.rms_norm_eps);
+  res.fuse = !tp_.enabled();
   if (tp_.enabled()) {
     // Each rank gives the rows of the ids in its vocabulary shard and zeros elsewhere.
-    hidden = ops::embedding(in.input_ids, weights_.embed, local_.vocab_start);
-    all_reduce_(hidden);
+    res.sum = ops::embedding(in.input_ids, weights_.embed, local_.vocab_start);
+    all_reduce_(res.sum);
   } else {
-    hidden = ops::embedding(in.input_ids, weights_.embed);
+    res.sum = ops::embedding(in.input_ids, weights_.embed);
   }
-  Tensor residual;
+  // A row-parallel linear's output goes into the residual: fused, or pending after its all-reduce.
+  const auto add_output = [&](const Tensor& x, const Tensor& w) {
+    if (res.add_linear(x, w)) return;
+    res.pending = ops::linear(x, w, Tensor(), dtype_);
+    all_reduce_(res.pending);
+  };
   for (int l = 0; l < static_cast<int>(weights_.layers.size()); ++l) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
-    Tensor x;
-    if (l == 0) {
-      residual = hidden;
-      x = ops::rms_norm(hidden, w.input_norm, eps);
-    } else {
-      ops::fused_add_rms_norm_(hidden, residual, w.input_norm, eps);  // residual += hidden; hidden = norm
-      x = hidden;
-    }
-    hidden = attention_block(l, x, in);
-    ops::fused_add_rms_norm_(hidden, residual, w.post_norm, eps);
+    const Tensor qkv = res.normed_linear(w.input_norm, w.qkv, w.qkv_bias, dtype_);
+    add_output(attention_block(l, qkv, in), w.o_proj);
     if (config_.is_moe_layer(l)) {
       // Each rank runs every expert's intermediate slice; the router is replicated. The
       // all-reduce follows the block, outside the "moe_dispatch" split op, so it is captured.
-      hidden = moe_block(config_, w, hidden, in.num_real_tokens, in.moe_eager_routing);
+      res.pending = moe_block(config_, w, res.normed(w.post_norm), in.num_real_tokens, in.moe_eager_routing);
+      all_reduce_(res.pending);
     } else {
-      Tensor gate_up = ops::linear(hidden, w.gate_up, Tensor(), dtype_);
-      hidden = ops::linear(ops::silu_and_mul(gate_up), w.down, Tensor(), dtype_);
+      add_output(res.normed_gate_up_silu(w.post_norm, w.gate_up, dtype_), w.down);
     }
-    all_reduce_(hidden);
     if (!in.graph_break_layers.empty() &&
         std::find(in.graph_break_layers.begin(), in.graph_break_layers.end(), l) != in.graph_break_layers.end())
       break_graph();
   }
-  ops::fused_add_rms_norm_(hidden, residual, weights_.final_norm, eps);
-  return hidden;
+  return res.normed(weights_.final_norm);
 }
 
 Tensor DecoderModel::logits(const Tensor& hidden_rows) const {

@@ -46,7 +46,9 @@ class DecoderModel {
   Tensor logits(const Tensor& hidden_rows) const;
 
  private:
-  Tensor attention_block(int layer, const Tensor& x, const ForwardInputs& in) const;
+  // Attention of layer `layer` from its fused qkv projection [T, (q + 2 kv) * head_dim]; returns
+  // the attention output [T, q * head_dim], before o_proj.
+  Tensor attention_block(int layer, const Tensor& qkv, const ForwardInputs& in) const;
   // Sums a row-parallel partial result over the ranks, in place (nothing without TP).
   void all_reduce_(const Tensor& t) const;
 

@@ -483,6 +483,39 @@ TEST(OpsSamplingCuda, ArgmaxEqualsCpuIncludingTies) {
   EXPECT_EQ(want[3], 0);
 }
 
+// The two-pass argmax (chunks of 4096 logits, then a warp per row) across vocabulary sizes around
+// the chunk and the 16-byte path (n % 4 != 0 takes the scalar loop), with the winner in the last
+// element, ties across chunks (lower index wins), NaN (largest), all -inf, and 64 rows.
+TEST(OpsSamplingCuda, ArgmaxChunksEqualCpu) {
+  for (int64_t vocab : {int64_t{1}, int64_t{5}, int64_t{4095}, int64_t{4096}, int64_t{4097}, int64_t{128256},
+                        int64_t{151937}}) {
+    const int64_t rows = 64;
+    std::mt19937 rng(static_cast<uint32_t>(vocab));
+    std::normal_distribution<float> n(0, 2);
+    std::vector<float> logits(static_cast<size_t>(vocab * rows));
+    for (auto& x : logits) x = n(rng);
+    auto at = [&](int64_t r, int64_t i) -> float& { return logits[static_cast<size_t>(r * vocab + i)]; };
+    at(1, vocab - 1) = 50.0f;  // the last element
+    if (vocab > 4097) {
+      at(2, 4096 + 3) = 60.0f;  // a tie across chunks: the lower index
+      at(2, vocab - 2) = 60.0f;
+      at(3, vocab / 2) = std::nanf("");
+      at(3, 4) = std::nanf("");  // two NaNs: the first
+    }
+    for (int64_t i = 0; i < vocab; ++i) at(4, i) = -INFINITY;  // all -inf: index 0
+    Tensor lc = from_floats(logits, Shape{rows, vocab}, DType::F32, kCpu);
+    Tensor lg = from_floats(logits, Shape{rows, vocab}, DType::F32, kGpu);
+    std::vector<int32_t> want = to_host_vector<int32_t>(ops::argmax(lc));
+    EXPECT_EQ(to_host_vector<int32_t>(ops::argmax(lg)), want) << "vocab " << vocab;
+    EXPECT_EQ(want[1], vocab - 1);
+    EXPECT_EQ(want[4], 0);
+    if (vocab > 4097) {
+      EXPECT_EQ(want[2], 4096 + 3);
+      EXPECT_EQ(want[3], 4);
+    }
+  }
+}
+
 TEST(OpsSamplingCuda, SampleEqualsCpuForSameSeeds) {
   // Well-separated logits (distinct multiples of 0.05 in shuffled order) so float rounding of exp
   // cannot reorder tokens or move a cut-off.

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -27,6 +28,8 @@
 #include "ops/activation.h"
 #include "ops/copy.h"
 #include "ops/embedding.h"
+#include "ops/cuda/gemv_fused.h"
+#include "ops/fused_linear.h"
 #include "ops/gather.h"
 #include "ops/linear.h"
 #include "ops/rms_norm.h"
@@ -534,6 +537,158 @@ TEST(OpsCudaLinear, UnalignedColumnSlice) {
     poison();
     Tensor g = ops::linear(xb.gpu.slice(1, 1, 78), w.gpu);
     expect_close(host(g), host(ops::linear(xb.cpu.slice(1, 1, 78), w.cpu)), 1e-2, "unaligned linear M=" + std::to_string(M));
+  }
+}
+
+// ---- decode fusions (ops/fused_linear.h: RMSNorm in the GEMV prologue, residual add in its epilogue)
+
+// rms_norm_linear against the CPU composition rms_norm + linear (f32), and against the unfused
+// CUDA ops (bf16 roundings in the same places; only the norm's sum of squares runs in another
+// order, so a few bf16 ulps at most). Shapes of qwen3-0.6b (qkv 4096x1024, gate_up 6144x1024),
+// llama (4096x4096), partial tiles (77x136) and f16.
+TEST(OpsCudaFusedLinear, RmsNormLinearMatchesCpuAndUnfused) {
+  struct Case {
+    int64_t N, K;
+    DType dt;
+    bool bias, strided;
+  };
+  for (int64_t M : {1, 2, 3, 8, 9, 16}) {
+    for (Case c : {Case{4096, 1024, DType::BF16, false, false}, Case{6144, 1024, DType::BF16, false, true},
+                   Case{4096, 4096, DType::BF16, true, false}, Case{77, 136, DType::BF16, true, true},
+                   Case{520, 264, DType::F16, false, false}}) {
+      const uint32_t seed = static_cast<uint32_t>(M * 131 + c.N + c.K);
+      const int64_t pad = c.strided ? 24 : 0;
+      Pair xb = random_pair(Shape{M, c.K + pad}, seed, c.dt, -3.0f, 3.0f);
+      Pair nw = random_pair(Shape{c.K}, seed + 1, c.dt, 0.5f, 1.5f);
+      Pair w = random_pair(Shape{c.N, c.K}, seed + 2, c.dt, -0.1f, 0.1f);
+      Pair b = random_pair(Shape{c.N}, seed + 3, c.dt);
+      Tensor xg = c.strided ? xb.gpu.slice(1, 8, 8 + c.K) : xb.gpu;
+      Tensor xc = c.strided ? xb.cpu.slice(1, 8, 8 + c.K) : xb.cpu;
+      Tensor bg = c.bias ? b.gpu : Tensor(), bc = c.bias ? b.cpu : Tensor();
+      ASSERT_TRUE(ops::linear_fusable(xg, w.gpu));
+      poison();
+      Tensor g = ops::rms_norm_linear(xg, nw.gpu, 1e-6f, w.gpu, bg);
+      ASSERT_EQ(g.shape(), (Shape{M, c.N}));
+      ASSERT_EQ(g.dtype(), c.dt);
+      const std::string what = "rms_norm_linear M=" + std::to_string(M) + " N=" + std::to_string(c.N) +
+                               " K=" + std::to_string(c.K) + " " + dtype_name(c.dt);
+      expect_close(host(g), host(ops::rms_norm_linear(xc, nw.cpu, 1e-6f, w.cpu, bc)), 2e-2, what + " vs cpu");
+      if (c.dt == DType::BF16)  // rms_norm on CUDA has no f16 kernel
+        expect_close(host(g), host(ops::linear(ops::rms_norm(xg, nw.gpu, 1e-6f), w.gpu, bg)), 1e-2, what + " vs unfused");
+    }
+  }
+}
+
+// linear_add_: residual = round(round(x·wᵀ) + residual), against the unfused CUDA sequence
+// bit for bit (same GEMV sums, same two roundings) and against the CPU reference.
+TEST(OpsCudaFusedLinear, LinearAddEqualsUnfusedBitForBit) {
+  struct Case {
+    int64_t N, K;
+    DType dt;
+  };
+  for (int64_t M : {1, 3, 8, 9, 16}) {
+    for (Case c : {Case{1024, 2048, DType::BF16}, Case{1024, 3072, DType::BF16}, Case{1024, 14336, DType::BF16},
+                   Case{77, 136, DType::BF16}, Case{520, 264, DType::F16}}) {
+      const uint32_t seed = static_cast<uint32_t>(M * 17 + c.N * 3 + c.K);
+      Pair x = random_pair(Shape{M, c.K}, seed, c.dt);
+      Pair w = random_pair(Shape{c.N, c.K}, seed + 1, c.dt, -0.1f, 0.1f);
+      Pair r = random_pair(Shape{M, c.N}, seed + 2, c.dt, -4.0f, 4.0f);
+      const std::string what = "linear_add_ M=" + std::to_string(M) + " N=" + std::to_string(c.N) +
+                               " K=" + std::to_string(c.K) + " " + dtype_name(c.dt);
+      // Unfused: out = linear(x, w) in the dtype, then residual + out rounded (on the host, exact).
+      const std::vector<float> out = host(ops::linear(x.gpu, w.gpu));
+      std::vector<float> want = host(r.gpu);
+      for (size_t i = 0; i < want.size(); ++i) {
+        const float sum = want[i] + out[i];
+        want[i] = c.dt == DType::BF16 ? bf16_to_float(float_to_bf16(sum)) : f16_to_float(float_to_f16(sum));
+      }
+      ASSERT_TRUE(ops::linear_fusable(x.gpu, w.gpu));
+      ops::linear_add_(x.gpu, w.gpu, r.gpu);
+      const std::vector<float> got = host(r.gpu);
+      EXPECT_EQ(got, want) << what;
+      ops::linear_add_(x.cpu, w.cpu, r.cpu);
+      expect_close(got, host(r.cpu), 2e-2, what + " vs cpu");
+    }
+  }
+}
+
+// Row r of both fused ops is bit for bit the same whatever the number of rows (decode graphs pad
+// the batch) and from call to call.
+TEST(OpsCudaFusedLinear, RowsDoNotDependOnTheBatch) {
+  const int64_t R = 3, N = 1024, K = 1024;
+  Pair x = random_pair(Shape{16, K}, 71, DType::BF16, -3.0f, 3.0f);
+  Pair nw = random_pair(Shape{K}, 72, DType::BF16, 0.5f, 1.5f);
+  Pair w = random_pair(Shape{N, K}, 73, DType::BF16, -0.1f, 0.1f);
+  Pair r0 = random_pair(Shape{16, N}, 74);
+  const std::vector<float> ref = host(ops::rms_norm_linear(x.gpu.slice(0, 0, R), nw.gpu, 1e-6f, w.gpu));
+  // Fresh copies: linear_add_ writes its residual in place.
+  const auto fresh = [&](int64_t rows) { return from_floats(host(r0.gpu.slice(0, 0, rows)), Shape{rows, N}, DType::BF16, kGpu); };
+  Tensor rr = fresh(R);
+  ops::linear_add_(x.gpu.slice(0, 0, R), w.gpu, rr);
+  const std::vector<float> ref_add = host(rr);
+  for (int64_t M : {3, 4, 8, 9, 16}) {
+    std::vector<float> got = host(ops::rms_norm_linear(x.gpu.slice(0, 0, M), nw.gpu, 1e-6f, w.gpu));
+    got.resize(ref.size());
+    EXPECT_EQ(got, ref) << "rms_norm_linear rows 0.." << R - 1 << " of M=" << M;
+    Tensor rm = fresh(M);
+    ops::linear_add_(x.gpu.slice(0, 0, M), w.gpu, rm);
+    got = host(rm);
+    got.resize(ref_add.size());
+    EXPECT_EQ(got, ref_add) << "linear_add_ rows 0.." << R - 1 << " of M=" << M;
+  }
+}
+
+// rms_norm_gate_up_silu against the unfused CUDA ops (only the norm's sum of squares differs:
+// 1e-2) and the CPU composition; and its silu_and_mul epilogue alone (no norm, through the CUDA
+// entry point) bit for bit against the unfused linear + silu_and_mul: the same GEMV sums, the same
+// roundings. Against the f32 CPU reference the bf16 roundings of the normalized x move the gate
+// by up to ~0.01, which silu(g) * up multiplies by |up| (up to ~7 here), while the tolerance's
+// scale is |ref| + mean|ref| (~1.5): 6e-2 (on the H100, 3e-2 failed with worst 0.036-0.040 at
+// M = 8, 9, 16 over 25-49K outputs, while the comparison with the unfused ops is the tight one). Shapes: qwen's MLP (3072 x 1024), one with clusters of 4
+// blocks per tile on an H100 (256 x 4096), a partial tile (100 x 136).
+TEST(OpsCudaFusedLinear, GateUpSiluMatchesCpuAndUnfused) {
+  struct Case {
+    int64_t inter, K;
+  };
+  for (int64_t M : {1, 3, 8, 9, 16}) {
+    for (Case c : {Case{3072, 1024}, Case{256, 4096}, Case{100, 136}}) {
+      const uint32_t seed = static_cast<uint32_t>(M * 97 + c.inter + c.K);
+      Pair x = random_pair(Shape{M, c.K}, seed, DType::BF16, -3.0f, 3.0f);
+      Pair nw = random_pair(Shape{c.K}, seed + 1, DType::BF16, 0.5f, 1.5f);
+      Pair gu = random_pair(Shape{2 * c.inter, c.K}, seed + 2, DType::BF16, -0.1f, 0.1f);
+      const std::string what = "gate_up_silu M=" + std::to_string(M) + " inter=" + std::to_string(c.inter) +
+                               " K=" + std::to_string(c.K);
+      ASSERT_TRUE(ops::gate_up_silu_fusable(x.gpu, gu.gpu));
+      poison();
+      Tensor g = ops::rms_norm_gate_up_silu(x.gpu, nw.gpu, 1e-6f, gu.gpu);
+      ASSERT_EQ(g.shape(), (Shape{M, c.inter}));
+      expect_close(host(g), host(ops::rms_norm_gate_up_silu(x.cpu, nw.cpu, 1e-6f, gu.cpu)), 6e-2, what + " vs cpu");
+      expect_close(host(g), host(ops::silu_and_mul(ops::linear(ops::rms_norm(x.gpu, nw.gpu, 1e-6f), gu.gpu))), 1e-2,
+                   what + " vs unfused");
+      poison();
+      Tensor plain = empty(Shape{M, c.inter}, DType::BF16, kGpu);
+      cuda::rms_norm_gate_up_silu_small_m(kGpu, x.gpu.data(), c.K, DType::BF16, nullptr, 0.0f, gu.gpu.data(),
+                                          plain.data(), M, c.inter, c.K);
+      EXPECT_EQ(host(plain), host(ops::silu_and_mul(ops::linear(x.gpu, gu.gpu)))) << what << " (no norm) vs unfused";
+    }
+  }
+}
+
+// Past 16 rows the one-kernel path does not exist: linear_fusable says so, and the ops refuse
+// with a message naming the shapes instead of computing something else.
+TEST(OpsCudaFusedLinear, MoreThanSixteenRowsAreRefused) {
+  Pair x = random_pair(Shape{17, 64}, 81), w = random_pair(Shape{32, 64}, 82), nw = random_pair(Shape{64}, 83);
+  Pair r = random_pair(Shape{17, 32}, 84);
+  EXPECT_FALSE(ops::linear_fusable(x.gpu, w.gpu));
+  EXPECT_TRUE(ops::linear_fusable(x.gpu.slice(0, 0, 16), w.gpu));
+  for (auto f : {std::function<void()>([&] { ops::rms_norm_linear(x.gpu, nw.gpu, 1e-6f, w.gpu); }),
+                 std::function<void()>([&] { ops::linear_add_(x.gpu, w.gpu, r.gpu); })}) {
+    try {
+      f();
+      ADD_FAILURE() << "17 rows accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("linear_fusable"), std::string::npos) << e.what();
+    }
   }
 }
 

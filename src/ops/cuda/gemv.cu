@@ -28,17 +28,29 @@
 // runs, a warp loads its first group of w into registers and asks its next few into L2, then
 // waits for x. w is never written by the forward, so this overlaps the weight stream with the
 // predecessor's tail and the launch; the sums are the same.
+// The kernel lets the next kernel launch right after its own pdl_wait (GRAPHRT_GEMV_EARLY_TRIGGER=0:
+// after its main loop, as before), so that the next GEMV's blocks, which fit beside ours (82-109
+// registers x 256 threads, at most 2 of our blocks per SM), load their weights while ours stream.
+//
+// Decode fusions (gemv_fused.h, ops/fused_linear.h), each one flag of the same kernel, none
+// changing a sum: an RMSNorm prologue (every block computes the rows' inverse RMS itself and
+// normalizes x as it loads it, rounded as rms_norm rounds), a residual epilogue (residual +=
+// the rounded output), and a silu_and_mul epilogue (a tile takes 16 gate rows and the matching
+// 16 up rows of the fused gate_up weight, so both halves of an output meet in one block).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <type_traits>
 
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemv.h"
+#include "ops/cuda/gemv_fused.h"
 #include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
@@ -70,6 +82,18 @@ struct Params {
   int cluster;  // blocks per column tile (a cluster when > 1)
   int prefetch;  // groups per warp, after its first, asked into L2 before pdl_wait
   int bias_kind, out_kind;
+  // Decode fusions (ops/fused_linear.h). norm_w (NORM kernels only): x is RMSNorm'ed with this
+  // weight as it is loaded. residual (non-null): the epilogue adds the rounded output into
+  // residual[m * res_stride + n] (out's dtype) instead of storing it to out.
+  const void* norm_w;
+  float eps;
+  void* residual;
+  int64_t res_stride;
+  // silu_inter > 0: w is a fused [gate; up] of 2 * silu_inter rows, and the kernel writes
+  // silu_and_mul of the product, out [M, silu_inter]: a tile takes 16 gate rows and the same 16
+  // up rows (rows c and silu_inter + c), so both halves of an output meet in one block.
+  int silu_inter;
+  int early_trigger;  // 1: let the next kernel launch right after pdl_wait, else after the main loop
 };
 
 // 16 bytes of w: read once, so not kept in L1; the L2 fetches the surrounding 256 bytes, which
@@ -126,28 +150,92 @@ __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float 
   const int64_t n = n0 + e % kTileN;
   if (m >= p.M || n >= p.N) return;
   if (p.bias_kind != kNone) s += load_kind(p.bias, p.bias_kind, n);
+  if (p.residual) {
+    // HF's bf16 residual add: the layer output is rounded to the dtype, then the sum is.
+    const int64_t r = m * p.res_stride + n;
+    if (p.out_kind == kBF16) {
+      auto* res = static_cast<__nv_bfloat16*>(p.residual);
+      res[r] = __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(s)) + __bfloat162float(res[r]));
+    } else {
+      auto* res = static_cast<__half*>(p.residual);
+      res[r] = __float2half_rn(__half2float(__float2half_rn(s)) + __half2float(res[r]));
+    }
+    return;
+  }
   const int64_t o = m * static_cast<int64_t>(p.N) + n;
   if (p.out_kind == kF32) static_cast<float*>(p.out)[o] = s;
   else if (p.out_kind == kBF16) static_cast<__nv_bfloat16*>(p.out)[o] = __float2bfloat16_rn(s);
   else static_cast<__half*>(p.out)[o] = __float2half_rn(s);
 }
 
-// NT column tiles of 8 rows of x: 1 for M <= 8, 2 for M <= 16.
-template <typename T, int NT>
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+template <typename T>
+__device__ __forceinline__ T from_f(float v) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(v);
+  else return __float2half_rn(v);
+}
+
+// rms_norm (ops/rms_norm.h) of two packed elements: w * round(x * inv), rounded to T.
+template <typename T>
+__device__ __forceinline__ uint32_t norm_pair(uint32_t x, uint32_t w, float inv) {
+  union P {
+    uint32_t u;
+    T h[2];
+  } xp{x}, wp{w}, o{0u};
+#pragma unroll
+  for (int j = 0; j < 2; ++j) o.h[j] = from_f<T>(to_f(wp.h[j]) * to_f(from_f<T>(to_f(xp.h[j]) * inv)));
+  return o.u;
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 norm_chunk(uint4 x, uint4 w, float inv) {
+  return make_uint4(norm_pair<T>(x.x, w.x, inv), norm_pair<T>(x.y, w.y, inv), norm_pair<T>(x.z, w.z, inv),
+                    norm_pair<T>(x.w, w.w, inv));
+}
+
+// silu_and_mul (ops/activation.h) of output (m, column t * 16 + c) from the gate and up sums:
+// both rounded to T as the unfused GEMV stores them, then HF's silu(g) in the dtype, times up.
+template <typename T>
+__device__ __forceinline__ void store_silu(const Params& p, int64_t t, int m, int c, float sg, float su) {
+  const int64_t col = t * 16 + c;
+  if (m >= p.M || col >= p.silu_inter) return;
+  const float g = to_f(from_f<T>(sg)), u = to_f(from_f<T>(su));
+  static_cast<T*>(p.out)[m * static_cast<int64_t>(p.silu_inter) + col] =
+      from_f<T>(to_f(from_f<T>(g / (1.0f + expf(-g)))) * u);
+}
+
+// NORM: the rows of x are RMSNorm'ed (p.norm_w, p.eps) as they are loaded. Each block computes
+// the inverse RMS of every row itself (a warp per row, lanes over 16-byte chunks in a fixed
+// order, then a butterfly): the same bits in every block and for every M, since a row's sum
+// reads only that row.
+template <typename T, int NT, bool NORM>
 __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
   __shared__ float red[kWarps][NT * 8 * kLd];
+  __shared__ float inv_rms[NT * 8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int C = p.cluster;
   const int rank = static_cast<int>(blockIdx.x % C);
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x / C) * kTileN;
+  const int64_t tile = blockIdx.x / C;
+  const int64_t n0 = tile * kTileN;
+  const int inter = p.silu_inter;
+  // Row of w of tile column i (0..31): n0 + i, or with silu gate row tile*16 + i (i < 16) and up
+  // row inter + tile*16 + i - 16; -1 past the weight.
+  const auto w_row = [&](int i) -> int64_t {
+    if (inter > 0) {
+      const int64_t c = tile * 16 + (i & 15);
+      return c < inter ? (i >= 16 ? inter + c : c) : -1;
+    }
+    return n0 + i < p.N ? n0 + i : -1;
+  };
 
   // The lane's rows of w (n0 + 8j + g; j = 2r + h is row tile r, half h) and of x (8h + g).
   const T* wr[4];
   bool wok[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const int64_t n = n0 + 8 * j + g;
-    wok[j] = n < p.N;
+    const int64_t n = w_row(8 * j + g);
+    wok[j] = n >= 0;
     wr[j] = static_cast<const T*>(p.w) + (wok[j] ? n : 0) * p.K;
   }
   const T* xr[NT];
@@ -164,13 +252,44 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
   // and its next p.prefetch groups to L2 (lane l: row n0 + l) while the predecessor still runs.
   uint4 a[kUnroll][4];
   load_weights<T>(wr, wok, first, p.K, t, a);
-  if (n0 + lane < p.N)
+  const int64_t pf_row = w_row(lane);
+  if (pf_row >= 0)
     for (int j = 1; j <= p.prefetch; ++j) {
       const int64_t k = static_cast<int64_t>(first + j * stride) * kGroupK;
       if (k >= p.K) break;
-      prefetch_l2(static_cast<const T*>(p.w) + (n0 + lane) * p.K + k);
+      prefetch_l2(static_cast<const T*>(p.w) + pf_row * p.K + k);
     }
   pdl_wait();
+  if (p.early_trigger) pdl_trigger();  // the next kernel's blocks stream their weights beside ours
+
+  float inv[NT] = {};
+  if constexpr (NORM) {
+    for (int m = warp; m < NT * 8; m += kWarps) {
+      float ss = 0.0f;
+      if (m < p.M) {
+        const T* row = static_cast<const T*>(p.x) + m * p.x_stride;
+        for (int k = lane * 8; k < p.K; k += 32 * 8) {
+          const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + k));
+          const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            union {
+              uint32_t u;
+              T h[2];
+            } e{u[j]};
+            ss = __fmaf_rn(to_f(e.h[0]), to_f(e.h[0]), ss);
+            ss = __fmaf_rn(to_f(e.h[1]), to_f(e.h[1]), ss);
+          }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      }
+      if (lane == 0) inv_rms[m] = rsqrtf(ss / static_cast<float>(p.K) + p.eps);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < NT; ++h) inv[h] = inv_rms[8 * h + g];
+  }
 
   float acc[2][NT][4] = {};
   for (int grp = first; grp < p.groups; grp += stride) {
@@ -183,6 +302,14 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
 #pragma unroll
       for (int h = 0; h < NT; ++h)
         b[u][h] = k < p.K && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
+      if constexpr (NORM) {
+        if (k < p.K) {
+          const uint4 wn = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
+#pragma unroll
+          for (int h = 0; h < NT; ++h)
+            if (xok[h]) b[u][h] = norm_chunk<T>(b[u][h], wn, inv[h]);
+        }
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
@@ -195,7 +322,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
           mma<T>(acc[r][h], a[u][2 * r].z, a[u][2 * r + 1].z, a[u][2 * r].w, a[u][2 * r + 1].w, b[u][h].z, b[u][h].w);
         }
   }
-  pdl_trigger();  // weights all read: the next kernel may start its own prologue
+  if (!p.early_trigger) pdl_trigger();  // weights all read: the next kernel may start its own prologue
 
   // Accumulator i of tile (r, h) is column r*16 + g (+8 for i >= 2) of x row 8h + 2t (+1 for odd i).
   float* mine = red[warp];
@@ -216,15 +343,32 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
     float s = red[0][i];
 #pragma unroll
     for (int v = 1; v < kWarps; ++v) s += red[v][i];
-    if (C == 1) store(p, n0, e, s);
+    if (C == 1 && inter == 0) store(p, n0, e, s);
     else red[0][i] = s;  // only this thread touches element i: no barrier before the cluster's
+  }
+  if (C == 1 && inter > 0) {
+    __syncthreads();  // a gate sum and its up sum were added by different threads
+    for (int e = threadIdx.x; e < E / 2; e += kThreads) {
+      const float* gs = &red[0][(e / 16) * kLd + e % 16];
+      store_silu<T>(p, tile, e / 16, e % 16, gs[0], gs[16]);
+    }
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (C > 1) {
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every block's partial sums are in its red[0]
-    const int per = E / C;
+    const int per = (inter > 0 ? E / 2 : E) / C;
     for (int e = rank * per + static_cast<int>(threadIdx.x); e < (rank + 1) * per; e += kThreads) {
+      if (inter > 0) {
+        float* own = &red[0][(e / 16) * kLd + e % 16];
+        float sg = *cluster.map_shared_rank(own, 0), su = *cluster.map_shared_rank(own + 16, 0);
+        for (int q = 1; q < C; ++q) {
+          sg += *cluster.map_shared_rank(own, q);
+          su += *cluster.map_shared_rank(own + 16, q);
+        }
+        store_silu<T>(p, tile, e / 16, e % 16, sg, su);
+        continue;
+      }
       float* own = &red[0][(e / kTileN) * kLd + e % kTileN];
       float s = *cluster.map_shared_rank(own, 0);
       for (int q = 1; q < C; ++q) s += *cluster.map_shared_rank(own, q);
@@ -290,22 +434,48 @@ int prefetch_groups(int64_t blocks, int64_t groups, int cluster, const DeviceInf
   return static_cast<int>(std::clamp<int64_t>(std::min(by_l2, per_warp - 1), 0, 8));
 }
 
-template <typename T, int NT>
+template <typename T, int NT, bool NORM>
 void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
-  (void)launch_pdl(index, gemv_kernel<T, NT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+  (void)launch_pdl(index, gemv_kernel<T, NT, NORM>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
                     static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
 
-}  // namespace
+template <typename T>
+void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks, bool two) {
+  if (p.norm_w) {
+    if (two) launch<T, 2, true>(index, stream, p, blocks);
+    else launch<T, 1, true>(index, stream, p, blocks);
+  } else {
+    if (two) launch<T, 2, false>(index, stream, p, blocks);
+    else launch<T, 1, false>(index, stream, p, blocks);
+  }
+}
 
-bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride, DType in_dtype, const void* w,
-                    const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
-  if (M < 1 || M > kGemvMaxRows || (in_dtype != DType::BF16 && in_dtype != DType::F16)) return false;
-  if (out_dtype != in_dtype && out_dtype != DType::F32) return false;
-  if (bias && kind_of(bias_dtype) == kNone) return false;
-  // 16-byte loads of every row of w and x (x_stride only matters with a second row).
-  if (K % 8 != 0 || !dense::aligned16(w, K, 2) || !dense::aligned16(x, M > 1 ? x_stride : 0, 2)) return false;
-  if (N > (int64_t{1} << 30) || K > (int64_t{1} << 30)) return false;
+// GRAPHRT_GEMV_EARLY_TRIGGER=0: the next kernel launches after the main loop (the old edge), for
+// A/B runs; otherwise right after pdl_wait. Read once.
+bool early_trigger() {
+  static const bool on = [] {
+    const char* v = std::getenv("GRAPHRT_GEMV_EARLY_TRIGGER");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// The decode fusions of one launch (all off: plain linear).
+struct Fusion {
+  const void* norm_w = nullptr;
+  float eps = 0.0f;
+  void* residual = nullptr;
+  int64_t res_stride = 0;
+  int64_t silu_inter = 0;
+};
+
+// The launch behind every entry point, once its arguments are known to fit.
+void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride, DType in_dtype, const void* w,
+                 const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K,
+                 const Fusion& f = {}) {
+  const void* norm_w = f.norm_w;
+  void* residual = f.residual;
   const DeviceInfo info = device_info(d.index);
   const int64_t tiles = (N + kTileN - 1) / kTileN;
   const int64_t groups = (K + kGroupK - 1) / kGroupK;
@@ -322,19 +492,75 @@ bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stri
   p.cluster = cluster_size(tiles, groups, info);
   p.bias_kind = bias ? kind_of(bias_dtype) : kNone;
   p.out_kind = kind_of(out_dtype);
+  p.norm_w = norm_w;
+  p.eps = f.eps;
+  p.residual = residual;
+  p.res_stride = f.res_stride;
+  p.silu_inter = static_cast<int>(f.silu_inter);
+  p.early_trigger = early_trigger() ? 1 : 0;
   const int64_t blocks = tiles * p.cluster;
   p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
-  const bool two = M > 8;
-  if (in_dtype == DType::BF16) {
-    if (two) launch<__nv_bfloat16, 2>(d.index, stream, p, blocks);
-    else launch<__nv_bfloat16, 1>(d.index, stream, p, blocks);
-  } else {
-    if (two) launch<__half, 2>(d.index, stream, p, blocks);
-    else launch<__half, 1>(d.index, stream, p, blocks);
-  }
-  GRT_CUDA_CHECK_LAUNCH("linear (small M) M={} N={} K={} {} -> {} cluster {}", M, N, K, dtype_name(in_dtype),
-                        dtype_name(out_dtype), p.cluster);
+  if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8);
+  else launch_rows<__half>(d.index, stream, p, blocks, M > 8);
+  GRT_CUDA_CHECK_LAUNCH("linear (small M{}{}{}) M={} N={} K={} {} -> {} cluster {}", norm_w ? ", rms_norm prologue" : "",
+                        residual ? ", residual epilogue" : "", f.silu_inter ? ", silu_and_mul epilogue" : "", M, N, K, dtype_name(in_dtype), dtype_name(out_dtype),
+                        p.cluster);
+}
+
+}  // namespace
+
+bool small_m_fits(const void* x, int64_t x_stride, DType dtype, const void* w, int64_t M, int64_t N, int64_t K) {
+  if (M < 1 || M > kGemvMaxRows || (dtype != DType::BF16 && dtype != DType::F16)) return false;
+  // 16-byte loads of every row of w and x (x_stride only matters with a second row).
+  if (K % 8 != 0 || !dense::aligned16(w, K, 2) || !dense::aligned16(x, M > 1 ? x_stride : 0, 2)) return false;
+  return N <= (int64_t{1} << 30) && K <= (int64_t{1} << 30);
+}
+
+bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride, DType in_dtype, const void* w,
+                    const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
+  if (!small_m_fits(x, x_stride, in_dtype, w, M, N, K)) return false;
+  if (out_dtype != in_dtype && out_dtype != DType::F32) return false;
+  if (bias && kind_of(bias_dtype) == kNone) return false;
+  run_small_m(d, stream, x, x_stride, in_dtype, w, bias, bias_dtype, out, out_dtype, M, N, K);
   return true;
+}
+
+void rms_norm_linear_small_m(Device d, const void* x, int64_t x_stride, DType dtype, const void* norm_w, float eps,
+                             const void* w, const void* bias, DType bias_dtype, void* out, int64_t M, int64_t N,
+                             int64_t K) {
+  GRT_CHECK(small_m_fits(x, x_stride, dtype, w, M, N, K) && dense::aligned16(norm_w, 0, 2) &&
+                (!bias || kind_of(bias_dtype) != kNone),
+            "rms_norm_linear: M={} N={} K={} {} does not fit the small-M kernel (check small_m_fits first)", M, N, K,
+            dtype_name(dtype));
+  Fusion f;
+  f.norm_w = norm_w;
+  f.eps = eps;
+  run_small_m(d, dense::launch_stream(d), x, x_stride, dtype, w, bias, bias_dtype, out, dtype, M, N, K, f);
+}
+
+void rms_norm_gate_up_silu_small_m(Device d, const void* x, int64_t x_stride, DType dtype, const void* norm_w,
+                                   float eps, const void* gate_up, void* out, int64_t M, int64_t inter, int64_t K) {
+  GRT_CHECK(inter > 0 && inter < (int64_t{1} << 29) && small_m_fits(x, x_stride, dtype, gate_up, M, 2 * inter, K) &&
+                (!norm_w || dense::aligned16(norm_w, 0, 2)),
+            "rms_norm_gate_up_silu: M={} intermediate={} K={} {} does not fit the small-M kernel (check small_m_fits "
+            "first)",
+            M, inter, K, dtype_name(dtype));
+  Fusion f;
+  f.norm_w = norm_w;
+  f.eps = eps;
+  f.silu_inter = inter;
+  run_small_m(d, dense::launch_stream(d), x, x_stride, dtype, gate_up, nullptr, dtype, out, dtype, M, 2 * inter, K, f);
+}
+
+void linear_add_small_m(Device d, const void* x, int64_t x_stride, DType dtype, const void* w, void* residual,
+                        int64_t residual_stride, int64_t M, int64_t N, int64_t K) {
+  GRT_CHECK(small_m_fits(x, x_stride, dtype, w, M, N, K),
+            "linear_add_: M={} N={} K={} {} does not fit the small-M kernel (check small_m_fits first)", M, N, K,
+            dtype_name(dtype));
+  Fusion f;
+  f.residual = residual;
+  f.res_stride = residual_stride;
+  run_small_m(d, dense::launch_stream(d), x, x_stride, dtype, w, nullptr, dtype, nullptr, dtype, M, N, K, f);
 }
 
 }  // namespace grt::cuda

@@ -1,13 +1,16 @@
-// argmax and seeded sampling on CUDA: one block per row, no full sort. A "cut-off" is the first
-// token, in (probability desc, index asc) order, where a running count or fixed-point mass
-// exceeds a target; it is found exactly by a 4-pass radix select over the probability bits
-// (256-bin integer histograms, warp-aggregated shared atomics: deterministic), then a block scan
-// that picks among equal probabilities by index. Fast path: the first 4096 tokens in order are
-// sorted in shared memory (bitonic) and top-k, top-p and the draw resolved there; only when a
-// cut-off lies past them (very flat rows) do the selects run over the whole vocabulary.
-// Both kernels follow the logits GEMV: PDL contract of ops/cuda/pdl.cuh (wait first).
+// Seeded sampling on CUDA: one block per row, no full sort (argmax: two passes over many blocks,
+// below). A "cut-off" is the first token, in (probability desc, index asc) order, where a
+// running count or fixed-point mass exceeds a target; it is found exactly by a 4-pass radix
+// select over the probability bits (256-bin integer histograms, warp-aggregated shared atomics:
+// deterministic), then a block scan that picks among equal probabilities by index. Fast path: the
+// first 4096 tokens in order are sorted in shared memory (bitonic) and top-k, top-p and the draw
+// resolved there; only when a cut-off lies past them (very flat rows) do the selects run over the
+// whole vocabulary. All kernels follow the logits GEMV: PDL contract of ops/cuda/pdl.cuh (wait
+// first).
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_stream.h"
@@ -411,12 +414,93 @@ __device__ int sample_fast(const float* p, int n, const uint64_t (&levels)[kLeve
   return key_index(fs.key[pos]);
 }
 
+// The one-block argmax, kept for A/B runs (GRAPHRT_ARGMAX_ONE_BLOCK=1).
 __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* __restrict__ logits, int n,
                                                           int32_t* __restrict__ out) {
   __shared__ ArgMax sh[kWarps];
   pdl_wait();
   pdl_trigger();
   ArgMax m = block_argmax(logits + static_cast<int64_t>(blockIdx.x) * n, n, sh);
+  if (threadIdx.x == 0) out[blockIdx.x] = m.i;
+}
+
+bool argmax_one_block() {
+  static const bool on = [] {
+    const char* v = std::getenv("GRAPHRT_ARGMAX_ONE_BLOCK");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+// Greedy argmax in two passes, so that a row of 152K logits is read by many SMs instead of one
+// (one 1024-thread block took 21 us on an H100 for qwen's vocabulary). Pass 1: block (s, row)
+// takes chunk s of the row, kArgChunk elements (16 per thread, 16-byte loads when the row
+// allows), and writes its (value, index) winner. Pass 2: a warp per row picks among the chunks'
+// winners. beats() is a total order on (value, index), so the winner does not depend on the
+// order of the comparisons: the result is torch.argmax's, NaN and ties included.
+constexpr int kArgThreads = 256;
+constexpr int kArgPer = 16;
+constexpr int kArgChunk = kArgThreads * kArgPer;
+
+__device__ __forceinline__ void warp_argmax(ArgMax& m) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float v = __shfl_xor_sync(0xffffffffu, m.v, o);
+    const int i = __shfl_xor_sync(0xffffffffu, m.i, o);
+    if (beats(v, i, m.v, m.i)) m = {v, i};
+  }
+}
+
+__global__ void __launch_bounds__(kArgThreads) argmax_chunks_kernel(const float* __restrict__ logits, int n, bool vec,
+                                                                    ArgMax* __restrict__ parts) {
+  __shared__ ArgMax sh[kArgThreads / 32];
+  pdl_wait();
+  pdl_trigger();
+  const int row = blockIdx.y, chunk = blockIdx.x;
+  const float* x = logits + static_cast<int64_t>(row) * n;
+  const int begin = chunk * kArgChunk;
+  ArgMax m{x[begin], begin};
+  if (vec) {
+    // Every thread's four 16-byte loads are in flight together.
+    float4 v[kArgPer / 4];
+#pragma unroll
+    for (int j = 0; j < kArgPer / 4; ++j) {
+      const int i = begin + (j * kArgThreads + static_cast<int>(threadIdx.x)) * 4;
+      v[j] = i < n ? *reinterpret_cast<const float4*>(x + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int j = 0; j < kArgPer / 4; ++j) {
+      const int i = begin + (j * kArgThreads + static_cast<int>(threadIdx.x)) * 4;
+      if (i >= n) continue;  // n % 4 == 0: a chunk of 4 is all in or all out
+      if (beats(v[j].x, i, m.v, m.i)) m = {v[j].x, i};
+      if (beats(v[j].y, i + 1, m.v, m.i)) m = {v[j].y, i + 1};
+      if (beats(v[j].z, i + 2, m.v, m.i)) m = {v[j].z, i + 2};
+      if (beats(v[j].w, i + 3, m.v, m.i)) m = {v[j].w, i + 3};
+    }
+  } else {
+    const int end = min(n, begin + kArgChunk);
+    for (int i = begin + static_cast<int>(threadIdx.x); i < end; i += kArgThreads)
+      if (beats(x[i], i, m.v, m.i)) m = {x[i], i};
+  }
+  warp_argmax(m);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) sh[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    m = lane < kArgThreads / 32 ? sh[lane] : sh[0];
+    warp_argmax(m);
+    if (lane == 0) parts[static_cast<int64_t>(row) * gridDim.x + chunk] = m;
+  }
+}
+
+__global__ void __launch_bounds__(32) argmax_rows_kernel(const ArgMax* __restrict__ parts, int chunks,
+                                                         int32_t* __restrict__ out) {
+  pdl_wait();
+  pdl_trigger();
+  const ArgMax* p = parts + static_cast<int64_t>(blockIdx.x) * chunks;
+  ArgMax m = p[0];
+  for (int c = static_cast<int>(threadIdx.x); c < chunks; c += 32)
+    if (beats(p[c].v, p[c].i, m.v, m.i)) m = p[c];
+  warp_argmax(m);
   if (threadIdx.x == 0) out[blockIdx.x] = m.i;
 }
 
@@ -480,10 +564,29 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(ops::SampleArgs a, flo
 }  // namespace
 
 void argmax(Stream& stream, const ops::SampleArgs& a) {
-  GRT_CHECK(a.batch < (int64_t{1} << 31), "argmax: {} rows exceed the grid limit", a.batch);
-  (void)launch_pdl(stream.device().index, argmax_kernel, dim3(static_cast<unsigned>(a.batch)), dim3(kThreads), 0,
-                   native_stream(stream), 1, a.logits, static_cast<int>(a.vocab), a.out);
-  GRT_CUDA_CHECK_LAUNCH("argmax rows={} vocab={}", a.batch, a.vocab);
+  GRT_CHECK(a.batch < 65536, "argmax: {} rows exceed the grid limit (65535)", a.batch);
+  GRT_CHECK(a.vocab > 0 && a.vocab < (int64_t{1} << 31) - kArgChunk, "argmax: a vocabulary of {} is not supported",
+            a.vocab);
+  const int n = static_cast<int>(a.vocab);
+  if (argmax_one_block()) {
+    (void)launch_pdl(stream.device().index, argmax_kernel, dim3(static_cast<unsigned>(a.batch)), dim3(kThreads), 0,
+                     native_stream(stream), 1, a.logits, n, a.out);
+    GRT_CUDA_CHECK_LAUNCH("argmax (one block) rows={} vocab={}", a.batch, a.vocab);
+    return;
+  }
+  const int chunks = (n + kArgChunk - 1) / kArgChunk;
+  const bool vec = n % 4 == 0 && reinterpret_cast<uintptr_t>(a.logits) % 16 == 0;
+  // ArgMax pairs of 8 bytes, as 2 f32 each; freed stream-ordered after pass 2.
+  Tensor parts = empty(Shape{a.batch * chunks * 2}, DType::F32, stream.device());
+  auto* p = reinterpret_cast<ArgMax*>(parts.data());
+  const int index = stream.device().index;
+  cudaStream_t s = native_stream(stream);
+  (void)launch_pdl(index, argmax_chunks_kernel, dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(a.batch)),
+                   dim3(kArgThreads), 0, s, 1, a.logits, n, vec, p);
+  GRT_CUDA_CHECK_LAUNCH("argmax (chunks) rows={} vocab={}", a.batch, a.vocab);
+  (void)launch_pdl(index, argmax_rows_kernel, dim3(static_cast<unsigned>(a.batch)), dim3(32), 0, s, 1,
+                   static_cast<const ArgMax*>(p), chunks, a.out);
+  GRT_CUDA_CHECK_LAUNCH("argmax (rows) rows={} vocab={}", a.batch, a.vocab);
 }
 
 void sample(Stream& stream, Device device, const ops::SampleArgs& a) {

@@ -1,0 +1,39 @@
+// Decode-step fusions of the decoder layer (issue 18): RMSNorm folded into the next linear's
+// prologue, the residual add into the previous linear's epilogue, so a layer's two fused
+// add+RMSNorm kernels disappear. The semantics are those of the unfused ops, rounding included:
+//   rms_norm_linear(x, nw, eps, w, b) == linear(rms_norm(x, nw, eps), w, b)
+//   linear_add_(x, w, residual)       == residual = round(linear(x, w) + residual)
+//   rms_norm_gate_up_silu(x, nw, eps, gu) == silu_and_mul(linear(rms_norm(x, nw, eps), gu))
+// (HF's bf16 residual add: the linear's output is rounded to the dtype, then the sum). On CUDA
+// each is one small-M GEMV kernel; on the CPU (the reference) the composition of the ops. The
+// CUDA sum of squares of the norm runs in another order than rms_norm's, so results agree to the
+// float32 rounding of that sum, not bit for bit.
+#pragma once
+#include "core/tensor.h"
+
+namespace grt::ops {
+
+// Whether rms_norm_linear and linear_add_ with this x ([T, in], the rows fed to w) and w run as
+// one kernel each, and GRAPHRT_DECODE_FUSION (read once; the A/B switch) is not "0". CUDA: the small-M GEMV takes them (bf16/f16, T <= 16, aligned). CPU: always
+// (the reference composition). A model checks this once per forward: it depends on the shapes,
+// dtypes and alignment only, so eager and captured runs of one shape take the same path.
+bool linear_fusable(const Tensor& x, const Tensor& w);
+
+// The same for rms_norm_gate_up_silu (gate_up: [2 * inter, H]), and GRAPHRT_DECODE_FUSION is
+// neither "0" nor "norm" (norm: only the norm and residual fusions, for A/B runs).
+bool gate_up_silu_fusable(const Tensor& x, const Tensor& gate_up);
+
+// x: [T, H] (last dim contiguous), norm_w: [H] of x's dtype, w: [out, H], bias: [out] or
+// undefined. Returns a contiguous [T, out] of x's dtype. CUDA: requires linear_fusable.
+Tensor rms_norm_linear(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& w, const Tensor& bias = Tensor());
+
+// x: [T, H] (last dim contiguous), norm_w: [H] of x's dtype, gate_up: [2 * inter, H] (the gate
+// rows, then the up rows). Returns a contiguous [T, inter] of x's dtype. CUDA: requires
+// gate_up_silu_fusable.
+Tensor rms_norm_gate_up_silu(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& gate_up);
+
+// x: [T, in] (last dim contiguous), w: [out, in], residual: [T, out] of x's dtype (last dim
+// contiguous), not overlapping x. CUDA: requires linear_fusable.
+void linear_add_(const Tensor& x, const Tensor& w, const Tensor& residual);
+
+}  // namespace grt::ops
