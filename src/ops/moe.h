@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/moe_args.h"
 
 namespace grt::ops {
 
@@ -70,5 +71,43 @@ Tensor moe_experts(const Tensor& x, const MoeGroups& groups, const Tensor& gate_
 // out[t] = sum_j topk_weights[t, j] * expert_out[slot_rows[t * k + j]] (float32 sums in choice
 // order), rounded to expert_out's dtype; zero for rows that route nowhere. Returns [T, H].
 Tensor moe_combine(const Tensor& expert_out, const MoeGroups& groups, const MoeRouting& routing);
+
+// --- The fused small-batch path (decode): three launches per MoE block instead of six. ---
+
+// Router linear + moe_route + moe_group of one block. x: [T, H] contiguous; router_weight:
+// [E, H] of x's dtype. logits: [T, E] of x's dtype (the router Linear's output, as transformers
+// gives it). On CUDA with T <= kMoeFusedMaxTokens and T * E <= kMoeFusedMaxLogits (ops/moe_args.h) (bf16, H a
+// multiple of 8) one kernel does all three (the router weights are read before the PDL wait, so
+// they stream while the previous kernel runs); otherwise, and on the CPU, it runs ops::linear,
+// moe_route and moe_group, the same contract as those ops.
+struct MoeRouted {
+  MoeRouting routing;
+  MoeGroups groups;
+  Tensor logits;
+};
+MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
+                          const Tensor& num_real);
+
+// moe_combine(moe_experts(x, groups, gate_up, down), groups, routing) as one op: [T, H] of x's
+// dtype, the same values. On CUDA, when the GEMV kernels apply (moe_gemv_max_slots) and the slot
+// count is at most moe_fused_combine_max_slots(E), the down GEMV computes every output column of
+// one token over its k experts and sums them weighted in choice order (no expert_out rows, no
+// combine launch); the gate_up and down launches carry PDL (down prefetches its weight rows into
+// L2 while gate_up runs). Bit for bit the values of the separate ops on the GEMV kernels.
+// Otherwise the separate ops run.
+Tensor moe_experts_combine(const Tensor& x, const MoeGroups& groups, const MoeRouting& routing,
+                           const Tensor& gate_up, const Tensor& down);
+
+// The largest slot count moe_experts_combine runs as the per-token down+combine kernel: E / 2
+// (an expert is read once per token that routes to it, so past ~E / 2 slots duplicates cost
+// bytes), or GRAPHRT_MOE_FUSED_COMBINE_MAX_SLOTS when set (0: never).
+int64_t moe_fused_combine_max_slots(int64_t experts);
+
+// Which fused ops the model's MoE block uses, from the environment variable GRAPHRT_MOE_FUSED
+// (read once): unset, "" or "1": both; "router": moe_route_group only; "experts":
+// moe_experts_combine only; "0": neither (the separate ops as before the fused path), for A/B
+// measurements in one binary. Anything else is an error.
+bool moe_fused_router_enabled();
+bool moe_fused_experts_enabled();
 
 }  // namespace grt::ops
