@@ -292,7 +292,7 @@ TEST(MoeOps, FusedOpsEqualSeparateOps) {
   Tensor gate_up = from_floats(gu, Shape{E, 2 * I, H}, DType::F32, cpu);
   Tensor down = from_floats(dn, Shape{E, H, I}, DType::F32, cpu);
   for (int real : {T, 3}) {
-    ops::MoeRouted f = ops::moe_route_group(x, router, k, true, count_of(real));
+    ops::MoeRouted f = ops::moe_route_group(x, router, k, true, count_of(real), ops::MoeFusedChoice::kFused);
     Tensor logits = ops::linear(x, router, Tensor(), DType::F32);
     auto r = ops::moe_route(logits, k, true, count_of(real));
     auto g = ops::moe_group(r, E);
@@ -304,7 +304,8 @@ TEST(MoeOps, FusedOpsEqualSeparateOps) {
     const auto ids = to_host_vector<int32_t>(r.topk_ids);
     const std::set<int32_t> experts(ids.begin(), ids.end());
     EXPECT_GT(experts.size(), 2u) << "the routing should spread over several experts";
-    auto got = to_host_floats(ops::moe_experts_combine(x, f.groups, f.routing, gate_up, down));
+    auto got =
+        to_host_floats(ops::moe_experts_combine(x, f.groups, f.routing, gate_up, down, ops::MoeFusedChoice::kFused));
     auto want = to_host_floats(ops::moe_combine(ops::moe_experts(x, g, gate_up, down), g, r));
     EXPECT_EQ(got, want) << "real " << real;
     for (size_t i = static_cast<size_t>(real) * H; i < got.size(); ++i) ASSERT_EQ(got[i], 0.0f) << "padding row";
@@ -312,9 +313,7 @@ TEST(MoeOps, FusedOpsEqualSeparateOps) {
   Tensor bad = from_floats(std::vector<float>(static_cast<size_t>(E * (H + 1))), Shape{E, H + 1}, DType::F32, cpu);
   EXPECT_NE(error_of([&] { ops::moe_route_group(x, bad, k, true, Tensor()); }).find("router_weight must be"),
             std::string::npos);
-  if (!std::getenv("GRAPHRT_MOE_FUSED_COMBINE_MAX_SLOTS")) {
-    EXPECT_EQ(ops::moe_fused_combine_max_slots(128), 64);  // qwen3-30b-a3b: up to 8 tokens of top-8
-  }
+  if (!std::getenv("GRAPHRT_MOE_FUSED_MAX_TOKENS")) EXPECT_EQ(ops::moe_fused_max_tokens(), 1);  // measured rule
 }
 
 TEST(MoeOps, BadArgumentsAreClearErrors) {

@@ -43,21 +43,21 @@ void check_dtype_for_device(const char* op, const Tensor& t) {
   else GRT_CHECK(t.dtype() == DType::BF16, "{} on CUDA supports bf16 only, got {}", op, t.str());
 }
 
-// A non-negative slot count from environment variable `name`; nullopt when unset.
-std::optional<int64_t> slots_from_env(const char* name) {
+// A non-negative count (slots or tokens) from environment variable `name`; nullopt when unset.
+std::optional<int64_t> count_from_env(const char* name) {
   const char* s = std::getenv(name);
   if (!s || !*s) return std::nullopt;
   int64_t n = 0;
   const char* end = s + std::strlen(s);
   auto [p, ec] = std::from_chars(s, end, n);
   GRT_CHECK(ec == std::errc() && p == end && n >= 0,
-            "{} must be a non-negative integer (slots = tokens * top_k), got '{}'", name, s);
+            "{} must be a non-negative integer, got '{}'", name, s);
   return n;
 }
 
 // GRAPHRT_MOE_GEMV_MAX_SLOTS, read once; nullopt when unset.
 std::optional<int64_t> gemv_max_slots_override() {
-  static const std::optional<int64_t> v = slots_from_env("GRAPHRT_MOE_GEMV_MAX_SLOTS");
+  static const std::optional<int64_t> v = count_from_env("GRAPHRT_MOE_GEMV_MAX_SLOTS");
   return v;
 }
 
@@ -198,9 +198,9 @@ Tensor moe_combine(const Tensor& expert_out, const MoeGroups& g, const MoeRoutin
   return out;
 }
 
-int64_t moe_fused_combine_max_slots(int64_t experts) {
-  static const std::optional<int64_t> v = slots_from_env("GRAPHRT_MOE_FUSED_COMBINE_MAX_SLOTS");
-  return v ? *v : experts / 2;
+int64_t moe_fused_max_tokens() {
+  static const std::optional<int64_t> v = count_from_env("GRAPHRT_MOE_FUSED_MAX_TOKENS");
+  return v ? *v : 1;
 }
 
 namespace {
@@ -223,7 +223,7 @@ bool moe_fused_router_enabled() { return fused_from_env().first; }
 bool moe_fused_experts_enabled() { return fused_from_env().second; }
 
 MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
-                          const Tensor& num_real) {
+                          const Tensor& num_real, MoeFusedChoice choice) {
   const char* op = "moe_route_group";
   check_defined(op, x, "x");
   check_defined(op, router_weight, "router_weight");
@@ -234,7 +234,9 @@ MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_
             router_weight.str());
   check_same_device(op, x, router_weight);
   const int64_t T = x.size(0), E = router_weight.size(0), H = x.size(1);
-  bool fused = x.device().is_cuda() && x.dtype() == DType::BF16 && T >= 1 && T <= kMoeFusedMaxTokens &&
+  bool fused = choice != MoeFusedChoice::kSeparate &&
+               (choice == MoeFusedChoice::kFused || T <= moe_fused_max_tokens()) && x.device().is_cuda() &&
+               x.dtype() == DType::BF16 && T >= 1 && T <= kMoeFusedMaxTokens &&
                T * E <= kMoeFusedMaxLogits && H % 8 == 0 && E >= 1 && E <= kMoeMaxExperts &&
                reinterpret_cast<uintptr_t>(x.data()) % 16 == 0 && reinterpret_cast<uintptr_t>(router_weight.data()) % 16 == 0;
 #ifdef GRAPHRT_WITH_CUDA
@@ -287,7 +289,7 @@ MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_
 }
 
 Tensor moe_experts_combine(const Tensor& x, const MoeGroups& g, const MoeRouting& routing, const Tensor& gate_up,
-                           const Tensor& down) {
+                           const Tensor& down, MoeFusedChoice choice) {
   const char* op = "moe_experts_combine";
   check_experts(op, x, g, gate_up, down);
   const Tensor& w = routing.topk_weights;
@@ -298,8 +300,9 @@ Tensor moe_experts_combine(const Tensor& x, const MoeGroups& g, const MoeRouting
   check_same_device(op, x, w);
   const int64_t T = x.size(0), E = gate_up.size(0), I = gate_up.size(1) / 2, H = x.size(1);
   const int64_t slots = g.slot_rows.numel();
-  const bool fused = x.device().is_cuda() && T >= 1 && slots <= moe_gemv_max_slots(E) &&
-                     slots <= moe_fused_combine_max_slots(E) && T <= 65535;
+  const bool fused = choice != MoeFusedChoice::kSeparate &&
+                     (choice == MoeFusedChoice::kFused || T <= moe_fused_max_tokens()) && x.device().is_cuda() &&
+                     T >= 1 && slots <= moe_gemv_max_slots(E) && T <= 65535;
   if (!fused) return moe_combine(moe_experts(x, g, gate_up, down), g, routing);
 #ifdef GRAPHRT_WITH_CUDA
   Tensor act = empty(Shape{g.max_rows, I}, x.dtype(), x.device());

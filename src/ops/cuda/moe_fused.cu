@@ -1,8 +1,10 @@
-// The fused small-batch MoE path (ops/moe.h: moe_route_group, moe_experts_combine): three PDL
-// launches per block instead of six plain ones (router linear, route, group, gate_up, down,
-// combine). At decode bs 1 the six cost ~55 us a layer on an H100 against ~25 us of expert bytes:
-// every plain launch waits for its predecessor to drain and pays its launch latency, and the
-// router's, route's and group's work is a few microseconds of latency each.
+// The fused MoE path (ops/moe.h: moe_route_group, moe_experts_combine): three PDL launches per
+// block instead of six (router linear, route, group, gate_up, down, combine). Predicted to save
+// ~20 us a layer at decode bs 1 on an H100 (qwen3-30b-a3b); measured 1.75 us (4.969 -> 4.885 ms a
+// step): graph launches of small kernels cost ~1 us each, not the 3-4 assumed, and the old router
+// GEMV already read its weights before its PDL wait. At 4-8 tokens both kernels are slower than
+// the separate ones (below), so the ops fuse one token by default (bench/results/
+// h100_2026-11-23_s4_moe/README.md).
 //
 // router: one cluster of 8 blocks x 16 warps; warp w of block b computes router rows b * 16 + w
 //         (+ 128, ...) for every token. Its first row's weights are loaded into registers
@@ -81,6 +83,8 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(ops::MoeRouterAr
   load_router_row(w, gw, E, chunks, lane, pre);  // weights only: before the wait
   pdl_wait();
   pdl_trigger();
+  // Tokens run one after another (a dependent x load and warp reduction each): slower than the
+  // router GEMV + route + group from 4 tokens on (measured); interleaving them is the next step.
   for (int e = gw; e < E; e += kRouterRowWarps) {
     if (e != gw) load_router_row(w, e, E, chunks, lane, pre);
     const uint4* we = reinterpret_cast<const uint4*>(w) + static_cast<int64_t>(e) * chunks;
@@ -127,7 +131,10 @@ constexpr int kDcUnroll = 4;   // 16-byte chunks per lane per expert in flight (
 constexpr int kDcExperts = 4;  // experts whose loads are in flight together
 
 // out[t, n] = sum_j w[t, j] * bf16(down_{e_j}[n, :] . act[slot_rows[t * k + j], :]), float32 in
-// choice order. The per-lane order of the dot products is the down GEMV's (moe_gemv.cu).
+// choice order. The per-lane order of the dot products is the down GEMV's (moe_gemv.cu): bit for
+// bit the separate ops (16 of 16 batches on the H100). A warp runs its k experts in rounds of
+// kDcExperts and reads an expert shared by several tokens once per token, which is why 4-8
+// tokens measured slower than the grouped down GEMV + combine.
 __global__ void __launch_bounds__(kDcThreads)
     down_combine_kernel(const bf16* __restrict__ act, const int32_t* __restrict__ ids,
                         const int32_t* __restrict__ slot_rows, const float* __restrict__ weights,
