@@ -29,7 +29,7 @@ struct MoeDispatch {
 MoeDispatch route(const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real) {
   // Router logits in the run dtype, as transformers' gate Linear gives them; softmax in float32.
   MoeDispatch d;
-  if (ops::moe_fused_router_enabled()) {  // one kernel for small batches (ops/moe.h)
+  if (ops::moe_fused_router_enabled()) {  // one kernel for 1-token blocks by default (ops/moe.h)
     ops::MoeRouted r = ops::moe_route_group(x, w->router, c->num_experts_per_tok, c->norm_topk_prob, num_real);
     GRT_CHECK(r.groups.expert_counts.numel() == c->num_experts, "moe_block: the router has {} experts, the config {}",
               r.groups.expert_counts.numel(), c->num_experts);

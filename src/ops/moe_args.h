@@ -60,7 +60,7 @@ struct MoeRouterArgs {
   const void* x;       // [tokens, hidden]
   const void* weight;  // [experts, hidden]
   int64_t hidden;
-  MoeRouteArgs route;  // route.logits is the output [tokens, experts] (non-const: written)
+  MoeRouteArgs route;  // route.logits: the output [tokens, experts] (written here despite its const)
   MoeGroupArgs group;  // group.topk_ids == route.topk_ids
 };
 
