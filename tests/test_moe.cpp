@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -14,6 +15,7 @@
 #include "model/make_model.h"
 #include "model/model_loader.h"
 #include "moe_reference.h"
+#include "ops/linear.h"
 #include "ops/moe.h"
 #include "runtime/engine.h"
 #include "runtime_test_util.h"
@@ -271,6 +273,47 @@ TEST(MoeOps, GemvRuleAndKernelChoiceOnCpu) {
     outs.push_back(to_host_floats(ops::moe_combine(ops::moe_experts(x, g, gate_up, down, kernel), g, r)));
   EXPECT_EQ(outs[1], outs[0]);
   EXPECT_EQ(outs[2], outs[0]);
+}
+
+// The fused ops (moe_route_group, moe_experts_combine) give what the separate ops give, bit for
+// bit on the CPU (one reference), with padding rows, and reject mismatched router weights.
+TEST(MoeOps, FusedOpsEqualSeparateOps) {
+  const int E = 6, k = 2, H = 16, I = 8, T = 7;
+  std::vector<float> gu(static_cast<size_t>(E * 2 * I * H)), dn(static_cast<size_t>(E * H * I)),
+      rw(static_cast<size_t>(E * H)), xv(static_cast<size_t>(T * H));
+  random_weight_fill("gu", 2, 0, static_cast<int64_t>(gu.size()), gu.data());
+  random_weight_fill("dn", 2, 0, static_cast<int64_t>(dn.size()), dn.data());
+  random_weight_fill("router", 2, 0, static_cast<int64_t>(rw.size()), rw.data());
+  random_weight_fill("x", 2, 0, static_cast<int64_t>(xv.size()), xv.data());
+  for (float& v : rw) v *= 50;
+  const Device cpu = Device::cpu();
+  Tensor x = from_floats(xv, Shape{T, H}, DType::F32, cpu);
+  Tensor router = from_floats(rw, Shape{E, H}, DType::F32, cpu);
+  Tensor gate_up = from_floats(gu, Shape{E, 2 * I, H}, DType::F32, cpu);
+  Tensor down = from_floats(dn, Shape{E, H, I}, DType::F32, cpu);
+  for (int real : {T, 3}) {
+    ops::MoeRouted f = ops::moe_route_group(x, router, k, true, count_of(real), ops::MoeFusedChoice::kFused);
+    Tensor logits = ops::linear(x, router, Tensor(), DType::F32);
+    auto r = ops::moe_route(logits, k, true, count_of(real));
+    auto g = ops::moe_group(r, E);
+    EXPECT_EQ(to_host_floats(f.logits), to_host_floats(logits));
+    EXPECT_EQ(to_host_vector<int32_t>(f.routing.topk_ids), to_host_vector<int32_t>(r.topk_ids));
+    EXPECT_EQ(to_host_vector<float>(f.routing.topk_weights), to_host_vector<float>(r.topk_weights));
+    EXPECT_EQ(to_host_vector<int32_t>(f.groups.expert_counts), to_host_vector<int32_t>(g.expert_counts));
+    EXPECT_EQ(to_host_vector<int32_t>(f.groups.slot_rows), to_host_vector<int32_t>(g.slot_rows));
+    const auto ids = to_host_vector<int32_t>(r.topk_ids);
+    const std::set<int32_t> experts(ids.begin(), ids.end());
+    EXPECT_GT(experts.size(), 2u) << "the routing should spread over several experts";
+    auto got =
+        to_host_floats(ops::moe_experts_combine(x, f.groups, f.routing, gate_up, down, ops::MoeFusedChoice::kFused));
+    auto want = to_host_floats(ops::moe_combine(ops::moe_experts(x, g, gate_up, down), g, r));
+    EXPECT_EQ(got, want) << "real " << real;
+    for (size_t i = static_cast<size_t>(real) * H; i < got.size(); ++i) ASSERT_EQ(got[i], 0.0f) << "padding row";
+  }
+  Tensor bad = from_floats(std::vector<float>(static_cast<size_t>(E * (H + 1))), Shape{E, H + 1}, DType::F32, cpu);
+  EXPECT_NE(error_of([&] { ops::moe_route_group(x, bad, k, true, Tensor()); }).find("router_weight must be"),
+            std::string::npos);
+  if (!std::getenv("GRAPHRT_MOE_FUSED_MAX_TOKENS")) EXPECT_EQ(ops::moe_fused_max_tokens(), 1);  // measured rule
 }
 
 TEST(MoeOps, BadArgumentsAreClearErrors) {

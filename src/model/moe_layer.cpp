@@ -28,8 +28,16 @@ struct MoeDispatch {
 
 MoeDispatch route(const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real) {
   // Router logits in the run dtype, as transformers' gate Linear gives them; softmax in float32.
-  Tensor logits = ops::linear(x, w->router, Tensor(), x.dtype());
   MoeDispatch d;
+  if (ops::moe_fused_router_enabled()) {  // one kernel for 1-token blocks by default (ops/moe.h)
+    ops::MoeRouted r = ops::moe_route_group(x, w->router, c->num_experts_per_tok, c->norm_topk_prob, num_real);
+    GRT_CHECK(r.groups.expert_counts.numel() == c->num_experts, "moe_block: the router has {} experts, the config {}",
+              r.groups.expert_counts.numel(), c->num_experts);
+    d.routing = std::move(r.routing);
+    d.groups = std::move(r.groups);
+    return d;
+  }
+  Tensor logits = ops::linear(x, w->router, Tensor(), x.dtype());
   d.routing = ops::moe_route(logits, c->num_experts_per_tok, c->norm_topk_prob, num_real);
   d.groups = ops::moe_group(d.routing, c->num_experts);
   return d;
@@ -43,6 +51,8 @@ Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& x, con
                bool eager_routing) {
   MoeDispatch d = eager_routing ? eager_route(host_ref("config", c), host_ref("layer_weights", w), x, num_real)
                                 : route(c, w, x, num_real);
+  if (ops::moe_fused_experts_enabled())
+    return ops::moe_experts_combine(x, d.groups, d.routing, w->expert_gate_up, w->expert_down);
   Tensor expert_out = ops::moe_experts(x, d.groups, w->expert_gate_up, w->expert_down);
   return ops::moe_combine(expert_out, d.groups, d.routing);
 }

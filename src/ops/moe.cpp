@@ -1,12 +1,16 @@
 #include "ops/moe.h"
 
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "memory/tensor_alloc.h"
 #include "ops/cpu/moe_cpu.h"
+#include "ops/linear.h"
 #include "ops/moe_args.h"
 #include "ops/op_checks.h"
 #ifdef GRAPHRT_WITH_CUDA
@@ -39,19 +43,62 @@ void check_dtype_for_device(const char* op, const Tensor& t) {
   else GRT_CHECK(t.dtype() == DType::BF16, "{} on CUDA supports bf16 only, got {}", op, t.str());
 }
 
+// A non-negative count (slots or tokens) from environment variable `name`; nullopt when unset.
+std::optional<int64_t> count_from_env(const char* name) {
+  const char* s = std::getenv(name);
+  if (!s || !*s) return std::nullopt;
+  int64_t n = 0;
+  const char* end = s + std::strlen(s);
+  auto [p, ec] = std::from_chars(s, end, n);
+  GRT_CHECK(ec == std::errc() && p == end && n >= 0,
+            "{} must be a non-negative integer, got '{}'", name, s);
+  return n;
+}
+
 // GRAPHRT_MOE_GEMV_MAX_SLOTS, read once; nullopt when unset.
 std::optional<int64_t> gemv_max_slots_override() {
-  static const std::optional<int64_t> v = []() -> std::optional<int64_t> {
-    const char* s = std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS");
-    if (!s || !*s) return std::nullopt;
-    int64_t n = 0;
-    const char* end = s + std::strlen(s);
-    auto [p, ec] = std::from_chars(s, end, n);
-    GRT_CHECK(ec == std::errc() && p == end && n >= 0,
-              "GRAPHRT_MOE_GEMV_MAX_SLOTS must be a non-negative integer (slots = tokens * top_k), got '{}'", s);
-    return n;
-  }();
+  static const std::optional<int64_t> v = count_from_env("GRAPHRT_MOE_GEMV_MAX_SLOTS");
   return v;
+}
+
+// Validates the arguments of moe_experts (and moe_experts_combine, under `op`).
+void check_experts(const char* op, const Tensor& x, const MoeGroups& g, const Tensor& gate_up, const Tensor& down) {
+  check_defined(op, x, "x");
+  check_defined(op, gate_up, "gate_up");
+  check_defined(op, down, "down");
+  check_defined(op, g.sorted_slots, "groups");
+  GRT_CHECK(x.rank() == 2 && x.is_contiguous(), "{}: x must be a contiguous [tokens, hidden], got {}", op, x.str());
+  GRT_CHECK(gate_up.rank() == 3 && gate_up.is_contiguous() && gate_up.size(1) % 2 == 0,
+            "{}: gate_up must be a contiguous [experts, 2 * inter, hidden], got {}", op, gate_up.str());
+  const int64_t E = gate_up.size(0), I = gate_up.size(1) / 2, H = x.size(1);
+  GRT_CHECK(gate_up.size(2) == H, "{}: gate_up {} does not match x {} (hidden {})", op, gate_up.str(), x.str(), H);
+  GRT_CHECK(down.rank() == 3 && down.is_contiguous() && down.size(0) == E && down.size(1) == H && down.size(2) == I,
+            "{}: down must be a contiguous [{}, {}, {}], got {}", op, E, H, I, down.str());
+  GRT_CHECK(g.expert_counts.numel() == E, "{}: groups of {} experts for weights of {}", op, g.expert_counts.numel(),
+            E);
+  GRT_CHECK(g.slot_rows.numel() == x.size(0) * g.top_k, "{}: groups of {} slots for {} tokens x top-{}", op,
+            g.slot_rows.numel(), x.size(0), g.top_k);
+  GRT_CHECK(x.dtype() == gate_up.dtype() && x.dtype() == down.dtype(), "{}: x {}, gate_up {} and down {} differ in dtype",
+            op, x.str(), gate_up.str(), down.str());
+  check_same_device(op, x, gate_up);
+  check_same_device(op, x, down);
+  check_same_device(op, x, g.sorted_slots);
+  check_dtype_for_device(op, x);
+  if (x.device().is_cuda())
+    GRT_CHECK(H % 8 == 0 && I % 8 == 0, "{} on CUDA needs hidden ({}) and expert intermediate ({}) sizes divisible by 8",
+              op, H, I);
+}
+
+// The raw arguments of the expert MLPs over `g` (out: [max_rows, H] or null, act: scratch).
+MoeExpertsArgs experts_args(const Tensor& x, const MoeGroups& g, const Tensor& gate_up, const Tensor& down,
+                            const Tensor& act, void* out, MoeExpertsKernel kernel) {
+  MoeExpertsArgs a{x.data(), g.sorted_slots.data_as<int32_t>(), g.block_expert.data_as<int32_t>(),
+                   gate_up.data(), down.data(), act.data(), out, g.max_rows, kMoeBlockRows, g.top_k, x.size(1),
+                   gate_up.size(1) / 2, x.dtype()};
+  a.slots = g.slot_rows.numel();
+  a.use_gemv = kernel == MoeExpertsKernel::kGemv ||
+               (kernel == MoeExpertsKernel::kAuto && a.slots <= moe_gemv_max_slots(gate_up.size(0)));
+  return a;
 }
 
 }  // namespace
@@ -120,39 +167,12 @@ MoeGroups moe_group(const MoeRouting& routing, int num_experts) {
 Tensor moe_experts(const Tensor& x, const MoeGroups& g, const Tensor& gate_up, const Tensor& down,
                    MoeExpertsKernel kernel) {
   const char* op = "moe_experts";
-  check_defined(op, x, "x");
-  check_defined(op, gate_up, "gate_up");
-  check_defined(op, down, "down");
-  check_defined(op, g.sorted_slots, "groups");
-  GRT_CHECK(x.rank() == 2 && x.is_contiguous(), "{}: x must be a contiguous [tokens, hidden], got {}", op, x.str());
-  GRT_CHECK(gate_up.rank() == 3 && gate_up.is_contiguous() && gate_up.size(1) % 2 == 0,
-            "{}: gate_up must be a contiguous [experts, 2 * inter, hidden], got {}", op, gate_up.str());
-  const int64_t E = gate_up.size(0), I = gate_up.size(1) / 2, H = x.size(1);
-  GRT_CHECK(gate_up.size(2) == H, "{}: gate_up {} does not match x {} (hidden {})", op, gate_up.str(), x.str(), H);
-  GRT_CHECK(down.rank() == 3 && down.is_contiguous() && down.size(0) == E && down.size(1) == H && down.size(2) == I,
-            "{}: down must be a contiguous [{}, {}, {}], got {}", op, E, H, I, down.str());
-  GRT_CHECK(g.expert_counts.numel() == E, "{}: groups of {} experts for weights of {}", op, g.expert_counts.numel(),
-            E);
-  GRT_CHECK(g.slot_rows.numel() == x.size(0) * g.top_k, "{}: groups of {} slots for {} tokens x top-{}", op,
-            g.slot_rows.numel(), x.size(0), g.top_k);
-  GRT_CHECK(x.dtype() == gate_up.dtype() && x.dtype() == down.dtype(), "{}: x {}, gate_up {} and down {} differ in dtype",
-            op, x.str(), gate_up.str(), down.str());
-  check_same_device(op, x, gate_up);
-  check_same_device(op, x, down);
-  check_same_device(op, x, g.sorted_slots);
-  check_dtype_for_device(op, x);
-  if (x.device().is_cuda())
-    GRT_CHECK(H % 8 == 0 && I % 8 == 0, "{} on CUDA needs hidden ({}) and expert intermediate ({}) sizes divisible by 8",
-              op, H, I);
+  check_experts(op, x, g, gate_up, down);
+  const int64_t I = gate_up.size(1) / 2, H = x.size(1);
   Tensor out = empty(Shape{g.max_rows, H}, x.dtype(), x.device());
   Tensor act = empty(Shape{g.max_rows, I}, x.dtype(), x.device());
   if (x.size(0) == 0) return out;
-  MoeExpertsArgs a{x.data(), g.sorted_slots.data_as<int32_t>(), g.block_expert.data_as<int32_t>(),
-                   gate_up.data(), down.data(), act.data(), out.data(), g.max_rows, kMoeBlockRows, g.top_k, H, I,
-                   x.dtype()};
-  a.slots = g.slot_rows.numel();
-  a.use_gemv = kernel == MoeExpertsKernel::kGemv ||
-               (kernel == MoeExpertsKernel::kAuto && a.slots <= moe_gemv_max_slots(E));
+  MoeExpertsArgs a = experts_args(x, g, gate_up, down, act, out.data(), kernel);
   dispatch(op, x, a, &::grt::cpu::moe_experts, GRT_MOE_CUDA(moe_experts));
   return out;
 }
@@ -176,6 +196,128 @@ Tensor moe_combine(const Tensor& expert_out, const MoeGroups& g, const MoeRoutin
                    expert_out.dtype()};
   dispatch(op, expert_out, a, &::grt::cpu::moe_combine, GRT_MOE_CUDA(moe_combine));
   return out;
+}
+
+int64_t moe_fused_max_tokens() {
+  static const std::optional<int64_t> v = count_from_env("GRAPHRT_MOE_FUSED_MAX_TOKENS");
+  return v ? *v : 1;
+}
+
+namespace {
+
+// GRAPHRT_MOE_FUSED as {router, experts}, read once.
+std::pair<bool, bool> fused_from_env() {
+  static const std::pair<bool, bool> v = [] {
+    const char* s = std::getenv("GRAPHRT_MOE_FUSED");
+    const std::string m = s ? s : "";
+    GRT_CHECK(m.empty() || m == "1" || m == "0" || m == "router" || m == "experts",
+              "GRAPHRT_MOE_FUSED must be 1, 0, router or experts, got '{}'", m);
+    return std::pair<bool, bool>{m.empty() || m == "1" || m == "router", m.empty() || m == "1" || m == "experts"};
+  }();
+  return v;
+}
+
+}  // namespace
+
+bool moe_fused_router_enabled() { return fused_from_env().first; }
+bool moe_fused_experts_enabled() { return fused_from_env().second; }
+
+MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
+                          const Tensor& num_real, MoeFusedChoice choice) {
+  const char* op = "moe_route_group";
+  check_defined(op, x, "x");
+  check_defined(op, router_weight, "router_weight");
+  GRT_CHECK(x.rank() == 2 && x.is_contiguous(), "{}: x must be a contiguous [tokens, hidden], got {}", op, x.str());
+  GRT_CHECK(router_weight.rank() == 2 && router_weight.is_contiguous() && router_weight.size(1) == x.size(1) &&
+                router_weight.dtype() == x.dtype(),
+            "{}: router_weight must be a contiguous [experts, {}] of {}, got {}", op, x.size(1), dtype_name(x.dtype()),
+            router_weight.str());
+  check_same_device(op, x, router_weight);
+  const int64_t T = x.size(0), E = router_weight.size(0), H = x.size(1);
+  bool fused = choice != MoeFusedChoice::kSeparate &&
+               (choice == MoeFusedChoice::kFused || T <= moe_fused_max_tokens()) && x.device().is_cuda() &&
+               x.dtype() == DType::BF16 && T >= 1 && T <= kMoeFusedMaxTokens &&
+               T * E <= kMoeFusedMaxLogits && H % 8 == 0 && E >= 1 && E <= kMoeMaxExperts &&
+               reinterpret_cast<uintptr_t>(x.data()) % 16 == 0 && reinterpret_cast<uintptr_t>(router_weight.data()) % 16 == 0;
+#ifdef GRAPHRT_WITH_CUDA
+  fused = fused && ::grt::cuda::moe_route_group_supported(x.device());
+#endif
+  MoeRouted r;
+  if (!fused) {  // the separate ops (their checks apply)
+    r.logits = linear(x, router_weight, Tensor(), x.dtype());
+    r.routing = moe_route(r.logits, top_k, renormalize, num_real);
+    r.groups = moe_group(r.routing, static_cast<int>(E));
+    return r;
+  }
+#ifdef GRAPHRT_WITH_CUDA
+  GRT_CHECK(top_k >= 1 && top_k <= E, "{}: top_k {} must be in [1, {}] (the number of experts)", op, top_k, E);
+  if (num_real.defined()) {
+    check_vector(op, num_real, "num_real", DType::I32, 1);
+    check_same_device(op, x, num_real);
+  }
+  const Device d = x.device();
+  r.logits = empty(Shape{T, E}, x.dtype(), d);
+  r.routing.topk_ids = empty(Shape{T, top_k}, DType::I32, d);
+  r.routing.topk_weights = empty(Shape{T, top_k}, DType::F32, d);
+  MoeGroups& g = r.groups;
+  const int64_t slots = T * top_k, B = kMoeBlockRows;
+  g.top_k = top_k;
+  g.max_rows = (slots + E * (B - 1) + B - 1) / B * B;
+  g.expert_counts = empty(Shape{E}, DType::I32, d);
+  g.sorted_slots = empty(Shape{g.max_rows}, DType::I32, d);
+  g.block_expert = empty(Shape{g.max_rows / B}, DType::I32, d);
+  g.slot_rows = empty(Shape{slots}, DType::I32, d);
+  MoeRouterArgs a{};
+  a.x = x.data();
+  a.weight = router_weight.data();
+  a.hidden = H;
+  a.route = MoeRouteArgs{r.logits.data(),
+                         x.dtype(),
+                         num_real.defined() ? num_real.data_as<int32_t>() : nullptr,
+                         r.routing.topk_ids.data_as<int32_t>(),
+                         r.routing.topk_weights.data_as<float>(),
+                         T,
+                         E,
+                         top_k,
+                         renormalize};
+  a.group = MoeGroupArgs{r.routing.topk_ids.data_as<int32_t>(), slots, E, g.max_rows, B,
+                         g.expert_counts.data_as<int32_t>(), g.sorted_slots.data_as<int32_t>(),
+                         g.block_expert.data_as<int32_t>(), g.slot_rows.data_as<int32_t>()};
+  ::grt::cuda::moe_route_group(d, a);
+#endif
+  return r;
+}
+
+Tensor moe_experts_combine(const Tensor& x, const MoeGroups& g, const MoeRouting& routing, const Tensor& gate_up,
+                           const Tensor& down, MoeFusedChoice choice) {
+  const char* op = "moe_experts_combine";
+  check_experts(op, x, g, gate_up, down);
+  const Tensor& w = routing.topk_weights;
+  check_defined(op, w, "topk_weights");
+  GRT_CHECK(w.rank() == 2 && w.is_contiguous() && w.dtype() == DType::F32 && w.size(0) == x.size(0) &&
+                w.size(1) == g.top_k && routing.topk_ids.defined() && routing.topk_ids.numel() == w.numel(),
+            "{}: routing of {} tokens x top-{} expected, got weights {}", op, x.size(0), g.top_k, w.str());
+  check_same_device(op, x, w);
+  const int64_t T = x.size(0), E = gate_up.size(0), I = gate_up.size(1) / 2, H = x.size(1);
+  const int64_t slots = g.slot_rows.numel();
+  const bool fused = choice != MoeFusedChoice::kSeparate &&
+                     (choice == MoeFusedChoice::kFused || T <= moe_fused_max_tokens()) && x.device().is_cuda() &&
+                     T >= 1 && slots <= moe_gemv_max_slots(E) && T <= 65535;
+  if (!fused) return moe_combine(moe_experts(x, g, gate_up, down), g, routing);
+#ifdef GRAPHRT_WITH_CUDA
+  Tensor act = empty(Shape{g.max_rows, I}, x.dtype(), x.device());
+  Tensor out = empty(Shape{T, H}, x.dtype(), x.device());
+  MoeExpertsCombineArgs a{experts_args(x, g, gate_up, down, act, nullptr, MoeExpertsKernel::kGemv),
+                          routing.topk_ids.data_as<int32_t>(),
+                          g.slot_rows.data_as<int32_t>(),
+                          w.data_as<float>(),
+                          out.data(),
+                          T};
+  ::grt::cuda::moe_experts_combine(x.device(), a);
+  return out;
+#else
+  return Tensor();
+#endif
 }
 
 }  // namespace grt::ops

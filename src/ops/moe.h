@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/moe_args.h"
 
 namespace grt::ops {
 
@@ -70,5 +71,49 @@ Tensor moe_experts(const Tensor& x, const MoeGroups& groups, const Tensor& gate_
 // out[t] = sum_j topk_weights[t, j] * expert_out[slot_rows[t * k + j]] (float32 sums in choice
 // order), rounded to expert_out's dtype; zero for rows that route nowhere. Returns [T, H].
 Tensor moe_combine(const Tensor& expert_out, const MoeGroups& groups, const MoeRouting& routing);
+
+// --- The fused decode path: three PDL launches per MoE block instead of six. ---
+// Measured on an H100 with qwen3-30b-a3b (bench/results/h100_2026-11-23_s4_moe): decode bs 1
+// 4.969 -> 4.885 ms with both fusions, but bs 8 15.26 -> 17.09 and prefill of 4 tokens 6.12 ->
+// 7.38 (the router kernel runs its tokens one after another, and the per-token down GEMV reads a
+// shared expert once per token and its k experts in dependent rounds). So kAuto fuses only up to
+// moe_fused_max_tokens() tokens (1 by default).
+enum class MoeFusedChoice { kAuto, kFused, kSeparate };
+
+// The most tokens kAuto runs fused: 1, or GRAPHRT_MOE_FUSED_MAX_TOKENS when set (0: never; the
+// router kernel still takes at most kMoeFusedMaxTokens, ops/moe_args.h).
+int64_t moe_fused_max_tokens();
+
+// Router linear + moe_route + moe_group of one block. x: [T, H] contiguous; router_weight:
+// [E, H] of x's dtype. logits: [T, E] of x's dtype (the router Linear's output, as transformers
+// gives it). Fused (kFused, or kAuto with T <= moe_fused_max_tokens()) where it can run: CUDA,
+// compute capability >= 9.0, bf16, 16-byte aligned, T <= kMoeFusedMaxTokens, T * E <=
+// kMoeFusedMaxLogits, H a multiple of 8: one kernel (a cluster of 8 blocks; the router rows
+// are loaded before the PDL wait). Otherwise, and on the CPU, ops::linear, moe_route and
+// moe_group, with those ops' contracts.
+struct MoeRouted {
+  MoeRouting routing;
+  MoeGroups groups;
+  Tensor logits;
+};
+MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
+                          const Tensor& num_real, MoeFusedChoice choice = MoeFusedChoice::kAuto);
+
+// moe_combine(moe_experts(x, groups, gate_up, down), groups, routing) as one op: [T, H] of x's
+// dtype, the same values (bit for bit the separate ops on the GEMV kernels; the CPU runs the
+// separate references). Fused (kFused where the GEMV kernels apply, moe_gemv_max_slots; kAuto
+// also needs T <= moe_fused_max_tokens()): the gate_up GEMV with PDL, then one warp per output
+// column of one token runs the down rows of its k experts and sums them weighted in choice
+// order (no expert_out rows, no combine launch; its blocks prefetch their rows into L2 before
+// the PDL wait). Otherwise the separate ops.
+Tensor moe_experts_combine(const Tensor& x, const MoeGroups& groups, const MoeRouting& routing,
+                           const Tensor& gate_up, const Tensor& down, MoeFusedChoice choice = MoeFusedChoice::kAuto);
+
+// Which fused ops the model's MoE block uses, from the environment variable GRAPHRT_MOE_FUSED
+// (read once): unset, "" or "1": both; "router": moe_route_group only; "experts":
+// moe_experts_combine only; "0": neither (the separate ops as before the fused path), for A/B
+// measurements in one binary. Anything else is an error.
+bool moe_fused_router_enabled();
+bool moe_fused_experts_enabled();
 
 }  // namespace grt::ops

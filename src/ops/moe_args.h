@@ -49,4 +49,29 @@ struct MoeCombineArgs {
   DType dtype;
 };
 
+// Limits of the fused router kernel (moe_route_group on CUDA): tokens, and tokens x experts
+// (its logits are held in shared memory).
+constexpr int64_t kMoeFusedMaxTokens = 32;
+constexpr int64_t kMoeFusedMaxLogits = 8192;
+
+// The fused router (moe_route_group on CUDA): the router linear writes `route.logits` (x's
+// dtype), then the routing and grouping of `route` and `group` run in the same kernel.
+struct MoeRouterArgs {
+  const void* x;       // [tokens, hidden]
+  const void* weight;  // [experts, hidden]
+  int64_t hidden;
+  MoeRouteArgs route;  // route.logits: the output [tokens, experts] (written here despite its const)
+  MoeGroupArgs group;  // group.topk_ids == route.topk_ids
+};
+
+// The gate_up GEMV of `experts`, then the per-token down GEMV with the weighted combine.
+struct MoeExpertsCombineArgs {
+  MoeExpertsArgs experts;  // experts.out unused
+  const int32_t* topk_ids;
+  const int32_t* slot_rows;
+  const float* topk_weights;
+  void* out;  // [tokens, hidden]
+  int64_t tokens;
+};
+
 }  // namespace grt::ops

@@ -15,6 +15,7 @@
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/moe_cuda.h"
 #include "ops/cuda/moe_gemv.h"
+#include "ops/cuda/moe_common.cuh"
 
 namespace grt::cuda {
 namespace {
@@ -22,132 +23,19 @@ namespace {
 using namespace dense;
 using bf16 = __nv_bfloat16;
 
-constexpr int kMaxPerLane = 16;  // 512 experts / 32 lanes
-
 template <typename T>
 __global__ void route_kernel(const T* logits, const int32_t* num_real, int32_t* ids, float* weights, int64_t tokens,
                              int experts, int top_k, bool renormalize) {
-  const int lane = threadIdx.x % 32;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (t >= tokens) return;
   int64_t real = tokens;
   if (num_real) real = min(max(static_cast<int64_t>(*num_real), int64_t{0}), tokens);
-  if (t >= real) {
-    for (int j = lane; j < top_k; j += 32) {
-      ids[t * top_k + j] = -1;
-      weights[t * top_k + j] = 0.0f;
-    }
-    return;
-  }
-  float v[kMaxPerLane];
-  float m = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kMaxPerLane; ++i) {
-    const int e = lane + 32 * i;
-    v[i] = e < experts ? to_float(logits[t * experts + e]) : -INFINITY;
-    m = fmaxf(m, v[i]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  float sum = 0;
-#pragma unroll
-  for (int i = 0; i < kMaxPerLane; ++i) {
-    v[i] = lane + 32 * i < experts ? expf(v[i] - m) : -1.0f;  // -1: no expert / taken
-    sum += v[i] > 0 ? v[i] : 0.0f;
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  float picked = 0, my_w = 0;
-  int my_id = -1;
-  for (int j = 0; j < top_k; ++j) {
-    float best = -2.0f;
-    int best_e = 0x7fffffff;
-#pragma unroll
-    for (int i = 0; i < kMaxPerLane; ++i)
-      if (v[i] > best) {  // strict: the lowest index of a lane wins ties
-        best = v[i];
-        best_e = lane + 32 * i;
-      }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ob = __shfl_xor_sync(0xffffffffu, best, o);
-      const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
-      if (ob > best || (ob == best && oe < best_e)) {
-        best = ob;
-        best_e = oe;
-      }
-    }
-    const float p = best / sum;
-    picked += p;
-    if (lane == j % 32 && j < 32) {
-      my_w = p;
-      my_id = best_e;
-    }
-    if (j >= 32 && lane == 0) {  // more than 32 choices: written directly
-      ids[t * top_k + j] = best_e;
-      weights[t * top_k + j] = p;
-    }
-    if (best_e % 32 == lane) v[best_e / 32] = -1.0f;
-  }
-  if (lane < top_k) {
-    ids[t * top_k + lane] = my_id;
-    weights[t * top_k + lane] = renormalize ? my_w / picked : my_w;
-  }
-  if (renormalize && top_k > 32 && lane == 0) {  // lane 0 wrote these itself
-    for (int j = 32; j < top_k; ++j) weights[t * top_k + j] /= picked;
-  }
+  moe::route_row(logits + t * experts, t < real, ids + t * top_k, weights + t * top_k, experts, top_k, renormalize);
 }
 
 constexpr int kGroupThreads = 1024;
 
-__global__ void group_kernel(ops::MoeGroupArgs a) {
-  __shared__ int counts[512];
-  __shared__ int offsets[512];
-  const int E = static_cast<int>(a.experts), B = static_cast<int>(a.block_rows);
-  for (int e = threadIdx.x; e < E; e += blockDim.x) counts[e] = 0;
-  __syncthreads();
-  for (int64_t s = threadIdx.x; s < a.slots; s += blockDim.x) {
-    const int e = a.topk_ids[s];
-    if (e >= 0 && e < E) atomicAdd(&counts[e], 1);
-  }
-  __syncthreads();
-  if (threadIdx.x < 32) {  // block-padded offsets: each lane sums a run of experts, then a warp scan
-    const int lane = threadIdx.x, per = (E + 31) / 32, first = min(lane * per, E), last = min(first + per, E);
-    int local = 0;
-    for (int e = first; e < last; ++e) local += (counts[e] + B - 1) / B * B;
-    int incl = local;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int v = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= o) incl += v;
-    }
-    int off = incl - local;
-    for (int e = first; e < last; ++e) {
-      offsets[e] = off;
-      off += (counts[e] + B - 1) / B * B;
-    }
-  }
-  for (int64_t r = threadIdx.x; r < a.max_rows; r += blockDim.x) a.sorted_slots[r] = -1;
-  for (int64_t b = threadIdx.x; b < a.max_rows / B; b += blockDim.x) a.block_expert[b] = -1;
-  __syncthreads();
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    a.expert_counts[e] = counts[e];
-    const int first = offsets[e] / B, end = (offsets[e] + (counts[e] + B - 1) / B * B) / B;
-    for (int b = first; b < end; ++b) a.block_expert[b] = e;
-  }
-  __syncthreads();
-  // offsets[] becomes each expert's cursor.
-  for (int64_t s = threadIdx.x; s < a.slots; s += blockDim.x) {
-    const int e = a.topk_ids[s];
-    if (e < 0 || e >= E) {
-      a.slot_rows[s] = -1;
-      continue;
-    }
-    const int row = atomicAdd(&offsets[e], 1);
-    a.sorted_slots[row] = static_cast<int32_t>(s);
-    a.slot_rows[s] = row;
-  }
-}
+__global__ void group_kernel(ops::MoeGroupArgs a) { moe::group_block(a); }
 
 // Grouped GEMM: C[r, n] = sum_k A[r, k] * W_e[n, k] for the rows r of one 16-row block of expert
 // e. kGated: W holds gate rows [0, N) and up rows [N, 2N); the block computes both and stores
@@ -256,7 +144,7 @@ void check_grid(const char* op, int64_t x, int64_t y) {
 
 void moe_route(Device d, const ops::MoeRouteArgs& a) {
   cudaStream_t s = launch_stream(d);
-  GRT_CHECK(a.experts <= 32 * kMaxPerLane, "moe_route on CUDA: {} experts exceed {}", a.experts, 32 * kMaxPerLane);
+  GRT_CHECK(a.experts <= 32 * moe::kMaxPerLane, "moe_route on CUDA: {} experts exceed {}", a.experts, 32 * moe::kMaxPerLane);
   constexpr int kWarps = 4;
   const int64_t blocks = (a.tokens + kWarps - 1) / kWarps;
   check_grid("moe_route", blocks, 1);

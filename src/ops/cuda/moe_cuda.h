@@ -10,5 +10,12 @@ void moe_route(Device d, const ops::MoeRouteArgs& a);
 void moe_group(Device d, const ops::MoeGroupArgs& a);
 void moe_experts(Device d, const ops::MoeExpertsArgs& a);
 void moe_combine(Device d, const ops::MoeCombineArgs& a);
+// The fused small-batch path (moe_fused.cu): router linear + route + group in one kernel (a
+// cluster of 8 blocks; tokens <= ops::kMoeFusedMaxTokens, tokens * experts <=
+// ops::kMoeFusedMaxLogits), and gate_up GEMV + per-token down GEMV with the combine. PDL launches.
+void moe_route_group(Device d, const ops::MoeRouterArgs& a);
+// Whether moe_route_group runs on `d` (thread block clusters: compute capability 9.0 or newer).
+bool moe_route_group_supported(Device d);
+void moe_experts_combine(Device d, const ops::MoeExpertsCombineArgs& a);
 
 }  // namespace grt::cuda

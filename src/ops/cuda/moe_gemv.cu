@@ -16,6 +16,7 @@
 // slot, so min(blocks, slots) covers them for any routing; unused blocks read -1 and exit.
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/moe_gemv.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
 namespace {
@@ -60,6 +61,10 @@ __global__ void __launch_bounds__(kThreads)
     grouped_gemv_kernel(const bf16* __restrict__ a_src, const int32_t* __restrict__ sorted_slots,
                         const int32_t* __restrict__ block_expert, int top_k, int block_rows,
                         const bf16* __restrict__ w, bf16* __restrict__ out, int N, int K) {
+  // PDL (only when launched with the attribute; no-ops otherwise): the groups come from the
+  // kernel before. Triggering at once lets the next kernel's blocks prefetch their weights.
+  pdl_wait();
+  pdl_trigger();
   const int b = blockIdx.y;
   const int e = block_expert[b];
   if (e < 0) return;  // a block no expert uses
@@ -152,29 +157,58 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void moe_experts_gemv(cudaStream_t s, const ops::MoeExpertsArgs& a) {
+namespace {
+
+struct GemvGrid {
+  int64_t blocks = 0, gate_tiles = 0, down_tiles = 0;
+};
+
+GemvGrid check_gemv(const ops::MoeExpertsArgs& a) {
   GRT_CHECK(a.block_rows >= 1 && a.block_rows <= kMaxBlockRows, "moe_experts (gemv): blocks of {} rows, expected 1..{}",
             a.block_rows, kMaxBlockRows);
   GRT_CHECK(a.hidden % kChunkElems == 0 && a.inter % kChunkElems == 0 && a.hidden <= 0x7fffffff &&
                 a.inter <= 0x7fffffff,
             "moe_experts (gemv): hidden {} and inter {} must be multiples of {} within int32", a.hidden, a.inter,
             kChunkElems);
+  GemvGrid g;
   // Every used block holds at least one slot, and used blocks come first in the table.
-  const int64_t blocks = std::min(a.max_rows / a.block_rows, a.slots);
-  if (blocks <= 0) return;
-  const int64_t gate_tiles = (a.inter + kWarps - 1) / kWarps, down_tiles = (a.hidden + kWarps - 1) / kWarps;
-  GRT_CHECK(blocks <= 65535 && std::max(gate_tiles, down_tiles) <= 0x7fffffff,
-            "moe_experts (gemv): grid {} x {} exceeds CUDA's limits", std::max(gate_tiles, down_tiles), blocks);
+  g.blocks = std::min(a.max_rows / a.block_rows, a.slots);
+  g.gate_tiles = (a.inter + kWarps - 1) / kWarps;
+  g.down_tiles = (a.hidden + kWarps - 1) / kWarps;
+  GRT_CHECK(g.blocks <= 65535 && std::max(g.gate_tiles, g.down_tiles) <= 0x7fffffff,
+            "moe_experts (gemv): grid {} x {} exceeds CUDA's limits", std::max(g.gate_tiles, g.down_tiles), g.blocks);
+  return g;
+}
+
+}  // namespace
+
+void moe_experts_gemv_gate_up(cudaStream_t s, const ops::MoeExpertsArgs& a, int pdl_device) {
+  const GemvGrid g = check_gemv(a);
+  if (g.blocks <= 0) return;
   const int top_k = static_cast<int>(a.top_k), br = static_cast<int>(a.block_rows);
   const int H = static_cast<int>(a.hidden), I = static_cast<int>(a.inter);
-  grouped_gemv_kernel<true><<<dim3(static_cast<unsigned>(gate_tiles), static_cast<unsigned>(blocks)), kThreads, 0, s>>>(
-      static_cast<const bf16*>(a.x), a.sorted_slots, a.block_expert, top_k, br, static_cast<const bf16*>(a.gate_up),
-      static_cast<bf16*>(a.act), I, H);
-  GRT_CUDA_CHECK_LAUNCH("moe_experts gemv gate_up blocks={} hidden={} inter={}", blocks, a.hidden, a.inter);
-  grouped_gemv_kernel<false><<<dim3(static_cast<unsigned>(down_tiles), static_cast<unsigned>(blocks)), kThreads, 0, s>>>(
-      static_cast<const bf16*>(a.act), a.sorted_slots, a.block_expert, top_k, br, static_cast<const bf16*>(a.down),
-      static_cast<bf16*>(a.out), H, I);
-  GRT_CUDA_CHECK_LAUNCH("moe_experts gemv down blocks={} hidden={} inter={}", blocks, a.hidden, a.inter);
+  const dim3 grid(static_cast<unsigned>(g.gate_tiles), static_cast<unsigned>(g.blocks));
+  const auto* x = static_cast<const bf16*>(a.x);
+  const auto* w = static_cast<const bf16*>(a.gate_up);
+  auto* act = static_cast<bf16*>(a.act);
+  if (pdl_device >= 0)
+    (void)launch_pdl(pdl_device, grouped_gemv_kernel<true>, grid, dim3(kThreads), 0, s, 1, x, a.sorted_slots,
+                     a.block_expert, top_k, br, w, act, I, H);
+  else
+    grouped_gemv_kernel<true><<<grid, kThreads, 0, s>>>(x, a.sorted_slots, a.block_expert, top_k, br, w, act, I, H);
+  GRT_CUDA_CHECK_LAUNCH("moe_experts gemv gate_up blocks={} hidden={} inter={}", g.blocks, a.hidden, a.inter);
+}
+
+void moe_experts_gemv(cudaStream_t s, const ops::MoeExpertsArgs& a) {
+  const GemvGrid g = check_gemv(a);
+  if (g.blocks <= 0) return;
+  moe_experts_gemv_gate_up(s, a, -1);
+  const int top_k = static_cast<int>(a.top_k), br = static_cast<int>(a.block_rows);
+  const int H = static_cast<int>(a.hidden), I = static_cast<int>(a.inter);
+  grouped_gemv_kernel<false><<<dim3(static_cast<unsigned>(g.down_tiles), static_cast<unsigned>(g.blocks)), kThreads, 0,
+                               s>>>(static_cast<const bf16*>(a.act), a.sorted_slots, a.block_expert, top_k, br,
+                                    static_cast<const bf16*>(a.down), static_cast<bf16*>(a.out), H, I);
+  GRT_CUDA_CHECK_LAUNCH("moe_experts gemv down blocks={} hidden={} inter={}", g.blocks, a.hidden, a.inter);
 }
 
 }  // namespace grt::cuda

@@ -14,4 +14,9 @@ namespace grt::cuda {
 // Needs a.block_rows <= 32, bf16, hidden and inter multiples of 8.
 void moe_experts_gemv(cudaStream_t s, const ops::MoeExpertsArgs& a);
 
+// The gate_up half alone (a.act written, a.out untouched). pdl_device >= 0: launched with PDL
+// on that device (ops/cuda/pdl.cuh; the kernel waits before its first read of the groups and
+// triggers right after, so the next kernel's weight prefetch overlaps this one).
+void moe_experts_gemv_gate_up(cudaStream_t s, const ops::MoeExpertsArgs& a, int pdl_device);
+
 }  // namespace grt::cuda

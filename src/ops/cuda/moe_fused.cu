@@ -1,0 +1,252 @@
+// The fused MoE path (ops/moe.h: moe_route_group, moe_experts_combine): three PDL launches per
+// block instead of six (router linear, route, group, gate_up, down, combine). Predicted to save
+// ~20 us a layer at decode bs 1 on an H100 (qwen3-30b-a3b); measured 1.75 us (4.969 -> 4.885 ms a
+// step): graph launches of small kernels cost ~1 us each, not the 3-4 assumed, and the old router
+// GEMV already read its weights before its PDL wait. At 4-8 tokens both kernels are slower than
+// the separate ones (below), so the ops fuse one token by default (bench/results/
+// h100_2026-11-23_s4_moe/README.md).
+//
+// router: one cluster of 8 blocks x 16 warps; warp w of block b computes router rows b * 16 + w
+//         (+ 128, ...) for every token. Its first row's weights are loaded into registers
+//         before the PDL wait (weights only, pdl.cuh rule 1), so they stream while the previous
+//         kernel (the post-attention norm) runs. Block 0 gathers the logits through distributed
+//         shared memory, routes each token (moe::route_row) and groups the slots
+//         (moe::group_block): the same code as the separate kernels.
+// experts: the gate_up grouped GEMV of moe_gemv.cu, launched with PDL; then one warp per output
+//         column n of one token: for each of its k choices the down row n of that expert against
+//         the token's act row, rounded to bf16 as the separate down GEMV stores it, summed with
+//         the routing weight in choice order as moe_combine does. Before its PDL wait a warp
+//         prefetches its weight rows into L2: the token's routing was written by the router
+//         kernel, which has finished once this grid runs (gate_up waits before it triggers).
+#include <cooperative_groups.h>
+
+#include <array>
+#include <atomic>
+
+#include "ops/cuda/dense_common.cuh"
+#include "ops/cuda/moe_common.cuh"
+#include "ops/cuda/moe_cuda.h"
+#include "ops/cuda/moe_gemv.h"
+#include "ops/cuda/pdl.cuh"
+
+namespace grt::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+using bf16 = __nv_bfloat16;
+
+constexpr int kRouterCluster = 8, kRouterWarps = 16, kRouterThreads = kRouterWarps * 32;
+constexpr int kRouterRowWarps = kRouterCluster * kRouterWarps;  // rows computed at once by the cluster
+constexpr int kRouterPre = 8;  // 16-byte chunks per lane held from before the wait (hidden <= 2048 fully)
+
+__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
+  const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&x);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 p = __bfloat1622float2(a[i]), q = __bfloat1622float2(b[i]);
+    acc = fmaf(p.x, q.x, acc);
+    acc = fmaf(p.y, q.y, acc);
+  }
+  return acc;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Loads the first kRouterPre chunks of this lane of weight row `row` (zeros past the row).
+__device__ __forceinline__ void load_router_row(const bf16* w, int row, int rows, int chunks, int lane,
+                                                uint4 (&pre)[kRouterPre]) {
+#pragma unroll
+  for (int i = 0; i < kRouterPre; ++i) {
+    const int c = lane + 32 * i;
+    pre[i] = row < rows && c < chunks ? __ldg(reinterpret_cast<const uint4*>(w) + static_cast<int64_t>(row) * chunks + c)
+                                      : make_uint4(0, 0, 0, 0);
+  }
+}
+
+__global__ void __launch_bounds__(kRouterThreads) router_kernel(ops::MoeRouterArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // clusters: launched on sm_90+ only (moe_route_group_supported)
+  extern __shared__ float slog[];  // [tokens][experts]: this block's rows; block 0 gathers all
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int gw = rank * kRouterWarps + warp;
+  const int E = static_cast<int>(a.route.experts), T = static_cast<int>(a.route.tokens);
+  const int chunks = static_cast<int>(a.hidden / 8);
+  const auto* w = static_cast<const bf16*>(a.weight);
+  const auto* x4 = static_cast<const uint4*>(a.x);
+  uint4 pre[kRouterPre];
+  load_router_row(w, gw, E, chunks, lane, pre);  // weights only: before the wait
+  pdl_wait();
+  pdl_trigger();
+  // Tokens run one after another (a dependent x load and warp reduction each): slower than the
+  // router GEMV + route + group from 4 tokens on (measured); interleaving them is the next step.
+  for (int e = gw; e < E; e += kRouterRowWarps) {
+    if (e != gw) load_router_row(w, e, E, chunks, lane, pre);
+    const uint4* we = reinterpret_cast<const uint4*>(w) + static_cast<int64_t>(e) * chunks;
+    for (int t = 0; t < T; ++t) {
+      const uint4* xt = x4 + static_cast<int64_t>(t) * chunks;
+      float acc = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kRouterPre; ++i) {
+        const int c = lane + 32 * i;
+        if (c < chunks) acc = dot8(pre[i], xt[c], acc);
+      }
+      for (int c = lane + 32 * kRouterPre; c < chunks; c += 32) acc = dot8(__ldg(we + c), xt[c], acc);
+      acc = warp_sum(acc);
+      if (lane == 0) slog[t * E + e] = dense::round_to<bf16>(acc);  // the Linear's bf16 output
+    }
+  }
+  cluster.sync();
+  if (rank == 0) {
+    auto* logits = static_cast<bf16*>(const_cast<void*>(a.route.logits));  // the output here
+    for (int i = threadIdx.x; i < T * E; i += blockDim.x) {
+      const int owner = (i % E) % kRouterRowWarps / kRouterWarps;
+      const float v = owner == 0 ? slog[i] : cluster.map_shared_rank(slog, owner)[i];
+      slog[i] = v;
+      logits[i] = __float2bfloat16_rn(v);
+    }
+  }
+  cluster.sync();  // the other blocks' shared memory must outlive block 0's reads
+  if (rank != 0) return;
+  const int k = static_cast<int>(a.route.top_k);
+  int real = T;
+  if (a.route.num_real) real = min(max(*a.route.num_real, 0), T);
+  for (int t = warp; t < T; t += kRouterWarps)
+    moe::route_row(slog + t * E, t < real, a.route.topk_ids + t * k, a.route.topk_weights + t * k, E, k,
+                   a.route.renormalize);
+  __syncthreads();  // the block's global writes of the routing are visible to the grouping
+  moe::group_block(a.group);
+#else
+  __trap();
+#endif
+}
+
+constexpr int kDcWarps = 8, kDcThreads = kDcWarps * 32;
+constexpr int kDcUnroll = 4;   // 16-byte chunks per lane per expert in flight (as the down GEMV)
+constexpr int kDcExperts = 4;  // experts whose loads are in flight together
+
+// out[t, n] = sum_j w[t, j] * bf16(down_{e_j}[n, :] . act[slot_rows[t * k + j], :]), float32 in
+// choice order. The per-lane order of the dot products is the down GEMV's (moe_gemv.cu): bit for
+// bit the separate ops (16 of 16 batches on the H100). A warp runs its k experts in rounds of
+// kDcExperts and reads an expert shared by several tokens once per token, which is why 4-8
+// tokens measured slower than the grouped down GEMV + combine.
+__global__ void __launch_bounds__(kDcThreads)
+    down_combine_kernel(const bf16* __restrict__ act, const int32_t* __restrict__ ids,
+                        const int32_t* __restrict__ slot_rows, const float* __restrict__ weights,
+                        const bf16* __restrict__ w, bf16* __restrict__ out, int top_k, int N, int K) {
+  const int t = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n = blockIdx.x * kDcWarps + warp;
+  if (n < N) {  // the routing is complete before this grid runs (see the file comment)
+    for (int j = 0; j < top_k; ++j) {
+      const int e = ids[t * top_k + j];
+      if (e < 0) continue;
+      const bf16* wr = w + (static_cast<int64_t>(e) * N + n) * K;
+      for (int k = lane * 8; k < K; k += 32 * 8) asm volatile("prefetch.global.L2 [%0];" ::"l"(wr + k));
+    }
+  }
+  pdl_wait();
+  if (n < N) {
+    float acc = 0.0f;
+    for (int j0 = 0; j0 < top_k; j0 += kDcExperts) {
+      const bf16* wr[kDcExperts];
+      const bf16* ar[kDcExperts];
+      float wt[kDcExperts];
+      bool use[kDcExperts];
+#pragma unroll
+      for (int jj = 0; jj < kDcExperts; ++jj) {
+        const int j = j0 + jj;
+        const int row = j < top_k ? slot_rows[t * top_k + j] : -1;
+        use[jj] = row >= 0;
+        const int e = use[jj] ? ids[t * top_k + j] : 0;
+        wr[jj] = w + (static_cast<int64_t>(e) * N + n) * K;
+        ar[jj] = act + static_cast<int64_t>(use[jj] ? row : 0) * K;
+        wt[jj] = use[jj] ? weights[t * top_k + j] : 0.0f;
+      }
+      float g[kDcExperts] = {};
+      for (int k0 = lane * 8; k0 < K; k0 += 32 * 8 * kDcUnroll) {
+        uint4 v[kDcExperts][kDcUnroll];
+#pragma unroll
+        for (int jj = 0; jj < kDcExperts; ++jj)
+#pragma unroll
+          for (int i = 0; i < kDcUnroll; ++i) {
+            const int k = k0 + i * 32 * 8;
+            v[jj][i] = use[jj] && k < K ? __ldcs(reinterpret_cast<const uint4*>(wr[jj] + k)) : make_uint4(0, 0, 0, 0);
+          }
+#pragma unroll
+        for (int jj = 0; jj < kDcExperts; ++jj) {
+          if (!use[jj]) continue;  // warp-uniform
+#pragma unroll
+          for (int i = 0; i < kDcUnroll; ++i) {
+            const int k = k0 + i * 32 * 8;
+            if (k >= K) continue;
+            g[jj] = dot8(v[jj][i], *reinterpret_cast<const uint4*>(ar[jj] + k), g[jj]);
+          }
+        }
+      }
+#pragma unroll
+      for (int jj = 0; jj < kDcExperts; ++jj) {
+        if (!use[jj]) continue;
+        const float y = dense::round_to<bf16>(warp_sum(g[jj]));  // the expert row as stored in bf16
+        acc += wt[jj] * y;                                       // moe_combine's sum, in choice order
+      }
+    }
+    if (lane == 0) out[static_cast<int64_t>(t) * N + n] = __float2bfloat16_rn(acc);
+  }
+  pdl_trigger();
+}
+
+}  // namespace
+
+bool moe_route_group_supported(Device d) {
+  static std::array<std::atomic<int>, 64> known{};  // per device: 0 unknown, 1 yes, 2 no
+  if (!d.is_cuda() || d.index < 0 || d.index >= static_cast<int>(known.size())) return false;
+  std::atomic<int>& k = known[static_cast<size_t>(d.index)];
+  int v = k.load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0;
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d.index),
+                   "reading the compute capability of cuda:{} (MoE fused router)", d.index);
+    v = major >= 9 ? 1 : 2;
+    k.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+void moe_route_group(Device d, const ops::MoeRouterArgs& a) {
+  cudaStream_t s = dense::launch_stream(d);
+  const int64_t T = a.route.tokens, E = a.route.experts;
+  GRT_CHECK(a.route.logits_dtype == DType::BF16 && T >= 1 && T <= ops::kMoeFusedMaxTokens &&
+                T * E <= ops::kMoeFusedMaxLogits && E >= 1 && E <= 32 * moe::kMaxPerLane && a.hidden % 8 == 0 &&
+                a.hidden <= 0x7fffffff && a.group.topk_ids == a.route.topk_ids,
+            "moe_route_group (fused) on CUDA: {} tokens x {} experts, hidden {}: needs bf16, tokens <= {}, tokens x "
+            "experts <= {}, experts <= 512, hidden a multiple of 8",
+            T, E, a.hidden, ops::kMoeFusedMaxTokens, ops::kMoeFusedMaxLogits);
+  GRT_CHECK(a.group.max_rows <= 0x7fffffff, "moe_route_group: {} rows exceed int32 indices", a.group.max_rows);
+  const size_t smem = static_cast<size_t>(T * E) * sizeof(float);
+  (void)launch_pdl(d.index, router_kernel, dim3(kRouterCluster), dim3(kRouterThreads), smem, s, kRouterCluster, a);
+  GRT_CUDA_CHECK_LAUNCH("moe_route_group tokens={} experts={} hidden={} top_k={}", T, E, a.hidden, a.route.top_k);
+}
+
+void moe_experts_combine(Device d, const ops::MoeExpertsCombineArgs& a) {
+  cudaStream_t s = dense::launch_stream(d);
+  const ops::MoeExpertsArgs& e = a.experts;
+  GRT_CHECK(e.dtype == DType::BF16 && e.hidden % 8 == 0 && e.inter % 8 == 0 && e.hidden <= 0x7fffffff &&
+                e.inter <= 0x7fffffff && a.tokens >= 1 && a.tokens <= 65535 && e.top_k >= 1,
+            "moe_experts_combine on CUDA: bf16, hidden {} and inter {} multiples of 8, 1..65535 tokens (got {})",
+            e.hidden, e.inter, a.tokens);
+  moe_experts_gemv_gate_up(s, e, d.index);
+  const int64_t tiles = (e.hidden + kDcWarps - 1) / kDcWarps;
+  (void)launch_pdl(d.index, down_combine_kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(a.tokens)),
+                   dim3(kDcThreads), 0, s, 1, static_cast<const bf16*>(e.act), a.topk_ids, a.slot_rows, a.topk_weights,
+                   static_cast<const bf16*>(e.down), static_cast<bf16*>(a.out), static_cast<int>(e.top_k),
+                   static_cast<int>(e.hidden), static_cast<int>(e.inter));
+  GRT_CUDA_CHECK_LAUNCH("moe_experts_combine down tokens={} hidden={} inter={}", a.tokens, e.hidden, e.inter);
+}
+
+}  // namespace grt::cuda
