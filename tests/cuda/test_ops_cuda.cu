@@ -472,6 +472,42 @@ TEST(OpsCudaCapture, ReplayEqualsEager) {
   }
 }
 
+// Prefill-shaped linear (M > 16): the algorithm is picked by timing at a bucket's first use
+// (GRAPHRT_LT_TUNE, on by default), split-K candidates included. The timed pick (M = 256), a
+// shape of the same bucket reusing it (M = 200) and a K large enough for split-K all match the CPU;
+// a capture of the tuned shapes replays on new inputs bit for bit as the eager calls compute them
+// (the choice is made once per shape and shared by both paths).
+TEST(OpsCudaCapture, TimedLinearChoiceMatchesCpuAndReplaysBitwise) {
+  const int64_t N = 1024, K = 3072;
+  Pair w = random_pair(Shape{N, K}, 71, DType::BF16, -0.1f, 0.1f);
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  std::vector<Pair> xs;
+  for (int64_t M : {256, 200, 48}) {
+    xs.push_back(random_pair(Shape{M, K}, static_cast<uint32_t>(72 + M)));
+    poison();
+    Tensor g = ops::linear(xs.back().gpu, w.gpu);  // first use: timed, or its bucket's choice
+    expect_close(host(g), host(ops::linear(xs.back().cpu, w.cpu)), 1e-2, "timed linear M=" + std::to_string(M));
+  }
+  auto pool = GraphPool::create(kGpu);
+  std::vector<Tensor> outs;
+  std::unique_ptr<Graph> graph;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    for (const Pair& x : xs) outs.push_back(ops::linear(x.gpu, w.gpu));
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  for (size_t i = 0; i < xs.size(); ++i)
+    ops::copy_(xs[i].gpu, random_pair(Shape{xs[i].gpu.size(0), K}, static_cast<uint32_t>(90 + i)).gpu);
+  exec->launch(*stream);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const std::vector<float> replay = to_host_floats(outs[i]);
+    EXPECT_EQ(replay, to_host_floats(ops::linear(xs[i].gpu, w.gpu))) << "M=" << xs[i].gpu.size(0);
+  }
+}
+
 // linear first met on a stream while it captures: no workspace is allocated inside the capture
 // (workspace-free algorithms), and the replay computes the product. M = 24: cuBLASLt, not the
 // small-M kernel.

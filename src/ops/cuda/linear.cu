@@ -16,11 +16,25 @@
 //
 // Decode-shaped calls (M <= kGemvMaxRows, bf16/f16) go to the weight-streaming kernel of gemv.cu
 // instead: there cuBLASLt reaches only about a third of the memory bandwidth.
+//
+// Algorithm choice by timing (prefill shapes, M in 17..~512, where the heuristic's first pick
+// leaves most SMs idle on N = 1024 outputs): at the first non-capturing use of a shape whose
+// "M bucket" (next power of two of M) has no choice yet, the heuristic's first
+// GRAPHRT_LT_TUNE candidates (default kDefaultTune; 0 or 1 = its first, untimed, as before) plus
+// split-K variants of its first few (GRAPHRT_LT_SPLITK=0: none) are timed on the real operands with L2
+// flushed before each run, and the fastest is kept for the bucket. Other M of the bucket reuse it
+// when cublasLtMatmulAlgoCheck accepts it. Every choice lands in the per-shape plan cache, so a
+// shape's algorithm is picked once per process and eager and captured calls run the same kernel
+// (bitwise equal). A shape first met while capturing cannot be timed: it takes its bucket's
+// choice or the heuristic's first. GRAPHRT_LT_TUNE_LOG=1 logs each timed choice.
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -68,6 +82,13 @@ uint32_t alignment_of(const void* p) {
   return al;
 }
 
+// The power of two >= M: shapes of one bucket share a timed algorithm choice.
+int64_t m_bucket(int64_t M) {
+  int64_t b = 1;
+  while (b < M) b *= 2;
+  return b;
+}
+
 // RAII owners of the cuBLASLt descriptors.
 struct DescDeleter {
   void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
@@ -84,6 +105,7 @@ struct Plan {
   LayoutPtr a, b, d;
   cublasLtMatmulAlgo_t algo{};
   bool epilogue_bias = false;
+  bool tuned = false;  // the algorithm was picked by timing (its bucket's choice)
   size_t workspace = 0;
 };
 
@@ -112,6 +134,7 @@ struct LtDevice {
   cublasLtHandle_t handle = nullptr;
   std::map<uint64_t, std::unique_ptr<Workspace>> workspaces;  // by grt stream id
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
+  std::map<PlanKey, cublasLtMatmulAlgo_t> bucket_choice;  // timed choices, by key with M -> its bucket
 };
 
 // Never destroyed: handles and device memory must not be released from static destructors,
@@ -178,14 +201,51 @@ struct Call {
   void* y;
 };
 
-// Builds descriptors and asks the heuristic; nullptr when no algorithm fits (e.g. the epilogue).
-std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epilogue_bias, size_t workspace) {
+// Tuning switches, read once (see the file comment).
+struct TuneConfig {
+  int candidates;  // heuristic results timed; <= 1: the heuristic's first, untimed
+  bool split_k;    // also time split-K variants of the first few
+  bool log;
+};
+constexpr int kDefaultTune = 16;
+constexpr int kMaxTune = 64;
+
+// Heuristic results and the algorithms to time. Fixed arrays, not std::vector: nvcc 13's front
+// end fails with an internal error on a std::vector of cuBLASLt's structs.
+struct Candidates {
+  cublasLtMatmulHeuristicResult_t found[kMaxTune];
+  int n_found = 0;
+  cublasLtMatmulAlgo_t algos[kMaxTune + 32];
+  int n_algos = 0;
+  void add(const cublasLtMatmulAlgo_t& a) {
+    if (n_algos < static_cast<int>(sizeof(algos) / sizeof(algos[0]))) algos[n_algos++] = a;
+  }
+};
+bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return !(v[0] == '0' && v[1] == '\0');
+}
+TuneConfig read_tune_config() {
+  TuneConfig c{kDefaultTune, true, false};
+  const char* v = std::getenv("GRAPHRT_LT_TUNE");
+  if (v && *v) c.candidates = std::clamp(std::atoi(v), 0, kMaxTune);
+  c.split_k = env_flag("GRAPHRT_LT_SPLITK", true);
+  c.log = env_flag("GRAPHRT_LT_TUNE_LOG", false);
+  return c;
+}
+const TuneConfig& tune_config() {
+  static const TuneConfig cfg = read_tune_config();
+  return cfg;
+}
+
+// Descriptors of one call; nullptr-free once built.
+void build_descriptors(Plan& plan, const Call& c, bool epilogue_bias) {
   const Shape3& sh = c.sh;
-  auto plan = std::make_unique<Plan>();
   const cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // float32 accumulation; no TF32 for f32 inputs
   cublasLtMatmulDesc_t desc = nullptr;
   GRT_LT_CHECK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), sh);
-  plan->desc.reset(desc);
+  plan.desc.reset(desc);
   set_attr(desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, sh);
   set_attr(desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, sh);
   if (epilogue_bias) {
@@ -193,10 +253,17 @@ std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epi
     set_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_type(c.bias_dt)), sh);
     set_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, c.bias, sh);  // its alignment guides the heuristic
   }
-  plan->a = make_layout(cuda_type(c.in), sh.K, sh.N, sh.K, sh);
-  plan->b = make_layout(cuda_type(c.in), sh.K, sh.M, c.ldb, sh);
-  plan->d = make_layout(cuda_type(c.out), sh.N, sh.M, sh.N, sh);
+  plan.a = make_layout(cuda_type(c.in), sh.K, sh.N, sh.K, sh);
+  plan.b = make_layout(cuda_type(c.in), sh.K, sh.M, c.ldb, sh);
+  plan.d = make_layout(cuda_type(c.out), sh.N, sh.M, sh.N, sh);
+  plan.epilogue_bias = epilogue_bias;
+}
 
+// The heuristic's first `count` (<= kMaxTune) algorithms for the plan's descriptors into
+// cands.found (n_found 0 when none fits).
+void heuristic(cublasLtHandle_t handle, const Plan& plan, const Call& c, size_t workspace, int count,
+               Candidates& cands) {
+  const Shape3& sh = c.sh;
   cublasLtMatmulPreference_t pref_raw = nullptr;
   GRT_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw), sh);
   PrefPtr pref(pref_raw);
@@ -208,16 +275,175 @@ std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epi
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(c.x));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(c.y));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(c.y));
-
-  cublasLtMatmulHeuristicResult_t result{};
+  const int want = std::clamp(count, 1, kMaxTune);
   int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, desc, plan->a.get(), plan->b.get(), plan->d.get(),
-                                                     plan->d.get(), pref.get(), 1, &result, &found);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return nullptr;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
+                                                     plan.d.get(), plan.d.get(), pref.get(), want, cands.found,
+                                                     &found);
+  cands.n_found = 0;
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return;
   GRT_LT_CHECK(st, sh);
-  plan->algo = result.algo;
-  plan->epilogue_bias = epilogue_bias;
+  cands.n_found = found;
+}
+
+// Whether `algo` runs on the plan's descriptors within `workspace` bytes.
+bool algo_fits(cublasLtHandle_t handle, const Plan& plan, const cublasLtMatmulAlgo_t& algo, size_t workspace) {
+  cublasLtMatmulHeuristicResult_t r{};
+  if (cublasLtMatmulAlgoCheck(handle, plan.desc.get(), plan.a.get(), plan.b.get(), plan.d.get(), plan.d.get(), &algo,
+                              &r) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  return r.workspaceSize <= workspace;
+}
+
+template <typename T>
+T algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return T{};
+  return v;
+}
+
+std::string algo_str(const cublasLtMatmulAlgo_t& algo) {
+  return fmt::format("id {} tile {} stages {} splitK {} red {} cluster {}",
+                     algo_config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
+                     algo_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+                     algo_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+                     algo_config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                     algo_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
+                     algo_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
+}
+
+// Split-K variants (float32 partials in the workspace, reduced in a second step: the result
+// keeps the unsplit path's float32 accumulation) of the first few unsplit candidates.
+void add_split_k(cublasLtHandle_t handle, const Plan& plan, const Call& c, size_t workspace, Candidates& cands) {
+  const int base = cands.n_algos;
+  int varied = 0;
+  for (int i = 0; i < base && varied < 3; ++i) {
+    const cublasLtMatmulAlgo_t a = cands.algos[i];
+    if (algo_config<int32_t>(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) > 1) continue;
+    int32_t support = 0;
+    uint32_t schemes = 0;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &support, sizeof(support),
+                                          &written) != CUBLAS_STATUS_SUCCESS ||
+        !support)
+      continue;
+    if (cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes),
+                                          &written) != CUBLAS_STATUS_SUCCESS ||
+        !(schemes & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE))
+      continue;
+    ++varied;
+    static constexpr int32_t kSplits[] = {2, 3, 4, 6, 8};
+    for (int32_t split : kSplits) {
+      if (c.sh.K / split < 256) break;
+      cublasLtMatmulAlgo_t v = a;
+      const uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      if (cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof(split)) !=
+              CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof(scheme)) !=
+              CUBLAS_STATUS_SUCCESS)
+        continue;
+      if (algo_fits(handle, plan, v, workspace)) cands.add(v);
+    }
+  }
+}
+
+// RAII cudaEvent pair and an L2-sized scratch buffer, for the timing at first use only.
+struct TimingScratch {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  void* flush = nullptr;
+  size_t flush_bytes = 0;
+  TimingScratch() {
+    if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+      (void)cudaGetLastError();
+      GRT_FAIL("linear: creating the events that time cuBLASLt's candidates failed");
+    }
+    int dev = 0, l2 = 0;
+    (void)cudaGetDevice(&dev);
+    (void)cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    flush_bytes = static_cast<size_t>(std::max(l2, 1 << 20)) * 2;
+    if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {  // no room: time with whatever L2 holds
+      (void)cudaGetLastError();
+      flush = nullptr;
+    }
+  }
+  ~TimingScratch() {
+    if (flush) (void)cudaFree(flush);
+    if (start) (void)cudaEventDestroy(start);
+    if (stop) (void)cudaEventDestroy(stop);
+  }
+  TimingScratch(const TimingScratch&) = delete;
+  TimingScratch& operator=(const TimingScratch&) = delete;
+};
+
+cublasStatus_t run_matmul(cublasLtHandle_t handle, const Plan& plan, const Call& c, const cublasLtMatmulAlgo_t& algo,
+                          void* ws, size_t ws_bytes, cudaStream_t s) {
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(handle, plan.desc.get(), &alpha, c.w, plan.a.get(), c.x, plan.b.get(), &beta, c.y,
+                        plan.d.get(), c.y, plan.d.get(), &algo, ws, ws_bytes, s);
+}
+
+// Mean microseconds of `algo` on the call's operands (cold L2 before each run), or a negative
+// number when the algorithm fails to launch. Runs on `s`, which is not capturing.
+double time_algo(cublasLtHandle_t handle, const Plan& plan, const Call& c, const cublasLtMatmulAlgo_t& algo,
+                 void* ws, size_t ws_bytes, cudaStream_t s, TimingScratch& t) {
+  if (run_matmul(handle, plan, c, algo, ws, ws_bytes, s) != CUBLAS_STATUS_SUCCESS) return -1.0;
+  constexpr int kReps = 3;
+  float total = 0.0f;
+  for (int r = 0; r < kReps; ++r) {
+    if (t.flush) GRT_CUDA_CHECK(cudaMemsetAsync(t.flush, r, t.flush_bytes, s), "linear: flushing L2 before timing");
+    GRT_CUDA_CHECK(cudaEventRecord(t.start, s), "linear: timing a cuBLASLt candidate");
+    if (run_matmul(handle, plan, c, algo, ws, ws_bytes, s) != CUBLAS_STATUS_SUCCESS) return -1.0;
+    GRT_CUDA_CHECK(cudaEventRecord(t.stop, s), "linear: timing a cuBLASLt candidate");
+    GRT_CUDA_CHECK(cudaEventSynchronize(t.stop), "linear: timing a cuBLASLt candidate");
+    float ms = 0.0f;
+    GRT_CUDA_CHECK(cudaEventElapsedTime(&ms, t.start, t.stop), "linear: timing a cuBLASLt candidate");
+    total += ms;
+  }
+  if (cudaGetLastError() != cudaSuccess) return -1.0;
+  return 1000.0 * total / kReps;
+}
+
+// The fastest of the candidates on the call's own operands; the heuristic's first when
+// nothing else launches.
+cublasLtMatmulAlgo_t pick_by_timing(cublasLtHandle_t handle, const Plan& plan, const Call& c, Candidates& cands,
+                                    void* ws, size_t ws_bytes, cudaStream_t s) {
+  for (int i = 0; i < cands.n_found; ++i) cands.add(cands.found[i].algo);
+  if (tune_config().split_k) add_split_k(handle, plan, c, ws_bytes, cands);
+  TimingScratch scratch;
+  int best = 0;
+  double best_us = -1.0, first_us = -1.0;
+  for (int i = 0; i < cands.n_algos; ++i) {
+    const double us = time_algo(handle, plan, c, cands.algos[i], ws, ws_bytes, s, scratch);
+    if (i == 0) first_us = us;
+    if (us > 0 && (best_us < 0 || us < best_us)) best_us = us, best = i;
+  }
+  if (tune_config().log)
+    GRT_INFO("linear M={} N={} K={}: {} candidates ({} split-K); heuristic's first {:.1f} us [{}], fastest #{} "
+             "{:.1f} us [{}]",
+             c.sh.M, c.sh.N, c.sh.K, cands.n_algos, cands.n_algos - cands.n_found, first_us,
+             algo_str(cands.algos[0]), best, best_us, algo_str(cands.algos[best]));
+  return cands.algos[best];
+}
+
+// Builds descriptors and picks the algorithm: the bucket's timed choice when it fits, else a
+// new timed choice when allowed (`tune`), else the heuristic's first. nullptr when no algorithm
+// fits (e.g. the epilogue).
+std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epilogue_bias, void* ws,
+                                size_t workspace, const cublasLtMatmulAlgo_t* bucket_algo, bool tune,
+                                cudaStream_t s) {
+  auto plan = std::make_unique<Plan>();
+  build_descriptors(*plan, c, epilogue_bias);
   plan->workspace = workspace;
+  if (bucket_algo && algo_fits(handle, *plan, *bucket_algo, workspace)) {
+    plan->algo = *bucket_algo;
+    return plan;
+  }
+  auto cands = std::make_unique<Candidates>();
+  heuristic(handle, *plan, c, workspace, tune ? tune_config().candidates : 1, *cands);
+  if (cands->n_found == 0) return nullptr;
+  plan->algo = tune ? pick_by_timing(handle, *plan, c, *cands, ws, workspace, s) : cands->found[0].algo;
+  plan->tuned = tune;
   return plan;
 }
 
@@ -279,11 +505,19 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
                     bias ? alignment_of(bias) : 0u, ws_bytes};
   auto it = dev.plans.find(key);
   if (it == dev.plans.end()) {
+    PlanKey bkey = key;
+    std::get<0>(bkey) = m_bucket(M);
+    auto bit = dev.bucket_choice.find(bkey);
+    const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
+    // Timing synchronises the stream: never while this stream or this thread captures.
+    const bool can_time = ws && !stream.is_capturing() && !this_thread_capture_stream();
+    const bool tune = can_time && !bucket_algo && tune_config().candidates > 1;
     std::unique_ptr<Plan> plan;
-    if (want_epilogue) plan = make_plan(dev.handle, c, true, ws_bytes);
-    if (!plan) plan = make_plan(dev.handle, c, false, ws_bytes);
+    if (want_epilogue) plan = make_plan(dev.handle, c, true, ws, ws_bytes, bucket_algo, tune, s);
+    if (!plan) plan = make_plan(dev.handle, c, false, ws, ws_bytes, bucket_algo, tune, s);
     GRT_CHECK(plan, "linear M={} N={} K={} ({} -> {}): cuBLASLt has no algorithm for this shape", M, N, K,
               dtype_name(in_dtype), dtype_name(out_dtype));
+    if (plan->tuned) dev.bucket_choice.emplace(bkey, plan->algo);
     it = dev.plans.emplace(key, std::move(plan)).first;
   }
   Plan& plan = *it->second;
