@@ -81,7 +81,7 @@ for name in ["qwen_tune16", "qwen_tune16_nosplit", "llama_tune16"]:
     print(f"\n==== tuned ({name}): {len(lines)} buckets ====")
     for l in lines[:40]:
         m = re.search(r"linear M=(\d+) N=(\d+) K=(\d+): (\d+) candidates \((\d+) split-K\); heuristic's first ([\d.-]+) us \[(.*?)\], fastest #(\d+) ([\d.-]+) us \[(.*?)\]", l)
-        if m: print(f"M{m[1]:>5} N{m[2]:>6} K{m[3]:>5} cand {m[4]:>2}({m[5]:>2}) first {float(m[6]):7.1f} best#{m[8]:>2} {float(m[9]):7.1f} us  [{m[10]}]")
+        if m: print(f"M{m[1]:>5} N{m[2]:>6} K{m[3]:>5} cand {m[4]:>2}({m[5]:>2}) first {float(m[6]):7.1f} best#{m[8]:>2} {float(m[9]):7.1f} us  first [{m[7]}] best [{m[10]}]")
 for tag in ["tune16", "tune1"]:
     p = f"{out}/ncu_{tag}.csv"
     if not os.path.exists(p): continue
@@ -97,15 +97,26 @@ for tag in ["tune16", "tune1"]:
         us = v / 1000 if unit.startswith("n") else (v * 1000 if unit.startswith("m") else v)
         launches.append((int(r["ID"]), r["Kernel Name"][:90], r.get("Grid Size", ""), us))
     launches.sort()
-    # two profiled steps (64 then 256 tokens): split where the embedding of the second starts
+    # two profiled steps (64 then 256 tokens): the second starts at the first embedding gather
+    # after the first step's argmax (a split-K GEMM is two launches, so the halves can differ)
     n = len(launches); half = n // 2
+    arg = next((i for i, l in enumerate(launches) if "argmax" in l[1]), None)
+    if arg is not None:
+        half = next((i for i in range(arg + 1, n) if "gather" in launches[i][1]), half)
     for label, part in (("64 tok", launches[:half]), ("256 tok", launches[half:])):
         agg = {}
         for _, k, g, us in part:
             key = (k, g)
             a = agg.setdefault(key, [0, 0.0]); a[0] += 1; a[1] += us
         tot = sum(a[1] for a in agg.values())
-        print(f"\n==== ncu {tag} {label}: {len(part)} kernels, sum {tot:.1f} us ====")
+        cat = {}
+        for _, k, g, us in part:
+            kl = k.lower()
+            c = ("gemm" if any(x in kl for x in ("gemm", "xmma", "cutlass", "splitk", "sm90_", "nvjet")) else
+                 "gemv" if "gemv" in kl else "attention" if "attention" in kl or "fa2" in kl else "other")
+            cat[c] = cat.get(c, 0.0) + us
+        print(f"\n==== ncu {tag} {label}: {len(part)} kernels, sum {tot:.1f} us; " +
+              ", ".join(f"{c} {v:.1f}" for c, v in sorted(cat.items(), key=lambda x: -x[1])) + " ====")
         for (k, g), (c, s) in sorted(agg.items(), key=lambda x: -x[1][1])[:14]:
             print(f"{s:8.1f} us {c:4d}x {s/c:6.1f}  {g:>14s} {k}")
 PY
