@@ -22,12 +22,12 @@ echo "build $(( $(date +%s) - t0 )) s"
 G=$B/graphrt
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 
-timeout 100 $B/tests/graphrt_cuda_tests \
+timeout 40 $B/tests/graphrt_cuda_tests \
   --gtest_filter='OpsCudaLinear*:OpsCudaCapture*:PiecewiseGraphsCuda.ReplayMatches*:ForwardGraphsCuda*:ModelCuda.Decode*:ModelCuda.Bf*' \
   >"$OUT/tests.log" 2>&1
 echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
 
-BUDGET=${BUDGET:-215}  # seconds of this call: later steps are skipped past it, so the summary still prints
+BUDGET=${BUDGET:-180}  # seconds of this call: later steps are skipped past it, so the summary still prints
 left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { echo "skipped $2: $(( $(date +%s) - t0 )) s used"; return 1; }; }
 bench() {  # name, env..., -- args
   local name=$1; shift
