@@ -27,7 +27,7 @@ timeout 40 $B/tests/graphrt_cuda_tests \
   >"$OUT/tests.log" 2>&1
 echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/tests.log" | tr '\n' ' ') ($(( $(date +%s) - t0 )) s)"
 
-BUDGET=${BUDGET:-180}  # seconds of this call: later steps are skipped past it, so the summary still prints
+BUDGET=${BUDGET:-260}  # seconds of this call: later steps are skipped past it, so the summary still prints
 left() { [ $(( $(date +%s) - t0 )) -lt "$1" ] || { echo "skipped $2: $(( $(date +%s) - t0 )) s used"; return 1; }; }
 bench() {  # name, env..., -- args
   local name=$1; shift

@@ -17,16 +17,18 @@
 // Decode-shaped calls (M <= kGemvMaxRows, bf16/f16) go to the weight-streaming kernel of gemv.cu
 // instead: there cuBLASLt reaches only about a third of the memory bandwidth.
 //
-// Algorithm choice by timing (prefill shapes, M in 17..~512, where the heuristic's first pick
-// leaves most SMs idle on N = 1024 outputs): at the first non-capturing use of a shape whose
-// "M bucket" (next power of two of M) has no choice yet, the heuristic's first
-// GRAPHRT_LT_TUNE candidates (default kDefaultTune; 0 or 1 = its first, untimed, as before) plus
-// split-K variants of its first few (GRAPHRT_LT_SPLITK=0: none) are timed on the real operands with L2
-// flushed before each run, and the fastest is kept for the bucket. Other M of the bucket reuse it
-// when cublasLtMatmulAlgoCheck accepts it. Every choice lands in the per-shape plan cache, so a
-// shape's algorithm is picked once per process and eager and captured calls run the same kernel
-// (bitwise equal). A shape first met while capturing cannot be timed: it takes its bucket's
-// choice or the heuristic's first. GRAPHRT_LT_TUNE_LOG=1 logs each timed choice.
+// Algorithm choice by timing (prefill and large-batch decode shapes, M > kGemvMaxRows): shapes
+// are grouped into "M buckets" (the power of two >= M). At the first non-capturing call of a
+// (N, K, dtypes, alignments) family, every bucket from 32 up to M's (at most kMaxTunedM) without
+// a choice is timed on the first rows of the real operands: the heuristic's first
+// GRAPHRT_LT_TUNE candidates (default kDefaultTune = 1: no timing, the heuristic's first as
+// before; 16 times them all) plus split-K variants of its first few (GRAPHRT_LT_SPLITK=0: none),
+// L2 flushed before each run; the fastest becomes the bucket's choice. A shape then runs its bucket's choice when
+// cublasLtMatmulAlgoCheck accepts it, else the heuristic's first. Graph runners warm up only
+// their largest shape, so the smaller shapes, first met while capturing, still get timed choices.
+// Every choice lands in the per-shape plan cache: a shape's algorithm is picked once per process,
+// and eager and captured calls run the same kernel (bitwise equal). GRAPHRT_LT_TUNE_LOG=1 logs
+// each timed choice.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -105,7 +107,7 @@ struct Plan {
   LayoutPtr a, b, d;
   cublasLtMatmulAlgo_t algo{};
   bool epilogue_bias = false;
-  bool tuned = false;  // the algorithm was picked by timing (its bucket's choice)
+  bool tuned = false;  // runs its bucket's timed choice
   size_t workspace = 0;
 };
 
@@ -201,14 +203,20 @@ struct Call {
   void* y;
 };
 
-// Tuning switches, read once (see the file comment).
+// Tuning switches (see the file comment), read at each new plan family: tests switch them.
 struct TuneConfig {
   int candidates;  // heuristic results timed; <= 1: the heuristic's first, untimed
   bool split_k;    // also time split-K variants of the first few
   bool log;
 };
-constexpr int kDefaultTune = 16;
+// Off by default: on the H100 at M = 1024 the timed pick beat cuBLASLt's first by 0-6% per
+// product (qwen3-0.6b 1024-token prefill -2%, within noise); M <= 512 is not measured yet.
+constexpr int kDefaultTune = 1;
 constexpr int kMaxTune = 64;
+// Largest bucket timed: above it cuBLASLt's first pick was within 5% of the fastest candidate on
+// the H100 (M = 1024, bench/results/h100_2026-11-23_s4_prefill), and timing big products costs
+// capture time.
+constexpr int64_t kMaxTunedM = 1024;
 
 // Heuristic results and the algorithms to time. Fixed arrays, not std::vector: nvcc 13's front
 // end fails with an internal error on a std::vector of cuBLASLt's structs.
@@ -234,10 +242,7 @@ TuneConfig read_tune_config() {
   c.log = env_flag("GRAPHRT_LT_TUNE_LOG", false);
   return c;
 }
-const TuneConfig& tune_config() {
-  static const TuneConfig cfg = read_tune_config();
-  return cfg;
-}
+TuneConfig tune_config() { return read_tune_config(); }
 
 // Descriptors of one call; nullptr-free once built.
 void build_descriptors(Plan& plan, const Call& c, bool epilogue_bias) {
@@ -407,10 +412,9 @@ double time_algo(cublasLtHandle_t handle, const Plan& plan, const Call& c, const
 // The fastest of the candidates on the call's own operands; the heuristic's first when
 // nothing else launches.
 cublasLtMatmulAlgo_t pick_by_timing(cublasLtHandle_t handle, const Plan& plan, const Call& c, Candidates& cands,
-                                    void* ws, size_t ws_bytes, cudaStream_t s) {
+                                    void* ws, size_t ws_bytes, cudaStream_t s, TimingScratch& scratch) {
   for (int i = 0; i < cands.n_found; ++i) cands.add(cands.found[i].algo);
   if (tune_config().split_k) add_split_k(handle, plan, c, ws_bytes, cands);
-  TimingScratch scratch;
   int best = 0;
   double best_us = -1.0, first_us = -1.0;
   for (int i = 0; i < cands.n_algos; ++i) {
@@ -426,25 +430,36 @@ cublasLtMatmulAlgo_t pick_by_timing(cublasLtHandle_t handle, const Plan& plan, c
   return cands.algos[best];
 }
 
-// Builds descriptors and picks the algorithm: the bucket's timed choice when it fits, else a
-// new timed choice when allowed (`tune`), else the heuristic's first. nullptr when no algorithm
-// fits (e.g. the epilogue).
-std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epilogue_bias, void* ws,
-                                size_t workspace, const cublasLtMatmulAlgo_t* bucket_algo, bool tune,
-                                cudaStream_t s) {
+// Builds descriptors and picks the algorithm: the bucket's timed choice when it fits, else the
+// heuristic's first. nullptr when no algorithm fits (e.g. the epilogue).
+std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epilogue_bias, size_t workspace,
+                                const cublasLtMatmulAlgo_t* bucket_algo) {
   auto plan = std::make_unique<Plan>();
   build_descriptors(*plan, c, epilogue_bias);
   plan->workspace = workspace;
   if (bucket_algo && algo_fits(handle, *plan, *bucket_algo, workspace)) {
     plan->algo = *bucket_algo;
+    plan->tuned = true;
     return plan;
   }
   auto cands = std::make_unique<Candidates>();
-  heuristic(handle, *plan, c, workspace, tune ? tune_config().candidates : 1, *cands);
+  heuristic(handle, *plan, c, workspace, 1, *cands);
   if (cands->n_found == 0) return nullptr;
-  plan->algo = tune ? pick_by_timing(handle, *plan, c, *cands, ws, workspace, s) : cands->found[0].algo;
-  plan->tuned = tune;
+  plan->algo = cands->found[0].algo;
   return plan;
+}
+
+// Times the candidates of call `c` (M rows) and returns the fastest; false when the heuristic
+// has none for these descriptors.
+bool tune_one(cublasLtHandle_t handle, const Call& c, bool epilogue_bias, void* ws, size_t ws_bytes, cudaStream_t s,
+              TimingScratch& scratch, cublasLtMatmulAlgo_t& out) {
+  Plan plan;
+  build_descriptors(plan, c, epilogue_bias);
+  auto cands = std::make_unique<Candidates>();
+  heuristic(handle, plan, c, ws_bytes, tune_config().candidates, *cands);
+  if (cands->n_found == 0) return false;
+  out = pick_by_timing(handle, plan, c, *cands, ws, ws_bytes, s, scratch);
+  return true;
 }
 
 template <typename T>
@@ -469,6 +484,28 @@ void add_bias(cudaStream_t s, const Call& c) {
     add_bias_kernel<__nv_bfloat16><<<blocks, threads, 0, s>>>(static_cast<__nv_bfloat16*>(c.y), c.sh.N, c.bias, kind, total);
   else GRT_FAIL("linear M={} N={} K={}: bias with {} output is not supported", c.sh.M, c.sh.N, c.sh.K, dtype_name(c.out));
   GRT_CUDA_CHECK_LAUNCH("linear bias add M={} N={}", c.sh.M, c.sh.N);
+}
+
+// Every bucket from 32 up to M's (at most kMaxTunedM) that has no timed choice yet is timed
+// on the first rows of this call's operands (the bucket's top row count, or M for M's own
+// bucket): a later shape of any of them, also one first met while capturing (graph runners warm
+// up only their largest shape), then runs a timed choice.
+void tune_buckets(LtDevice& dev, const Call& c, const PlanKey& key, bool want_epilogue, void* ws, size_t ws_bytes,
+                  cudaStream_t s) {
+  const int64_t top = std::min(m_bucket(c.sh.M), kMaxTunedM);
+  std::unique_ptr<TimingScratch> scratch;
+  for (int64_t b = 32; b <= top; b *= 2) {
+    PlanKey bkey = key;
+    std::get<0>(bkey) = b;
+    if (dev.bucket_choice.count(bkey)) continue;
+    Call part = c;
+    part.sh.M = std::min(b, c.sh.M);
+    if (!scratch) scratch = std::make_unique<TimingScratch>();
+    cublasLtMatmulAlgo_t algo{};
+    bool ok = want_epilogue && tune_one(dev.handle, part, true, ws, ws_bytes, s, *scratch, algo);
+    if (!ok) ok = tune_one(dev.handle, part, false, ws, ws_bytes, s, *scratch, algo);
+    if (ok) dev.bucket_choice.emplace(bkey, algo);
+  }
 }
 
 }  // namespace
@@ -507,17 +544,17 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
   if (it == dev.plans.end()) {
     PlanKey bkey = key;
     std::get<0>(bkey) = m_bucket(M);
-    auto bit = dev.bucket_choice.find(bkey);
-    const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
     // Timing synchronises the stream: never while this stream or this thread captures.
     const bool can_time = ws && !stream.is_capturing() && !this_thread_capture_stream();
-    const bool tune = can_time && !bucket_algo && tune_config().candidates > 1;
+    if (can_time && tune_config().candidates > 1 && M > kGemvMaxRows)
+      tune_buckets(dev, c, key, want_epilogue, ws, ws_bytes, s);
+    auto bit = dev.bucket_choice.find(bkey);
+    const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
     std::unique_ptr<Plan> plan;
-    if (want_epilogue) plan = make_plan(dev.handle, c, true, ws, ws_bytes, bucket_algo, tune, s);
-    if (!plan) plan = make_plan(dev.handle, c, false, ws, ws_bytes, bucket_algo, tune, s);
+    if (want_epilogue) plan = make_plan(dev.handle, c, true, ws_bytes, bucket_algo);
+    if (!plan) plan = make_plan(dev.handle, c, false, ws_bytes, bucket_algo);
     GRT_CHECK(plan, "linear M={} N={} K={} ({} -> {}): cuBLASLt has no algorithm for this shape", M, N, K,
               dtype_name(in_dtype), dtype_name(out_dtype));
-    if (plan->tuned) dev.bucket_choice.emplace(bkey, plan->algo);
     it = dev.plans.emplace(key, std::move(plan)).first;
   }
   Plan& plan = *it->second;
