@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -472,6 +473,56 @@ TEST(OpsCudaCapture, ReplayEqualsEager) {
     auto eager = forward();
     EXPECT_EQ(r0, to_host_floats(eager.first)) << "qkv, round " << round;
     EXPECT_EQ(r1, to_host_floats(eager.second)) << "logits, round " << round;
+  }
+}
+
+// Prefill-shaped linear (M > 16): algorithms are picked by timing (GRAPHRT_LT_TUNE=16 here; off
+// by default; split-K candidates included) per M bucket, at a family's first eager call, on the first
+// rows of its operands. The first call (M = 256) times buckets 32..256; M = 200 and 48 reuse their
+// buckets' choices; all match the CPU. A capture of those shapes plus one first met while capturing
+// (M = 100, bucket 128's choice) replays on new inputs bit for bit as the eager calls compute them:
+// a shape's choice is made once and shared by both paths.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+TEST(OpsCudaCapture, TimedLinearChoiceMatchesCpuAndReplaysBitwise) {
+  ScopedEnv tune("GRAPHRT_LT_TUNE", "16"), split("GRAPHRT_LT_SPLITK", "1");
+  const int64_t N = 1056, K = 3072;  // a family no other test meets: its plans are made here
+  Pair w = random_pair(Shape{N, K}, 71, DType::BF16, -0.1f, 0.1f);
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  std::vector<Pair> xs;
+  for (int64_t M : {256, 200, 48}) {
+    xs.push_back(random_pair(Shape{M, K}, static_cast<uint32_t>(72 + M)));
+    poison();
+    Tensor g = ops::linear(xs.back().gpu, w.gpu);  // first use: timed, or its bucket's choice
+    expect_close(host(g), host(ops::linear(xs.back().cpu, w.cpu)), 1e-2, "timed linear M=" + std::to_string(M));
+  }
+  xs.push_back(random_pair(Shape{100, K}, 79));  // first met while capturing
+  auto pool = GraphPool::create(kGpu);
+  std::vector<Tensor> outs;
+  std::unique_ptr<Graph> graph;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    for (const Pair& x : xs) outs.push_back(ops::linear(x.gpu, w.gpu));
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  std::vector<Pair> fresh;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    fresh.push_back(random_pair(Shape{xs[i].gpu.size(0), K}, static_cast<uint32_t>(90 + i)));
+    ops::copy_(xs[i].gpu, fresh.back().gpu);
+  }
+  exec->launch(*stream);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const std::vector<float> replay = to_host_floats(outs[i]);
+    const std::string m = "M=" + std::to_string(xs[i].gpu.size(0));
+    expect_close(replay, host(ops::linear(fresh[i].cpu, w.cpu)), 1e-2, "replayed timed linear " + m);
+    EXPECT_EQ(replay, to_host_floats(ops::linear(xs[i].gpu, w.gpu))) << m;
   }
 }
 

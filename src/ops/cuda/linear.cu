@@ -16,11 +16,27 @@
 //
 // Decode-shaped calls (M <= kGemvMaxRows, bf16/f16) go to the weight-streaming kernel of gemv.cu
 // instead: there cuBLASLt reaches only about a third of the memory bandwidth.
+//
+// Algorithm choice by timing (prefill and large-batch decode shapes, M > kGemvMaxRows): shapes
+// are grouped into "M buckets" (the power of two >= M). At the first non-capturing call of a
+// (N, K, dtypes, alignments) family, every bucket from 32 up to M's (at most kMaxTunedM) without
+// a choice is timed on the first rows of the real operands: the heuristic's first
+// GRAPHRT_LT_TUNE candidates (default kDefaultTune = 1: no timing, the heuristic's first as
+// before; 16 times them all) plus split-K variants of its first few (GRAPHRT_LT_SPLITK=0: none),
+// L2 flushed before each run; the fastest becomes the bucket's choice. A shape then runs its bucket's choice when
+// cublasLtMatmulAlgoCheck accepts it, else the heuristic's first. Graph runners warm up only
+// their largest shape, so the smaller shapes, first met while capturing, still get timed choices.
+// Every choice lands in the per-shape plan cache: a shape's algorithm is picked once per process,
+// and eager and captured calls run the same kernel (bitwise equal). GRAPHRT_LT_TUNE_LOG=1 logs
+// each timed choice.
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -68,6 +84,13 @@ uint32_t alignment_of(const void* p) {
   return al;
 }
 
+// The power of two >= M: shapes of one bucket share a timed algorithm choice.
+int64_t m_bucket(int64_t M) {
+  int64_t b = 1;
+  while (b < M) b *= 2;
+  return b;
+}
+
 // RAII owners of the cuBLASLt descriptors.
 struct DescDeleter {
   void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
@@ -84,6 +107,7 @@ struct Plan {
   LayoutPtr a, b, d;
   cublasLtMatmulAlgo_t algo{};
   bool epilogue_bias = false;
+  bool tuned = false;  // runs its bucket's timed choice
   size_t workspace = 0;
 };
 
@@ -112,6 +136,7 @@ struct LtDevice {
   cublasLtHandle_t handle = nullptr;
   std::map<uint64_t, std::unique_ptr<Workspace>> workspaces;  // by grt stream id
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
+  std::map<PlanKey, cublasLtMatmulAlgo_t> bucket_choice;  // timed choices, by key with M -> its bucket
 };
 
 // Never destroyed: handles and device memory must not be released from static destructors,
@@ -178,14 +203,54 @@ struct Call {
   void* y;
 };
 
-// Builds descriptors and asks the heuristic; nullptr when no algorithm fits (e.g. the epilogue).
-std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epilogue_bias, size_t workspace) {
+// Tuning switches (see the file comment), read at each new plan family: tests switch them.
+struct TuneConfig {
+  int candidates;  // heuristic results timed; <= 1: the heuristic's first, untimed
+  bool split_k;    // also time split-K variants of the first few
+  bool log;
+};
+// Off by default: on the H100 at M = 1024 the timed pick beat cuBLASLt's first by 0-6% per
+// product (qwen3-0.6b 1024-token prefill -2%, within noise); M <= 512 is not measured yet.
+constexpr int kDefaultTune = 1;
+constexpr int kMaxTune = 64;
+// Largest bucket timed: above it cuBLASLt's first pick was within 5% of the fastest candidate on
+// the H100 (M = 1024, bench/results/h100_2026-11-23_s4_prefill), and timing big products costs
+// capture time.
+constexpr int64_t kMaxTunedM = 1024;
+
+// Heuristic results and the algorithms to time. Fixed arrays, not std::vector: nvcc 13's front
+// end fails with an internal error on a std::vector of cuBLASLt's structs.
+struct Candidates {
+  cublasLtMatmulHeuristicResult_t found[kMaxTune];
+  int n_found = 0;
+  cublasLtMatmulAlgo_t algos[kMaxTune + 32];
+  int n_algos = 0;
+  void add(const cublasLtMatmulAlgo_t& a) {
+    if (n_algos < static_cast<int>(sizeof(algos) / sizeof(algos[0]))) algos[n_algos++] = a;
+  }
+};
+bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return !(v[0] == '0' && v[1] == '\0');
+}
+TuneConfig read_tune_config() {
+  TuneConfig c{kDefaultTune, true, false};
+  const char* v = std::getenv("GRAPHRT_LT_TUNE");
+  if (v && *v) c.candidates = std::clamp(std::atoi(v), 0, kMaxTune);
+  c.split_k = env_flag("GRAPHRT_LT_SPLITK", true);
+  c.log = env_flag("GRAPHRT_LT_TUNE_LOG", false);
+  return c;
+}
+TuneConfig tune_config() { return read_tune_config(); }
+
+// Descriptors of one call; nullptr-free once built.
+void build_descriptors(Plan& plan, const Call& c, bool epilogue_bias) {
   const Shape3& sh = c.sh;
-  auto plan = std::make_unique<Plan>();
   const cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // float32 accumulation; no TF32 for f32 inputs
   cublasLtMatmulDesc_t desc = nullptr;
   GRT_LT_CHECK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), sh);
-  plan->desc.reset(desc);
+  plan.desc.reset(desc);
   set_attr(desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, sh);
   set_attr(desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, sh);
   if (epilogue_bias) {
@@ -193,10 +258,17 @@ std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epi
     set_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_type(c.bias_dt)), sh);
     set_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, c.bias, sh);  // its alignment guides the heuristic
   }
-  plan->a = make_layout(cuda_type(c.in), sh.K, sh.N, sh.K, sh);
-  plan->b = make_layout(cuda_type(c.in), sh.K, sh.M, c.ldb, sh);
-  plan->d = make_layout(cuda_type(c.out), sh.N, sh.M, sh.N, sh);
+  plan.a = make_layout(cuda_type(c.in), sh.K, sh.N, sh.K, sh);
+  plan.b = make_layout(cuda_type(c.in), sh.K, sh.M, c.ldb, sh);
+  plan.d = make_layout(cuda_type(c.out), sh.N, sh.M, sh.N, sh);
+  plan.epilogue_bias = epilogue_bias;
+}
 
+// The heuristic's first `count` (<= kMaxTune) algorithms for the plan's descriptors into
+// cands.found (n_found 0 when none fits).
+void heuristic(cublasLtHandle_t handle, const Plan& plan, const Call& c, size_t workspace, int count,
+               Candidates& cands) {
+  const Shape3& sh = c.sh;
   cublasLtMatmulPreference_t pref_raw = nullptr;
   GRT_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw), sh);
   PrefPtr pref(pref_raw);
@@ -208,17 +280,186 @@ std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epi
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(c.x));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(c.y));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(c.y));
-
-  cublasLtMatmulHeuristicResult_t result{};
+  const int want = std::clamp(count, 1, kMaxTune);
   int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, desc, plan->a.get(), plan->b.get(), plan->d.get(),
-                                                     plan->d.get(), pref.get(), 1, &result, &found);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return nullptr;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
+                                                     plan.d.get(), plan.d.get(), pref.get(), want, cands.found,
+                                                     &found);
+  cands.n_found = 0;
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return;
   GRT_LT_CHECK(st, sh);
-  plan->algo = result.algo;
-  plan->epilogue_bias = epilogue_bias;
+  cands.n_found = found;
+}
+
+// Whether `algo` runs on the plan's descriptors within `workspace` bytes.
+bool algo_fits(cublasLtHandle_t handle, const Plan& plan, const cublasLtMatmulAlgo_t& algo, size_t workspace) {
+  cublasLtMatmulHeuristicResult_t r{};
+  if (cublasLtMatmulAlgoCheck(handle, plan.desc.get(), plan.a.get(), plan.b.get(), plan.d.get(), plan.d.get(), &algo,
+                              &r) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  return r.workspaceSize <= workspace;
+}
+
+template <typename T>
+T algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return T{};
+  return v;
+}
+
+std::string algo_str(const cublasLtMatmulAlgo_t& algo) {
+  return fmt::format("id {} tile {} stages {} splitK {} red {} cluster {}",
+                     algo_config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
+                     algo_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+                     algo_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+                     algo_config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                     algo_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
+                     algo_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
+}
+
+// Split-K variants (float32 partials in the workspace, reduced in a second step: the result
+// keeps the unsplit path's float32 accumulation) of the first few unsplit candidates.
+void add_split_k(cublasLtHandle_t handle, const Plan& plan, const Call& c, size_t workspace, Candidates& cands) {
+  const int base = cands.n_algos;
+  int varied = 0;
+  for (int i = 0; i < base && varied < 3; ++i) {
+    const cublasLtMatmulAlgo_t a = cands.algos[i];
+    if (algo_config<int32_t>(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) > 1) continue;
+    int32_t support = 0;
+    uint32_t schemes = 0;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &support, sizeof(support),
+                                          &written) != CUBLAS_STATUS_SUCCESS ||
+        !support)
+      continue;
+    if (cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes),
+                                          &written) != CUBLAS_STATUS_SUCCESS ||
+        !(schemes & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE))
+      continue;
+    ++varied;
+    static constexpr int32_t kSplits[] = {2, 3, 4, 6, 8};
+    for (int32_t split : kSplits) {
+      if (c.sh.K / split < 256) break;
+      cublasLtMatmulAlgo_t v = a;
+      const uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      if (cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof(split)) !=
+              CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoConfigSetAttribute(&v, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof(scheme)) !=
+              CUBLAS_STATUS_SUCCESS)
+        continue;
+      if (algo_fits(handle, plan, v, workspace)) cands.add(v);
+    }
+  }
+}
+
+// RAII cudaEvent pair and an L2-sized scratch buffer, for the timing at first use only.
+struct TimingScratch {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  void* flush = nullptr;
+  size_t flush_bytes = 0;
+  TimingScratch() {
+    if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+      (void)cudaGetLastError();
+      GRT_FAIL("linear: creating the events that time cuBLASLt's candidates failed");
+    }
+    int dev = 0, l2 = 0;
+    (void)cudaGetDevice(&dev);
+    (void)cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    flush_bytes = static_cast<size_t>(std::max(l2, 1 << 20)) * 2;
+    if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {  // no room: time with whatever L2 holds
+      (void)cudaGetLastError();
+      flush = nullptr;
+    }
+  }
+  ~TimingScratch() {
+    if (flush) (void)cudaFree(flush);
+    if (start) (void)cudaEventDestroy(start);
+    if (stop) (void)cudaEventDestroy(stop);
+  }
+  TimingScratch(const TimingScratch&) = delete;
+  TimingScratch& operator=(const TimingScratch&) = delete;
+};
+
+cublasStatus_t run_matmul(cublasLtHandle_t handle, const Plan& plan, const Call& c, const cublasLtMatmulAlgo_t& algo,
+                          void* ws, size_t ws_bytes, cudaStream_t s) {
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(handle, plan.desc.get(), &alpha, c.w, plan.a.get(), c.x, plan.b.get(), &beta, c.y,
+                        plan.d.get(), c.y, plan.d.get(), &algo, ws, ws_bytes, s);
+}
+
+// Mean microseconds of `algo` on the call's operands (cold L2 before each run), or a negative
+// number when the algorithm fails to launch. Runs on `s`, which is not capturing.
+double time_algo(cublasLtHandle_t handle, const Plan& plan, const Call& c, const cublasLtMatmulAlgo_t& algo,
+                 void* ws, size_t ws_bytes, cudaStream_t s, TimingScratch& t) {
+  if (run_matmul(handle, plan, c, algo, ws, ws_bytes, s) != CUBLAS_STATUS_SUCCESS) return -1.0;
+  constexpr int kReps = 3;
+  float total = 0.0f;
+  for (int r = 0; r < kReps; ++r) {
+    if (t.flush) GRT_CUDA_CHECK(cudaMemsetAsync(t.flush, r, t.flush_bytes, s), "linear: flushing L2 before timing");
+    GRT_CUDA_CHECK(cudaEventRecord(t.start, s), "linear: timing a cuBLASLt candidate");
+    if (run_matmul(handle, plan, c, algo, ws, ws_bytes, s) != CUBLAS_STATUS_SUCCESS) return -1.0;
+    GRT_CUDA_CHECK(cudaEventRecord(t.stop, s), "linear: timing a cuBLASLt candidate");
+    GRT_CUDA_CHECK(cudaEventSynchronize(t.stop), "linear: timing a cuBLASLt candidate");
+    float ms = 0.0f;
+    GRT_CUDA_CHECK(cudaEventElapsedTime(&ms, t.start, t.stop), "linear: timing a cuBLASLt candidate");
+    total += ms;
+  }
+  if (cudaGetLastError() != cudaSuccess) return -1.0;
+  return 1000.0 * total / kReps;
+}
+
+// The fastest of the candidates on the call's own operands; the heuristic's first when
+// nothing else launches.
+cublasLtMatmulAlgo_t pick_by_timing(cublasLtHandle_t handle, const Plan& plan, const Call& c, Candidates& cands,
+                                    void* ws, size_t ws_bytes, cudaStream_t s, TimingScratch& scratch) {
+  for (int i = 0; i < cands.n_found; ++i) cands.add(cands.found[i].algo);
+  if (tune_config().split_k) add_split_k(handle, plan, c, ws_bytes, cands);
+  int best = 0;
+  double best_us = -1.0, first_us = -1.0;
+  for (int i = 0; i < cands.n_algos; ++i) {
+    const double us = time_algo(handle, plan, c, cands.algos[i], ws, ws_bytes, s, scratch);
+    if (i == 0) first_us = us;
+    if (us > 0 && (best_us < 0 || us < best_us)) best_us = us, best = i;
+  }
+  if (tune_config().log)
+    GRT_INFO("linear M={} N={} K={}: {} candidates ({} split-K); heuristic's first {:.1f} us [{}], fastest #{} "
+             "{:.1f} us [{}]",
+             c.sh.M, c.sh.N, c.sh.K, cands.n_algos, cands.n_algos - cands.n_found, first_us,
+             algo_str(cands.algos[0]), best, best_us, algo_str(cands.algos[best]));
+  return cands.algos[best];
+}
+
+// Builds descriptors and picks the algorithm: the bucket's timed choice when it fits, else the
+// heuristic's first. nullptr when no algorithm fits (e.g. the epilogue).
+std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Call& c, bool epilogue_bias, size_t workspace,
+                                const cublasLtMatmulAlgo_t* bucket_algo) {
+  auto plan = std::make_unique<Plan>();
+  build_descriptors(*plan, c, epilogue_bias);
   plan->workspace = workspace;
+  if (bucket_algo && algo_fits(handle, *plan, *bucket_algo, workspace)) {
+    plan->algo = *bucket_algo;
+    plan->tuned = true;
+    return plan;
+  }
+  auto cands = std::make_unique<Candidates>();
+  heuristic(handle, *plan, c, workspace, 1, *cands);
+  if (cands->n_found == 0) return nullptr;
+  plan->algo = cands->found[0].algo;
   return plan;
+}
+
+// Times the candidates of call `c` (M rows) and returns the fastest; false when the heuristic
+// has none for these descriptors.
+bool tune_one(cublasLtHandle_t handle, const Call& c, bool epilogue_bias, void* ws, size_t ws_bytes, cudaStream_t s,
+              TimingScratch& scratch, cublasLtMatmulAlgo_t& out) {
+  Plan plan;
+  build_descriptors(plan, c, epilogue_bias);
+  auto cands = std::make_unique<Candidates>();
+  heuristic(handle, plan, c, ws_bytes, tune_config().candidates, *cands);
+  if (cands->n_found == 0) return false;
+  out = pick_by_timing(handle, plan, c, *cands, ws, ws_bytes, s, scratch);
+  return true;
 }
 
 template <typename T>
@@ -243,6 +484,28 @@ void add_bias(cudaStream_t s, const Call& c) {
     add_bias_kernel<__nv_bfloat16><<<blocks, threads, 0, s>>>(static_cast<__nv_bfloat16*>(c.y), c.sh.N, c.bias, kind, total);
   else GRT_FAIL("linear M={} N={} K={}: bias with {} output is not supported", c.sh.M, c.sh.N, c.sh.K, dtype_name(c.out));
   GRT_CUDA_CHECK_LAUNCH("linear bias add M={} N={}", c.sh.M, c.sh.N);
+}
+
+// Every bucket from 32 up to M's (at most kMaxTunedM) that has no timed choice yet is timed
+// on the first rows of this call's operands (the bucket's top row count, or M for M's own
+// bucket): a later shape of any of them, also one first met while capturing (graph runners warm
+// up only their largest shape), then runs a timed choice.
+void tune_buckets(LtDevice& dev, const Call& c, const PlanKey& key, bool want_epilogue, void* ws, size_t ws_bytes,
+                  cudaStream_t s) {
+  const int64_t top = std::min(m_bucket(c.sh.M), kMaxTunedM);
+  std::unique_ptr<TimingScratch> scratch;
+  for (int64_t b = 32; b <= top; b *= 2) {
+    PlanKey bkey = key;
+    std::get<0>(bkey) = b;
+    if (dev.bucket_choice.count(bkey)) continue;
+    Call part = c;
+    part.sh.M = std::min(b, c.sh.M);
+    if (!scratch) scratch = std::make_unique<TimingScratch>();
+    cublasLtMatmulAlgo_t algo{};
+    bool ok = want_epilogue && tune_one(dev.handle, part, true, ws, ws_bytes, s, *scratch, algo);
+    if (!ok) ok = tune_one(dev.handle, part, false, ws, ws_bytes, s, *scratch, algo);
+    if (ok) dev.bucket_choice.emplace(bkey, algo);
+  }
 }
 
 }  // namespace
@@ -279,9 +542,17 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
                     bias ? alignment_of(bias) : 0u, ws_bytes};
   auto it = dev.plans.find(key);
   if (it == dev.plans.end()) {
+    PlanKey bkey = key;
+    std::get<0>(bkey) = m_bucket(M);
+    // Timing synchronises the stream: never while this stream or this thread captures.
+    const bool can_time = ws && !stream.is_capturing() && !this_thread_capture_stream();
+    if (can_time && tune_config().candidates > 1 && M > kGemvMaxRows)
+      tune_buckets(dev, c, key, want_epilogue, ws, ws_bytes, s);
+    auto bit = dev.bucket_choice.find(bkey);
+    const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
     std::unique_ptr<Plan> plan;
-    if (want_epilogue) plan = make_plan(dev.handle, c, true, ws_bytes);
-    if (!plan) plan = make_plan(dev.handle, c, false, ws_bytes);
+    if (want_epilogue) plan = make_plan(dev.handle, c, true, ws_bytes, bucket_algo);
+    if (!plan) plan = make_plan(dev.handle, c, false, ws_bytes, bucket_algo);
     GRT_CHECK(plan, "linear M={} N={} K={} ({} -> {}): cuBLASLt has no algorithm for this shape", M, N, K,
               dtype_name(in_dtype), dtype_name(out_dtype));
     it = dev.plans.emplace(key, std::move(plan)).first;
