@@ -315,7 +315,7 @@ class DecodePathScope {
 };
 
 const char* path_name(cuda::DecodeAttentionPath p) {
-  return p == cuda::DecodeAttentionPath::fused ? "fused" : "legacy";
+  return p == cuda::DecodeAttentionPath::fused ? "fused" : p == cuda::DecodeAttentionPath::legacy ? "legacy" : "auto";
 }
 
 // Lengths 0 / 1 / short / around the fused path's split chunk (64) / long in one batch, so one
@@ -329,8 +329,9 @@ DecodeSetup mixed_setup(Shape3 sh, int batch, uint32_t seed) {
   return s;
 }
 
-TEST(OpsAttentionCuda, DecodeBothPathsEqualCpuAcrossLengthsGroupsAndHeadDims) {
-  for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::legacy}) {
+TEST(OpsAttentionCuda, DecodeEveryPathEqualsCpuAcrossLengthsGroupsAndHeadDims) {
+  for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::legacy,
+                    cuda::DecodeAttentionPath::automatic}) {
     DecodePathScope scope(path);
     // GQA groups 1, 2, 4, 8 at head dims 128 and 64; batch 1 (many splits per request: up to the
     // grid's 64), 9 (every length once) and 40 (fewer splits per request).
@@ -341,6 +342,7 @@ TEST(OpsAttentionCuda, DecodeBothPathsEqualCpuAcrossLengthsGroupsAndHeadDims) {
         expect_decode_matches(mixed_setup(sh, batch, 100 + static_cast<uint32_t>(batch) + static_cast<uint32_t>(sh.nq)),
                               DType::BF16, 0.088f);
       }
+    if (path == cuda::DecodeAttentionPath::automatic) continue;  // it picks one of the two above
     for (int32_t len : {1, 64, 65, 4100}) {
       SCOPED_TRACE(std::string(path_name(path)) + " one request of " + std::to_string(len));
       expect_decode_matches(decode_setup({16, 8, 128}, 1, {len}, 200 + static_cast<uint32_t>(len)), DType::BF16, 0.088f);

@@ -5,17 +5,19 @@
 // a block merge through shared memory. The grid depends only on B, head counts, head_dim, the SM
 // count and the table width; lengths are read on the device.
 //
-// Two paths, one kernel template (GRAPHRT_DECODE_ATTENTION=legacy selects the old one for A/B):
-//  - fused (default): the grid's x extent is the most splits a request may use; each request's
-//    split count follows its live length on the device (one split per kMinChunk tokens, at most
+// Two paths, one kernel template; GRAPHRT_DECODE_ATTENTION=auto|fused|legacy picks (default auto:
+// fused when the launch has at least 2 blocks per SM before splitting, legacy below — the H100
+// measurements in bench/results/h100_2026-11-23_s4_dattn/README.md):
+//  - fused: the grid's x extent is the most splits a request may use; each request's split
+//    count follows its live length on the device (one split per min_chunk tokens, at most
 //    the grid's), blocks past it exit at once. One split writes the output directly (single
 //    pass). With several, each block writes its normalised partial and log2-sum-exp to scratch
 //    and counts itself done on a per-(request, head block) counter; the last one merges the
 //    partials in split order (the same bits whichever block is last) and resets the counter to
 //    0, so every launch, eager or replayed, finds it at 0. The counters are a zero-initialised
 //    __device__ array of the module (per device, never freed): two decode attentions running at
-//    the same time on one device (different streams) would share them, which nothing in graphrt
-//    does (one forward at a time per device).
+//    the same time on one device (different streams) would share them; graphrt runs one forward
+//    at a time per device today, and must keep it so (or give each stream its counters).
 //  - legacy: the split count is the grid's for every request, and a combine kernel merges.
 // Both keep the PDL contract of ops/cuda/pdl.cuh: the attention waits before reading anything
 // and lets the next kernel launch after its main loop; the combine waits, then lets it launch.
@@ -83,13 +85,7 @@ __global__ void __launch_bounds__(kThreads, kFused && GMAX <= 4 && sizeof(T) == 
   const int first_head = kvh * p.group + chunk * GMAX;
   const int heads = min(GMAX, p.group - chunk * GMAX);
 
-  const int64_t len = min(max(static_cast<int64_t>(p.seq_lens[b]), int64_t{0}), p.max_context);
-  // This request's split count: the grid's (legacy), or from its live length (fused).
-  const int splits =
-      kFused ? static_cast<int>(min(static_cast<int64_t>(p.splits), max(int64_t{1}, (len + p.min_chunk - 1) / p.min_chunk)))
-             : p.splits;
-  if (split >= splits) return;  // uniform over the block; after pdl_wait (contract point 2)
-
+  // q first (as the legacy kernel always did): its loads overlap the length and table reads.
   const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride;
   float qr[GMAX][8];
 #pragma unroll
@@ -103,6 +99,13 @@ __global__ void __launch_bounds__(kThreads, kFused && GMAX <= 4 && sizeof(T) == 
       for (int i = 0; i < 8; ++i) qr[g][i] = 0.0f;
     }
   }
+
+  const int64_t len = min(max(static_cast<int64_t>(p.seq_lens[b]), int64_t{0}), p.max_context);
+  // This request's split count: the grid's (legacy), or from its live length (fused).
+  const int splits =
+      kFused ? static_cast<int>(min(static_cast<int64_t>(p.splits), max(int64_t{1}, (len + p.min_chunk - 1) / p.min_chunk)))
+             : p.splits;
+  if (split >= splits) return;  // uniform over the block; after pdl_wait (contract point 2)
 
   const int32_t req = p.req_pool_indices[b];
   const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
@@ -340,7 +343,7 @@ int sm_count(Device device) {
   return c;
 }
 
-// Path and tuning knobs, read once: GRAPHRT_DECODE_ATTENTION=legacy|fused (default fused),
+// Path and tuning knobs, read once: GRAPHRT_DECODE_ATTENTION=auto|fused|legacy (default auto),
 // GRAPHRT_DECODE_MIN_CHUNK (fused: tokens per split at least, default 64),
 // GRAPHRT_DECODE_BLOCKS_PER_SM (blocks the split count aims at per SM, default 8).
 int env_int(const char* name, int fallback, int lo, int hi) {
@@ -353,7 +356,7 @@ int env_int(const char* name, int fallback, int lo, int hi) {
 }
 
 struct DecodeKnobs {
-  bool legacy = false;
+  DecodeAttentionPath path = DecodeAttentionPath::automatic;
   int min_chunk = 64;
   int blocks_per_sm = 8;
 };
@@ -361,9 +364,10 @@ struct DecodeKnobs {
 DecodeKnobs read_knobs() {
   DecodeKnobs k;
   if (const char* v = std::getenv("GRAPHRT_DECODE_ATTENTION"); v != nullptr && *v != 0) {
-    GRT_CHECK(std::strcmp(v, "legacy") == 0 || std::strcmp(v, "fused") == 0,
-              "GRAPHRT_DECODE_ATTENTION={} must be legacy or fused", v);
-    k.legacy = std::strcmp(v, "legacy") == 0;
+    const bool legacy = std::strcmp(v, "legacy") == 0, fused = std::strcmp(v, "fused") == 0;
+    GRT_CHECK(legacy || fused || std::strcmp(v, "auto") == 0,
+              "GRAPHRT_DECODE_ATTENTION={} must be auto, fused or legacy", v);
+    k.path = legacy ? DecodeAttentionPath::legacy : fused ? DecodeAttentionPath::fused : DecodeAttentionPath::automatic;
   }
   k.min_chunk = env_int("GRAPHRT_DECODE_MIN_CHUNK", k.min_chunk, 1, 1 << 20);
   k.blocks_per_sm = env_int("GRAPHRT_DECODE_BLOCKS_PER_SM", k.blocks_per_sm, 1, 64);
@@ -377,9 +381,20 @@ const DecodeKnobs& knobs() {
 
 std::atomic<int> g_path_override{-1};  // -1: the environment's path; else DecodeAttentionPath
 
-bool use_legacy() {
+DecodeAttentionPath chosen_path() {
   const int o = g_path_override.load(std::memory_order_relaxed);
-  return o < 0 ? knobs().legacy : o == static_cast<int>(DecodeAttentionPath::legacy);
+  return o < 0 ? knobs().path : static_cast<DecodeAttentionPath>(o);
+}
+
+// auto: below 2 blocks per SM before splitting (qwen3-0.6b / llama-3.1-8b: batch < 33) the legacy
+// path measured faster on the H100 (bs 1: 1.271 vs 1.287 ms, llama 6.254 vs 6.428; bs 8: 1.810
+// vs 1.841): its 33 one-iteration splits and 16-32 block combine beat the fused kernel's serial
+// last-block merge. From there on the fused one did (llama bs 64: 11.146 vs 11.531; bs 256:
+// 23.634 vs 27.072, qwen 12.731 vs 13.260; qwen bs 64 even, 4.715 vs 4.691).
+bool use_legacy(int base_blocks, int sms) {
+  const DecodeAttentionPath path = chosen_path();
+  if (path != DecodeAttentionPath::automatic) return path == DecodeAttentionPath::legacy;
+  return base_blocks < 2 * sms;
 }
 
 template <typename T, bool kFused>
@@ -452,8 +467,9 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   p.lpt_log2 = lpt_log2;
   p.scale_log2 = a.scale * kLog2e;
   const int base = d.batch * p.nkv * p.head_chunks;
-  const bool legacy = use_legacy();
-  p.splits = decode_num_splits(base, sm_count(device), a.max_context, knobs().blocks_per_sm);
+  const int sms = sm_count(device);
+  const bool legacy = use_legacy(base, sms);
+  p.splits = decode_num_splits(base, sms, a.max_context, knobs().blocks_per_sm);
   p.min_chunk = knobs().min_chunk;
   // The fused path's counters cover (request, head block) pairs up to kCounters; past that the
   // grid has ~500 blocks per SM anyway and one split is what it would choose.
@@ -480,8 +496,6 @@ void set_decode_attention_path(DecodeAttentionPath path) {
   g_path_override.store(static_cast<int>(path), std::memory_order_relaxed);
 }
 
-DecodeAttentionPath decode_attention_path() {
-  return use_legacy() ? DecodeAttentionPath::legacy : DecodeAttentionPath::fused;
-}
+DecodeAttentionPath decode_attention_path() { return chosen_path(); }
 
 }  // namespace grt::cuda

@@ -18,6 +18,8 @@
 // On the decode path: PDL contract of ops/cuda/pdl.cuh (wait, then let attention launch).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
@@ -28,7 +30,21 @@ namespace {
 
 using namespace dense;
 
-constexpr int kMaxWarps = 4;  // warps (heads) per block
+constexpr int kMaxWarps = 4;           // warps (heads) per block
+constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one block per token
+
+// GRAPHRT_PREPARE_QKV=token launches one block per token (the kernel before session 4) for A/B;
+// heads (default) spreads each token's heads over blocks. Same result bits either way.
+bool one_block_per_token() {
+  static const bool token = [] {
+    const char* v = std::getenv("GRAPHRT_PREPARE_QKV");
+    if (v == nullptr || *v == 0) return false;
+    GRT_CHECK(std::strcmp(v, "token") == 0 || std::strcmp(v, "heads") == 0,
+              "GRAPHRT_PREPARE_QKV={} must be heads or token", v);
+    return std::strcmp(v, "token") == 0;
+  }();
+  return token;
+}
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
 
@@ -144,10 +160,12 @@ void launch(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
                      aligned16(a.v_cache, 0, sizeof(T));
   const int64_t by_smem = kSmemBytes / (hd * static_cast<int64_t>(sizeof(float)));
   const int64_t all_heads = a.q_heads + a.kv_heads;
-  const int warps = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({all_heads, kMaxWarps, by_smem})));
+  const bool per_token = one_block_per_token();
+  const int64_t max_warps = per_token ? kMaxWarpsPerToken : kMaxWarps;
+  const int warps = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({all_heads, max_warps, by_smem})));
   const size_t smem = static_cast<size_t>(warps) * static_cast<size_t>(hd) * sizeof(float);
   // Enough blocks for one head per warp (the kernel's loop also covers a smaller grid).
-  const int64_t head_blocks = std::clamp<int64_t>((all_heads + warps - 1) / warps, 1, 65535);
+  const int64_t head_blocks = per_token ? 1 : std::clamp<int64_t>((all_heads + warps - 1) / warps, 1, 65535);
   (void)launch_pdl(dev, prepare_qkv_kernel<T>, dim3(static_cast<unsigned>(a.tokens), static_cast<unsigned>(head_blocks)),
                    dim3(warps * 32), smem, s, 1, a, vec_q, vec_k, vec_v);
 }
