@@ -4,6 +4,7 @@
 // output once (2^-9 relative) and accumulate in float32: |cuda - cpu| <= 2e-2 for bf16, 1e-4 for f32.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "memory/graph_pool.h"
 #include "memory/tensor_alloc.h"
 #include "ops/attention.h"
+#include "ops/cuda/attention_cuda.h"
 #include "ops/cuda/attention_extend_params.h"
 #include "ops/kv_store.h"
 #include "ops/sampling.h"
@@ -403,6 +405,81 @@ TEST(OpsAttentionCuda, DecodeZeroSeqLenGivesZerosNotNaN) {
   for (float x : got) EXPECT_TRUE(std::isfinite(x));
 }
 
+// Selects a decode attention path for a scope and restores the previous one.
+class DecodePathScope {
+ public:
+  explicit DecodePathScope(cuda::DecodeAttentionPath path) : old_(cuda::decode_attention_path()) {
+    cuda::set_decode_attention_path(path);
+  }
+  ~DecodePathScope() { cuda::set_decode_attention_path(old_); }
+  DecodePathScope(const DecodePathScope&) = delete;
+  DecodePathScope& operator=(const DecodePathScope&) = delete;
+
+ private:
+  cuda::DecodeAttentionPath old_;
+};
+
+const char* path_name(cuda::DecodeAttentionPath p) {
+  return p == cuda::DecodeAttentionPath::fused ? "fused" : p == cuda::DecodeAttentionPath::legacy ? "legacy" : "auto";
+}
+
+// Lengths 0 / 1 / short / around the fused path's split chunk (64) / long in one batch, so one
+// launch mixes single-pass requests, multi-split requests and empty ones (zeros, not NaN).
+DecodeSetup mixed_setup(Shape3 sh, int batch, uint32_t seed) {
+  const std::vector<int32_t> lens = {0, 1, 2, 63, 64, 65, 129, 700, 2049};
+  std::vector<int32_t> built = lens;
+  for (int32_t& l : built) l = std::max(l, 1);  // make_case needs a prefix >= 0
+  DecodeSetup s = decode_setup(sh, batch, built, seed);
+  for (int b = 0; b < batch; ++b) s.seq_lens[static_cast<size_t>(b)] = lens[static_cast<size_t>(b) % lens.size()];
+  return s;
+}
+
+TEST(OpsAttentionCuda, DecodeEveryPathEqualsCpuAcrossLengthsGroupsAndHeadDims) {
+  for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::legacy,
+                    cuda::DecodeAttentionPath::automatic}) {
+    DecodePathScope scope(path);
+    // GQA groups 1, 2, 4, 8 at head dims 128 and 64; batch 1 (many splits per request: up to the
+    // grid's 64), 9 (every length once) and 40 (fewer splits per request).
+    for (Shape3 sh : {Shape3{8, 8, 128}, Shape3{16, 8, 128}, Shape3{32, 8, 128}, Shape3{32, 4, 128}, Shape3{8, 8, 64},
+                      Shape3{16, 8, 64}, Shape3{32, 8, 64}, Shape3{64, 8, 64}})
+      for (int batch : {9, 40}) {
+        SCOPED_TRACE(std::string(path_name(path)) + " batch " + std::to_string(batch));
+        expect_decode_matches(mixed_setup(sh, batch, 100 + static_cast<uint32_t>(batch) + static_cast<uint32_t>(sh.nq)),
+                              DType::BF16, 0.088f);
+      }
+    if (path == cuda::DecodeAttentionPath::automatic) continue;  // it picks one of the two above
+    for (int32_t len : {1, 64, 65, 4100}) {
+      SCOPED_TRACE(std::string(path_name(path)) + " one request of " + std::to_string(len));
+      expect_decode_matches(decode_setup({16, 8, 128}, 1, {len}, 200 + static_cast<uint32_t>(len)), DType::BF16, 0.088f);
+      expect_decode_matches(decode_setup({32, 8, 64}, 1, {len}, 300 + static_cast<uint32_t>(len)), DType::F32, 0.088f);
+    }
+  }
+}
+
+// The fused path's split counters must be back at 0 after every launch: repeated eager launches
+// of one shape with other lengths each time (a counter left at k would make the wrong block
+// merge, or none: stale or partial outputs) all match the CPU op.
+TEST(OpsAttentionCuda, DecodeFusedRepeatedLaunchesStayCorrect) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::fused);
+  DecodeSetup s = mixed_setup({16, 8, 128}, 9, 400);
+  const PagedCase& c = s.c;
+  auto tc = upload(c, DType::F32, kCpu);
+  auto tg = upload(c, DType::BF16, kGpu);
+  std::mt19937 rng(401);
+  for (int round = 0; round < 6; ++round) {
+    std::vector<int32_t> lens = s.seq_lens;
+    for (size_t b = 0; b < lens.size(); ++b) {
+      const int32_t full = c.prefix[b] + 1;
+      lens[b] = round == 0 ? lens[b] : std::uniform_int_distribution<int32_t>(0, full)(rng);
+    }
+    std::vector<float> want = to_host_floats(
+        ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(c, lens, kCpu), 16, 8, 128, 0.088f));
+    std::vector<float> got = to_host_floats(
+        ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, lens, kGpu), 16, 8, 128, 0.088f));
+    EXPECT_LT(max_abs_diff(got, want), tolerance(DType::BF16)) << "round " << round;
+  }
+}
+
 // Copies host values into an existing device tensor on the current stream (outside capture).
 template <typename T>
 void overwrite(const Tensor& dst, const std::vector<T>& values) {
@@ -412,11 +489,17 @@ void overwrite(const Tensor& dst, const std::vector<T>& values) {
   s.synchronize();
 }
 
-TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
+// Captured once, replayed with new lengths (0 included) and permuted tables, several times in a
+// row: each replay equals an eager launch bit for bit (same kernel, same grid) and the CPU op.
+// The fused path's counters must be back at 0 after every replay for this to hold. Batch 37
+// gives 4 splits per request at most, batch 2 up to 64.
+void check_decode_graph_replays(cuda::DecodeAttentionPath path, int batch, const std::vector<int32_t>& full_lens,
+                                uint32_t seed) {
+  DecodePathScope path_scope(path);
+  SCOPED_TRACE(std::string(path_name(path)) + " batch " + std::to_string(batch));
   auto stream = new_stream(kGpu);
   StreamGuard guard(*stream);
-  const int batch = 37;
-  DecodeSetup s = decode_setup({32, 8, 128}, batch, {1, 17, 1000, 4100}, 14);
+  DecodeSetup s = decode_setup({32, 8, 128}, batch, full_lens, seed);
   const PagedCase& c = s.c;
   auto tg = upload(c, DType::BF16, kGpu);
   ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);  // persistent buffers
@@ -434,8 +517,8 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
   }
   std::unique_ptr<GraphExec> exec = graph->instantiate();
 
-  std::mt19937 rng(15);
-  for (int round = 0; round < 3; ++round) {
+  std::mt19937 rng(seed + 1);
+  for (int round = 0; round < 5; ++round) {
     // New lengths (growing, some shrinking, one 0), and table rows permuted to other slots.
     std::vector<int32_t> lens(static_cast<size_t>(batch));
     for (int b = 0; b < batch; ++b) {
@@ -461,6 +544,13 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     std::vector<float> want = to_host_floats(
         ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(changed, lens, kCpu), 32, 8, 128, 0.088f));
     EXPECT_LT(max_abs_diff(replayed, want), tolerance(DType::BF16)) << "round " << round;
+  }
+}
+
+TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
+  for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::legacy}) {
+    check_decode_graph_replays(path, 37, {1, 17, 1000, 4100}, 14);
+    check_decode_graph_replays(path, 2, {4100, 1000}, 24);
   }
 }
 

@@ -833,8 +833,9 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
 TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
   uint32_t seed = 7000;
   // Qwen3-0.6B / 8B heads, Llama-like GQA, an odd head_dim (scalar paths), and wide heads (the
-  // norm's reduction then spans 2 or 4 warps of rms_norm_kernel).
-  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}, {4, 1, 64}, {3, 3, 10}, {2, 1, 256}, {1, 1, 512}})
+  // norm's reduction then spans 2 or 4 warps of rms_norm_kernel); 68 heads: 17 head blocks of 4 warps.
+  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}, {4, 1, 64}, {3, 3, 10}, {2, 1, 256}, {1, 1, 512},
+                           {64, 4, 64}})
     for (DType dt : {DType::BF16, DType::F32})
       for (bool norm : {true, false})
         for (int64_t T : {1, 3, 17, 257})

@@ -2,13 +2,30 @@
 // it reads each K/V row of its split once and applies it to all (up to GMAX) query heads of the
 // GQA group. Lanes form groups of `lpt` lanes; a group handles one token at a time with 16-byte
 // loads (8 elements per lane), keeps an online softmax per head in registers, and the groups of
-// a block merge through shared memory. With several splits, each writes its normalised partial
-// output and log2-sum-exp to scratch and a combine kernel merges them. The grid depends only on
-// B, head counts, head_dim, the SM count and the table width; lengths are read on the device.
-// Both kernels keep the PDL contract of ops/cuda/pdl.cuh: the attention waits before reading q and
-// lets the next kernel launch after its main loop; the combine waits, then lets it launch at once.
+// a block merge through shared memory. The grid depends only on B, head counts, head_dim, the SM
+// count and the table width; lengths are read on the device.
+//
+// Two paths, one kernel template; GRAPHRT_DECODE_ATTENTION=auto|fused|legacy picks (default auto:
+// fused when the launch has at least 2 blocks per SM before splitting, legacy below — the H100
+// measurements in bench/results/h100_2026-11-23_s4_dattn/README.md):
+//  - fused: the grid's x extent is the most splits a request may use; each request's split
+//    count follows its live length on the device (one split per min_chunk tokens, at most
+//    the grid's), blocks past it exit at once. One split writes the output directly (single
+//    pass). With several, each block writes its normalised partial and log2-sum-exp to scratch
+//    and counts itself done on a per-(request, head block) counter; the last one merges the
+//    partials in split order (the same bits whichever block is last) and resets the counter to
+//    0, so every launch, eager or replayed, finds it at 0. The counters are a zero-initialised
+//    __device__ array of the module (per device, never freed): two decode attentions running at
+//    the same time on one device (different streams) would share them; graphrt runs one forward
+//    at a time per device today, and must keep it so (or give each stream its counters).
+//  - legacy: the split count is the grid's for every request, and a combine kernel merges.
+// Both keep the PDL contract of ops/cuda/pdl.cuh: the attention waits before reading anything
+// and lets the next kernel launch after its main loop; the combine waits, then lets it launch.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -25,6 +42,10 @@ namespace {
 
 using namespace attn;
 constexpr int kThreads = 128;
+constexpr int kMaxSplits = 64;        // the grid's x extent never exceeds it
+constexpr int64_t kCounters = 1 << 16;  // fused path: one per (request, head block) with splits > 1
+
+__device__ unsigned int g_split_counters[kCounters];  // zero at module load; kept at 0 between launches
 
 struct DecodeParams {
   const void* q;
@@ -39,14 +60,20 @@ struct DecodeParams {
   float* part_o;    // [B, nq, splits, hd]
   float* part_lse;  // [B, nq, splits]
   int nq, nkv, hd, group, head_chunks, splits, lpt_log2;
+  int min_chunk;     // fused: tokens per split at least (a request uses ceil(len / min_chunk) splits)
   float scale_log2;  // scale * log2(e)
 };
 
-template <typename T, int GMAX>
-__global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
+// Fused: at most 128 registers up to GMAX 4 (4 blocks per SM, as the legacy kernel has; the slot
+// prefetch and the merge would otherwise push GMAX 4 to 156 and 3 blocks per SM).
+template <typename T, int GMAX, bool kFused>
+__global__ void __launch_bounds__(kThreads, kFused && GMAX <= 4 && sizeof(T) == 2 ? 4 : 1) decode_kernel(DecodeParams p) {
   __shared__ float sh_acc[kThreads * 8];
   __shared__ float sh_m[kThreads];
   __shared__ float sh_l[kThreads];
+  __shared__ float sh_w[kMaxSplits];
+  __shared__ float sh_wsum;
+  __shared__ bool sh_last;
   pdl_wait();
   const int split = blockIdx.x;
   const int kvh = blockIdx.y / p.head_chunks, chunk = blockIdx.y % p.head_chunks;
@@ -58,6 +85,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   const int first_head = kvh * p.group + chunk * GMAX;
   const int heads = min(GMAX, p.group - chunk * GMAX);
 
+  // q first (as the legacy kernel always did): its loads overlap the length and table reads.
   const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride;
   float qr[GMAX][8];
 #pragma unroll
@@ -73,9 +101,15 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   }
 
   const int64_t len = min(max(static_cast<int64_t>(p.seq_lens[b]), int64_t{0}), p.max_context);
+  // This request's split count: the grid's (legacy), or from its live length (fused).
+  const int splits =
+      kFused ? static_cast<int>(min(static_cast<int64_t>(p.splits), max(int64_t{1}, (len + p.min_chunk - 1) / p.min_chunk)))
+             : p.splits;
+  if (split >= splits) return;  // uniform over the block; after pdl_wait (contract point 2)
+
   const int32_t req = p.req_pool_indices[b];
   const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
-  const int64_t per_split = (len + p.splits - 1) / p.splits;
+  const int64_t per_split = (len + splits - 1) / splits;
   const int64_t start = split * per_split, end = min(len, start + per_split);
 
   const int64_t width = static_cast<int64_t>(p.nkv) * p.hd;
@@ -92,15 +126,24 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // U tokens per group per iteration: their slots, then all their K/V loads, are issued before
   // any math so each thread keeps 2U 16-byte loads in flight. The loop bound is uniform over the
   // block so every lane reaches the shuffles.
+  // The fused path also reads the next iteration's slots right after issuing this one's K/V
+  // loads, so the table read (a dependent trip to memory) leaves each iteration's chain.
   constexpr int U = GMAX >= 8 ? 2 : 4;
-  for (int64_t base = start; base < end; base += static_cast<int64_t>(ngroups) * U) {
+  const int64_t step = static_cast<int64_t>(ngroups) * U;
+  int64_t next_slot[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t pos = start + u * ngroups + grp;
+    next_slot[u] = kFused && pos < end ? kv_slot(table, pos, p.num_slots) : 0;
+  }
+  for (int64_t base = start; base < end; base += step) {
     int64_t slot[U];
     bool valid[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t pos = base + u * ngroups + grp;
       valid[u] = pos < end;
-      slot[u] = valid[u] ? kv_slot(table, pos, p.num_slots) : 0;
+      slot[u] = kFused ? next_slot[u] : valid[u] ? kv_slot(table, pos, p.num_slots) : 0;
     }
     Raw8<T> kr[U], vr[U];
 #pragma unroll
@@ -111,6 +154,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
       } else {
         kr[u].zero();
         vr[u].zero();
+      }
+    }
+    if (kFused) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t pos = base + step + u * ngroups + grp;
+        next_slot[u] = pos < end ? kv_slot(table, pos, p.num_slots) : 0;
       }
     }
     float s[U][GMAX];
@@ -186,11 +236,55 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
         for (int r = 0; r < ngroups; ++r) o += sh_acc[(r * lpt + d / 8) * 8 + d % 8] * exp2f(sh_m[r] - mx);
         o /= lsum;
       }
-      if (p.splits == 1) out[bh * p.hd + d] = from_float<T>(o);
+      if (splits == 1) out[bh * p.hd + d] = from_float<T>(o);
       else p.part_o[(bh * p.splits + split) * p.hd + d] = o;
     }
-    if (p.splits > 1 && threadIdx.x == 0) p.part_lse[bh * p.splits + split] = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
+    if (splits > 1 && threadIdx.x == 0) p.part_lse[bh * p.splits + split] = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
     __syncthreads();
+  }
+  if (!kFused || splits == 1) return;
+
+  // Fused combine: the last block of this (request, head block) to finish merges the partials
+  // (threadFenceReduction pattern: partials fenced before the count, the count before the reads).
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned int* counter = g_split_counters + static_cast<int64_t>(b) * gridDim.y + blockIdx.y;
+    const unsigned int done = atomicAdd(counter, 1u);
+    sh_last = done == static_cast<unsigned int>(splits - 1);
+    if (sh_last) atomicExch(counter, 0u);  // every split has counted: back to 0 for the next launch
+  }
+  __syncthreads();
+  if (!sh_last) return;
+  __threadfence();
+  for (int g = 0; g < heads; ++g) {
+    const int64_t bh = static_cast<int64_t>(b) * p.nq + first_head + g;
+    const float* lse = p.part_lse + bh * p.splits;
+    if (threadIdx.x < 32) {  // the combine kernel's weights: same arithmetic, same order
+      float mx = -INFINITY;
+      for (int s2 = threadIdx.x; s2 < splits; s2 += 32) mx = fmaxf(mx, __ldcg(lse + s2));
+      for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      for (int s2 = threadIdx.x; s2 < splits; s2 += 32) sh_w[s2] = mx == -INFINITY ? 0.0f : exp2f(__ldcg(lse + s2) - mx);
+      __syncwarp();
+      if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (int s2 = 0; s2 < splits; ++s2) sum += sh_w[s2];
+        sh_wsum = mx == -INFINITY ? 0.0f : sum;
+      }
+    }
+    __syncthreads();
+    const float* po = p.part_o + bh * p.splits * p.hd;
+    const float wsum = sh_wsum;
+    for (int d = threadIdx.x; d < p.hd; d += kThreads) {
+      float o = 0.0f;
+      if (wsum > 0.0f) {
+#pragma unroll 8
+        for (int s2 = 0; s2 < splits; ++s2) o += sh_w[s2] * __ldcg(po + static_cast<int64_t>(s2) * p.hd + d);
+        o /= wsum;
+      }
+      out[bh * p.hd + d] = from_float<T>(o);
+    }
+    __syncthreads();  // sh_w is reused for the next head
   }
 }
 
@@ -199,7 +293,6 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
 // over the splits with independent loads in flight. (Reading lse and exponentiating inside one
 // serial loop per thread took ~16 us at batch 1, more than the attention itself.) Same
 // arithmetic in the same order as that loop: the results are unchanged.
-constexpr int kMaxSplits = 64;  // decode_num_splits never exceeds it
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) combine_kernel(const float* __restrict__ part_o,
@@ -250,28 +343,91 @@ int sm_count(Device device) {
   return c;
 }
 
-template <typename T>
-void launch_decode(int dev, cudaStream_t st, const DecodeParams& p, dim3 grid, int gmax) {
+// Path and tuning knobs, read once: GRAPHRT_DECODE_ATTENTION=auto|fused|legacy (default auto),
+// GRAPHRT_DECODE_MIN_CHUNK (fused: tokens per split at least, default 64),
+// GRAPHRT_DECODE_BLOCKS_PER_SM (blocks the split count aims at per SM, default 8).
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  GRT_CHECK(end != v && *end == 0 && x >= lo && x <= hi, "{}={} must be an integer in [{}, {}]", name, v, lo, hi);
+  return static_cast<int>(x);
+}
+
+struct DecodeKnobs {
+  DecodeAttentionPath path = DecodeAttentionPath::automatic;
+  int min_chunk = 64;
+  int blocks_per_sm = 8;
+};
+
+DecodeKnobs read_knobs() {
+  DecodeKnobs k;
+  if (const char* v = std::getenv("GRAPHRT_DECODE_ATTENTION"); v != nullptr && *v != 0) {
+    const bool legacy = std::strcmp(v, "legacy") == 0, fused = std::strcmp(v, "fused") == 0;
+    GRT_CHECK(legacy || fused || std::strcmp(v, "auto") == 0,
+              "GRAPHRT_DECODE_ATTENTION={} must be auto, fused or legacy", v);
+    k.path = legacy ? DecodeAttentionPath::legacy : fused ? DecodeAttentionPath::fused : DecodeAttentionPath::automatic;
+  }
+  k.min_chunk = env_int("GRAPHRT_DECODE_MIN_CHUNK", k.min_chunk, 1, 1 << 20);
+  k.blocks_per_sm = env_int("GRAPHRT_DECODE_BLOCKS_PER_SM", k.blocks_per_sm, 1, 64);
+  return k;
+}
+
+const DecodeKnobs& knobs() {
+  static const DecodeKnobs k = read_knobs();
+  return k;
+}
+
+std::atomic<int> g_path_override{-1};  // -1: the environment's path; else DecodeAttentionPath
+
+DecodeAttentionPath chosen_path() {
+  const int o = g_path_override.load(std::memory_order_relaxed);
+  return o < 0 ? knobs().path : static_cast<DecodeAttentionPath>(o);
+}
+
+// auto: below 2 blocks per SM before splitting (qwen3-0.6b / llama-3.1-8b: batch < 33) the legacy
+// path measured faster on the H100 (bs 1: 1.271 vs 1.287 ms, llama 6.254 vs 6.428; bs 8: 1.810
+// vs 1.841): its 33 one-iteration splits and 16-32 block combine beat the fused kernel's serial
+// last-block merge. From there on the fused one did (llama bs 64: 11.146 vs 11.531; bs 256:
+// 23.634 vs 27.072, qwen 12.731 vs 13.260; qwen bs 64 even, 4.715 vs 4.691).
+bool use_legacy(int base_blocks, int sms) {
+  const DecodeAttentionPath path = chosen_path();
+  if (path != DecodeAttentionPath::automatic) return path == DecodeAttentionPath::legacy;
+  return base_blocks < 2 * sms;
+}
+
+template <typename T, bool kFused>
+void launch_decode_path(int dev, cudaStream_t st, const DecodeParams& p, dim3 grid, int gmax) {
   const dim3 block(kThreads);
   switch (gmax) {
-    case 1: (void)launch_pdl(dev, decode_kernel<T, 1>, grid, block, 0, st, 1, p); break;
-    case 2: (void)launch_pdl(dev, decode_kernel<T, 2>, grid, block, 0, st, 1, p); break;
-    case 4: (void)launch_pdl(dev, decode_kernel<T, 4>, grid, block, 0, st, 1, p); break;
-    default: (void)launch_pdl(dev, decode_kernel<T, 8>, grid, block, 0, st, 1, p); break;
+    case 1: (void)launch_pdl(dev, decode_kernel<T, 1, kFused>, grid, block, 0, st, 1, p); break;
+    case 2: (void)launch_pdl(dev, decode_kernel<T, 2, kFused>, grid, block, 0, st, 1, p); break;
+    case 4: (void)launch_pdl(dev, decode_kernel<T, 4, kFused>, grid, block, 0, st, 1, p); break;
+    default: (void)launch_pdl(dev, decode_kernel<T, 8, kFused>, grid, block, 0, st, 1, p); break;
   }
+}
+
+template <typename T>
+void launch_decode(int dev, cudaStream_t st, const DecodeParams& p, dim3 grid, int gmax, bool legacy) {
+  if (!legacy) {
+    launch_decode_path<T, true>(dev, st, p, grid, gmax);
+    return;
+  }
+  launch_decode_path<T, false>(dev, st, p, grid, gmax);
   if (p.splits > 1) {
     GRT_CUDA_CHECK_LAUNCH("attention_decode B={} heads {} splits {}", grid.z, p.nq, p.splits);
-    (void)launch_pdl(dev, combine_kernel<T>, dim3(grid.z * static_cast<unsigned>(p.nq)), block, 0, st, 1,
+    (void)launch_pdl(dev, combine_kernel<T>, dim3(grid.z * static_cast<unsigned>(p.nq)), dim3(kThreads), 0, st, 1,
                      static_cast<const float*>(p.part_o), static_cast<const float*>(p.part_lse), p.splits, p.hd,
                      static_cast<T*>(p.out));
   }
 }
 
 // Splits per (request, kv head, group chunk): enough blocks to cover the GPU a few times over,
-// at most one split per 32 positions of the table and at most 64.
-int decode_num_splits(int base_blocks, int sms, int64_t max_context) {
-  constexpr int kBlocksPerSm = 8;
-  int want = (sms * kBlocksPerSm + base_blocks - 1) / base_blocks;
+// at most one split per 32 positions of the table and at most 64. The fused path takes this as
+// the most a request may use.
+int decode_num_splits(int base_blocks, int sms, int64_t max_context, int blocks_per_sm) {
+  int want = (sms * blocks_per_sm + base_blocks - 1) / base_blocks;
   int64_t by_ctx = std::max<int64_t>(1, (max_context + 31) / 32);
   return static_cast<int>(std::clamp<int64_t>(want, 1, std::min<int64_t>(by_ctx, kMaxSplits)));
 }
@@ -311,7 +467,13 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   p.lpt_log2 = lpt_log2;
   p.scale_log2 = a.scale * kLog2e;
   const int base = d.batch * p.nkv * p.head_chunks;
-  p.splits = decode_num_splits(base, sm_count(device), a.max_context);
+  const int sms = sm_count(device);
+  const bool legacy = use_legacy(base, sms);
+  p.splits = decode_num_splits(base, sms, a.max_context, knobs().blocks_per_sm);
+  p.min_chunk = knobs().min_chunk;
+  // The fused path's counters cover (request, head block) pairs up to kCounters; past that the
+  // grid has ~500 blocks per SM anyway and one split is what it would choose.
+  if (!legacy && static_cast<int64_t>(base) > kCounters) p.splits = 1;
   GRT_CHECK(d.batch <= 65535, "attention_decode on CUDA: batch {} exceeds the grid limit", d.batch);
   Tensor part_o, part_lse;
   if (p.splits > 1) {
@@ -323,11 +485,17 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(p.nkv * p.head_chunks),
             static_cast<unsigned>(d.batch));
   cudaStream_t st = native_stream(stream);
-  if (a.dtype == DType::BF16) launch_decode<__nv_bfloat16>(device.index, st, p, grid, gmax);
-  else if (a.dtype == DType::F16) launch_decode<__half>(device.index, st, p, grid, gmax);
-  else launch_decode<float>(device.index, st, p, grid, gmax);
-  GRT_CUDA_CHECK_LAUNCH("attention_decode B={} heads {}/{} head_dim {} splits {}", d.batch, p.nq, p.nkv, p.hd,
-                        p.splits);
+  if (a.dtype == DType::BF16) launch_decode<__nv_bfloat16>(device.index, st, p, grid, gmax, legacy);
+  else if (a.dtype == DType::F16) launch_decode<__half>(device.index, st, p, grid, gmax, legacy);
+  else launch_decode<float>(device.index, st, p, grid, gmax, legacy);
+  GRT_CUDA_CHECK_LAUNCH("attention_decode B={} heads {}/{} head_dim {} splits {} ({})", d.batch, p.nq, p.nkv, p.hd,
+                        p.splits, legacy ? "legacy" : "fused");
 }
+
+void set_decode_attention_path(DecodeAttentionPath path) {
+  g_path_override.store(static_cast<int>(path), std::memory_order_relaxed);
+}
+
+DecodeAttentionPath decode_attention_path() { return chosen_path(); }
 
 }  // namespace grt::cuda

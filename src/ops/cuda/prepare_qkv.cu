@@ -1,7 +1,10 @@
-// prepare_qkv_ on CUDA: one block per token. The block first copies the token's V row into its
-// cache slot, then each warp takes whole heads (q heads, then k heads) in turn: it stages the
-// head as floats in shared memory, applies the RMSNorm when a weight is given, then rotates the
-// (j, j + head_dim/2) pairs and writes q in place or k into its cache row.
+// prepare_qkv_ on CUDA: a grid of (token, head block). Each block copies its share of the token's
+// V row into the cache slot, and each of its warps takes one head (q heads, then k heads): it
+// stages the head as floats in shared memory, applies the RMSNorm when a weight is given, then
+// rotates the (j, j + head_dim/2) pairs and writes q in place or k into its cache row. (One block
+// per token ran a decode step's 24-40 heads in two rounds of 16 warps on one SM: 6.1 us at batch
+// 1 on the H100; heads spread over blocks run in one round on many SMs.) The heads are
+// independent, so the split changes no result bit.
 //
 // Bit-for-bit agreement with rms_norm_ + apply_rope_ + store_kv on CUDA:
 //  - the norm's sum of squares repeats rms_norm_kernel (norm.cu) launched on one head row: that
@@ -15,6 +18,8 @@
 // On the decode path: PDL contract of ops/cuda/pdl.cuh (wait, then let attention launch).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
@@ -25,7 +30,21 @@ namespace {
 
 using namespace dense;
 
-constexpr int kMaxWarps = 16;
+constexpr int kMaxWarps = 4;           // warps (heads) per block
+constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one block per token
+
+// GRAPHRT_PREPARE_QKV=token launches one block per token (the kernel before session 4) for A/B;
+// heads (default) spreads each token's heads over blocks. Same result bits either way.
+bool one_block_per_token() {
+  static const bool token = [] {
+    const char* v = std::getenv("GRAPHRT_PREPARE_QKV");
+    if (v == nullptr || *v == 0) return false;
+    GRT_CHECK(std::strcmp(v, "token") == 0 || std::strcmp(v, "heads") == 0,
+              "GRAPHRT_PREPARE_QKV={} must be heads or token", v);
+    return std::strcmp(v, "token") == 0;
+  }();
+  return token;
+}
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
 
@@ -103,21 +122,25 @@ __global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k
   T* q = static_cast<T*>(a.q) + t * a.q_stride;
   const T* k = static_cast<const T*>(a.k) + t * a.k_stride;
   T* kc = static_cast<T*>(a.k_cache) + (store ? slot : 0) * width;
-  if (store) {
+  if (store) {  // block y of Y copies the y-th of Y equal shares of the row
     const T* v = static_cast<const T*>(a.v) + t * a.v_stride;
     T* vc = static_cast<T*>(a.v_cache) + slot * width;
+    const int64_t units = vec_v ? width * static_cast<int64_t>(sizeof(T)) / 16 : width;
+    const int64_t lo = units * blockIdx.y / gridDim.y, hi = units * (blockIdx.y + 1) / gridDim.y;
     if (vec_v) {
-      const int64_t units = width * static_cast<int64_t>(sizeof(T)) / 16;
-      for (int64_t i = threadIdx.x; i < units; i += blockDim.x)
+      for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
         reinterpret_cast<uint4*>(vc)[i] = reinterpret_cast<const uint4*>(v)[i];
     } else {
-      for (int64_t i = threadIdx.x; i < width; i += blockDim.x) vc[i] = v[i];
+      for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) vc[i] = v[i];
     }
   }
   const bool q_work = a.q_norm != nullptr || cs != nullptr;  // else q stays as it is
+  // Heads [first, heads) are this token's work; warp w of block y takes first + y * warps + w.
+  const int64_t first = q_work ? 0 : a.q_heads;
   const int64_t heads = a.q_heads + (store ? a.kv_heads : 0);
   float* buf = smem + static_cast<int64_t>(warp) * hd;
-  for (int64_t h = q_work ? warp : a.q_heads + warp; h < heads; h += warps) {
+  const int64_t stride = static_cast<int64_t>(gridDim.y) * warps;
+  for (int64_t h = first + static_cast<int64_t>(blockIdx.y) * warps + warp; h < heads; h += stride) {
     if (h < a.q_heads)
       prepare_head<T>(q + h * hd, q + h * hd, static_cast<const T*>(a.q_norm), hd, a.eps, vec_q, cs, buf, lane);
     else
@@ -136,10 +159,15 @@ void launch(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const bool vec_v = (a.kv_heads * hd * es) % 16 == 0 && aligned16(a.v, a.v_stride, sizeof(T)) &&
                      aligned16(a.v_cache, 0, sizeof(T));
   const int64_t by_smem = kSmemBytes / (hd * static_cast<int64_t>(sizeof(float)));
-  const int warps = static_cast<int>(std::min<int64_t>({a.q_heads + a.kv_heads, kMaxWarps, by_smem}));
+  const int64_t all_heads = a.q_heads + a.kv_heads;
+  const bool per_token = one_block_per_token();
+  const int64_t max_warps = per_token ? kMaxWarpsPerToken : kMaxWarps;
+  const int warps = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({all_heads, max_warps, by_smem})));
   const size_t smem = static_cast<size_t>(warps) * static_cast<size_t>(hd) * sizeof(float);
-  (void)launch_pdl(dev, prepare_qkv_kernel<T>, dim3(static_cast<unsigned>(a.tokens)), dim3(warps * 32), smem, s, 1, a,
-                   vec_q, vec_k, vec_v);
+  // Enough blocks for one head per warp (the kernel's loop also covers a smaller grid).
+  const int64_t head_blocks = per_token ? 1 : std::clamp<int64_t>((all_heads + warps - 1) / warps, 1, 65535);
+  (void)launch_pdl(dev, prepare_qkv_kernel<T>, dim3(static_cast<unsigned>(a.tokens), static_cast<unsigned>(head_blocks)),
+                   dim3(warps * 32), smem, s, 1, a, vec_q, vec_k, vec_v);
 }
 
 }  // namespace
