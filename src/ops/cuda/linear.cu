@@ -28,7 +28,9 @@
 // their largest shape, so the smaller shapes, first met while capturing, still get timed choices.
 // Every choice lands in the per-shape plan cache: a shape's algorithm is picked once per process,
 // and eager and captured calls run the same kernel (bitwise equal). GRAPHRT_LT_TUNE_LOG=1 logs
-// each timed choice.
+// each timed choice. Without a timed choice, the shapes of a half-octave bucket (m_heuristic_bucket)
+// share the heuristic's pick at the bucket's top M when it fits them (GRAPHRT_LT_SHARE_PLANS=0:
+// the heuristic per exact M): fewer heuristic calls and fewer distinct kernels to load at capture.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -91,6 +93,22 @@ int64_t m_bucket(int64_t M) {
   return b;
 }
 
+// The smallest of 2^k and 3 * 2^(k-1) >= M: shapes of one such bucket share the heuristic's
+// algorithm, asked once at the bucket's top row count. The heuristic call and the lazy loading
+// of each new kernel it picks cost milliseconds per new shape (about 0.6 s of a qwen3-0.6b
+// full-schedule capture on the H100 with one plan per M, bench/results/h100_2026-11-23_s4_capture);
+// the half-octave steps keep the shared pick close to the shape's own.
+int64_t m_heuristic_bucket(int64_t M) {
+  int64_t b = 1;
+  while (b < M) b *= 2;
+  if (b >= 4 && b / 4 * 3 >= M) return b / 4 * 3;
+  return b;
+}
+bool share_plans() {
+  const char* v = std::getenv("GRAPHRT_LT_SHARE_PLANS");  // 0: the heuristic per exact M, as before
+  return !(v && v[0] == '0' && v[1] == '\0');
+}
+
 // RAII owners of the cuBLASLt descriptors.
 struct DescDeleter {
   void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
@@ -137,6 +155,8 @@ struct LtDevice {
   std::map<uint64_t, std::unique_ptr<Workspace>> workspaces;  // by grt stream id
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
   std::map<PlanKey, cublasLtMatmulAlgo_t> bucket_choice;  // timed choices, by key with M -> its bucket
+  // The heuristic's first at a heuristic bucket's top M, by key with M -> that top (absent: none fits)
+  std::map<PlanKey, cublasLtMatmulAlgo_t> bucket_heuristic;
 };
 
 // Never destroyed: handles and device memory must not be released from static destructors,
@@ -508,6 +528,33 @@ void tune_buckets(LtDevice& dev, const Call& c, const PlanKey& key, bool want_ep
   }
 }
 
+// The heuristic's first algorithm at the top M of the call's heuristic bucket (computed once per
+// bucket, from descriptors only: no data is touched), or nullptr when it has none. Asking at the
+// bucket's top, not at the first M met, keeps each shape's algorithm independent of the order in
+// which shapes arrive, so eager-only and graph runs in different processes pick the same kernels.
+const cublasLtMatmulAlgo_t* shared_heuristic(LtDevice& dev, const Call& c, const PlanKey& key, bool want_epilogue,
+                                             size_t ws_bytes) {
+  PlanKey hkey = key;
+  const int64_t top = m_heuristic_bucket(c.sh.M);
+  std::get<0>(hkey) = top;
+  auto it = dev.bucket_heuristic.find(hkey);
+  if (it == dev.bucket_heuristic.end()) {
+    Call at_top = c;
+    at_top.sh.M = top;
+    Plan probe;
+    auto cands = std::make_unique<Candidates>();
+    build_descriptors(probe, at_top, want_epilogue);
+    heuristic(dev.handle, probe, at_top, ws_bytes, 1, *cands);
+    if (cands->n_found == 0 && want_epilogue) {
+      build_descriptors(probe, at_top, false);
+      heuristic(dev.handle, probe, at_top, ws_bytes, 1, *cands);
+    }
+    if (cands->n_found == 0) return nullptr;
+    it = dev.bucket_heuristic.emplace(hkey, cands->found[0].algo).first;
+  }
+  return &it->second;
+}
+
 }  // namespace
 
 void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
@@ -550,6 +597,7 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
       tune_buckets(dev, c, key, want_epilogue, ws, ws_bytes, s);
     auto bit = dev.bucket_choice.find(bkey);
     const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
+    if (!bucket_algo && share_plans() && M > kGemvMaxRows) bucket_algo = shared_heuristic(dev, c, key, want_epilogue, ws_bytes);
     std::unique_ptr<Plan> plan;
     if (want_epilogue) plan = make_plan(dev.handle, c, true, ws_bytes, bucket_algo);
     if (!plan) plan = make_plan(dev.handle, c, false, ws_bytes, bucket_algo);
