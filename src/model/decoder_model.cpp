@@ -117,7 +117,8 @@ struct ResidualStream {
 
   // linear(rms_norm(sum + pending), w, bias) in x's dtype.
   Tensor normed_linear(const Tensor& norm_w, const Tensor& w, const Tensor& bias, DType dtype) {
-    if (fuse && !pending.defined() && ops::linear_fusable(sum, w)) return ops::rms_norm_linear(sum, norm_w, eps, w, bias);
+    if (fuse && !pending.defined() && ops::rms_norm_linear_fusable(sum, w))
+      return ops::rms_norm_linear(sum, norm_w, eps, w, bias);
     return ops::linear(normed(norm_w), w, bias, dtype);
   }
 

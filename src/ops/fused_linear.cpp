@@ -17,13 +17,16 @@
 namespace grt::ops {
 namespace {
 
-// GRAPHRT_DECODE_FUSION: 0 none, "norm" the norm and residual fusions only, else all.
+// GRAPHRT_DECODE_FUSION: 0 none, "norm" the norm and residual fusions only, "all" every fusion
+// at any width, else (unset, "auto") every fusion with the width rule of rms_norm_linear_fusable.
+enum FusionLevel { kNone = 0, kNormOnly = 1, kAll = 2, kAuto = 3 };
 int fusion_level() {
   static const int level = [] {
     const char* v = std::getenv("GRAPHRT_DECODE_FUSION");
-    if (v && std::strcmp(v, "0") == 0) return 0;
-    if (v && std::strcmp(v, "norm") == 0) return 1;
-    return 2;
+    if (v && std::strcmp(v, "0") == 0) return int{kNone};
+    if (v && std::strcmp(v, "norm") == 0) return int{kNormOnly};
+    if (v && std::strcmp(v, "all") == 0) return int{kAll};
+    return int{kAuto};
   }();
   return level;
 }
@@ -84,8 +87,14 @@ Tensor rms_norm_linear(const Tensor& x, const Tensor& norm_w, float eps, const T
 #endif
 }
 
+bool rms_norm_linear_fusable(const Tensor& x, const Tensor& w) {
+  if (!linear_fusable(x, w)) return false;
+  return x.device().is_cpu() || fusion_level() != kAuto || w.size(1) <= kNormPrologueMaxK;
+}
+
 bool gate_up_silu_fusable(const Tensor& x, const Tensor& gate_up) {
-  return fusion_level() >= 2 && gate_up.rank() == 2 && gate_up.size(0) % 2 == 0 && linear_fusable(x, gate_up);
+  return fusion_level() >= kAll && gate_up.rank() == 2 && gate_up.size(0) % 2 == 0 &&
+         rms_norm_linear_fusable(x, gate_up);
 }
 
 Tensor rms_norm_gate_up_silu(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& gate_up) {

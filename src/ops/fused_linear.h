@@ -19,12 +19,22 @@ namespace grt::ops {
 // dtypes and alignment only, so eager and captured runs of one shape take the same path.
 bool linear_fusable(const Tensor& x, const Tensor& w);
 
-// The same for rms_norm_gate_up_silu (gate_up: [2 * inter, H]), and GRAPHRT_DECODE_FUSION is
-// neither "0" nor "norm" (norm: only the norm and residual fusions, for A/B runs).
+// linear_fusable, and the RMSNorm prologue pays off: on CUDA by default (GRAPHRT_DECODE_FUSION
+// unset or "auto") only while in <= kNormPrologueMaxK, since every block of the GEMV sums the
+// squares of the whole row before its first multiply (on the H100 the prologue made
+// llama-3.1-8b's bs-1 step, in = 4096, 0.15 ms slower, and qwen3-0.6b's, in = 1024, 0.04 ms
+// faster); "all" or "norm" apply it at any width. CPU: as linear_fusable.
+inline constexpr int64_t kNormPrologueMaxK = 2048;
+bool rms_norm_linear_fusable(const Tensor& x, const Tensor& w);
+
+// The same for rms_norm_gate_up_silu (gate_up: [2 * inter, H]): rms_norm_linear_fusable, and
+// GRAPHRT_DECODE_FUSION is neither "0" nor "norm" (norm: only the norm and residual fusions, for
+// A/B runs).
 bool gate_up_silu_fusable(const Tensor& x, const Tensor& gate_up);
 
 // x: [T, H] (last dim contiguous), norm_w: [H] of x's dtype, w: [out, H], bias: [out] or
-// undefined. Returns a contiguous [T, out] of x's dtype. CUDA: requires linear_fusable.
+// undefined. Returns a contiguous [T, out] of x's dtype. CUDA: requires linear_fusable (the
+// width rule of rms_norm_linear_fusable is a speed choice, not a requirement).
 Tensor rms_norm_linear(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& w, const Tensor& bias = Tensor());
 
 // x: [T, H] (last dim contiguous), norm_w: [H] of x's dtype, gate_up: [2 * inter, H] (the gate

@@ -28,8 +28,8 @@
 // runs, a warp loads its first group of w into registers and asks its next few into L2, then
 // waits for x. w is never written by the forward, so this overlaps the weight stream with the
 // predecessor's tail and the launch; the sums are the same.
-// The kernel lets the next kernel launch right after its own pdl_wait (GRAPHRT_GEMV_EARLY_TRIGGER=0:
-// after its main loop, as before), so that the next GEMV's blocks, which fit beside ours (82-109
+// For weights of at most 32 MiB (early_trigger) the kernel lets the next kernel launch right after
+// its own pdl_wait (else after its main loop, as before), so that the next GEMV's blocks, which fit beside ours (82-109
 // registers x 256 threads, at most 2 of our blocks per SM), load their weights while ours stream.
 //
 // Decode fusions (gemv_fused.h, ops/fused_linear.h), each one flag of the same kernel, none
@@ -451,14 +451,20 @@ void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks
   }
 }
 
-// GRAPHRT_GEMV_EARLY_TRIGGER=0: the next kernel launches after the main loop (the old edge), for
-// A/B runs; otherwise right after pdl_wait. Read once.
-bool early_trigger() {
-  static const bool on = [] {
+// Whether the next kernel may launch right after this GEMV's pdl_wait (else after its main loop,
+// the old edge). By default only for weights of at most kEarlyTriggerMaxBytes: the next GEMV's
+// early blocks stream their weights beside this one's, which pays while both fit in L2 beside
+// each other (qwen3-0.6b: 4-13 MB, bs 1 -0.02 ms on the H100) and costs where they evict each
+// other (llama-3.1-8b: 34-235 MB, bs 1 +0.08 ms). GRAPHRT_GEMV_EARLY_TRIGGER=0: never, =1: always.
+constexpr int64_t kEarlyTriggerMaxBytes = 32ll << 20;
+bool early_trigger(int64_t weight_bytes) {
+  static const int mode = [] {  // -1 by size, 0 never, 1 always; read once
     const char* v = std::getenv("GRAPHRT_GEMV_EARLY_TRIGGER");
-    return v == nullptr || std::strcmp(v, "0") != 0;
+    if (v && std::strcmp(v, "0") == 0) return 0;
+    if (v && std::strcmp(v, "1") == 0) return 1;
+    return -1;
   }();
-  return on;
+  return mode < 0 ? weight_bytes <= kEarlyTriggerMaxBytes : mode == 1;
 }
 
 // The decode fusions of one launch (all off: plain linear).
@@ -497,7 +503,7 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
   p.residual = residual;
   p.res_stride = f.res_stride;
   p.silu_inter = static_cast<int>(f.silu_inter);
-  p.early_trigger = early_trigger() ? 1 : 0;
+  p.early_trigger = early_trigger(N * K * static_cast<int64_t>(dtype_size(in_dtype))) ? 1 : 0;
   const int64_t blocks = tiles * p.cluster;
   p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
   if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8);
