@@ -345,7 +345,10 @@ int sm_count(Device device) {
 
 // Path and tuning knobs, read once: GRAPHRT_DECODE_ATTENTION=auto|fused|legacy (default auto),
 // GRAPHRT_DECODE_MIN_CHUNK (fused: tokens per split at least, default 64),
-// GRAPHRT_DECODE_BLOCKS_PER_SM (blocks the split count aims at per SM, default 8).
+// GRAPHRT_DECODE_BLOCKS_PER_SM (blocks the split count aims at per SM, default 8),
+// GRAPHRT_DECODE_HEADS_PER_BLOCK (most query heads of a GQA group one block applies its K/V rows
+// to: 1, 2, 4 or 8; a larger group is split into chunks of that many; default 0: by batch, see
+// heads_per_block).
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == 0) return fallback;
@@ -359,6 +362,7 @@ struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
   int min_chunk = 64;
   int blocks_per_sm = 8;
+  int heads_per_block = 0;  // 0: by batch
 };
 
 DecodeKnobs read_knobs() {
@@ -371,6 +375,9 @@ DecodeKnobs read_knobs() {
   }
   k.min_chunk = env_int("GRAPHRT_DECODE_MIN_CHUNK", k.min_chunk, 1, 1 << 20);
   k.blocks_per_sm = env_int("GRAPHRT_DECODE_BLOCKS_PER_SM", k.blocks_per_sm, 1, 64);
+  k.heads_per_block = env_int("GRAPHRT_DECODE_HEADS_PER_BLOCK", k.heads_per_block, 0, 8);
+  GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
+            "GRAPHRT_DECODE_HEADS_PER_BLOCK={} must be 0 (by batch), 1, 2, 4 or 8", k.heads_per_block);
   return k;
 }
 
@@ -423,6 +430,18 @@ void launch_decode(int dev, cudaStream_t st, const DecodeParams& p, dim3 grid, i
   }
 }
 
+// The most query heads one block takes. Each token costs a block one shuffle reduction per head,
+// so a block of many heads is issue-bound; with few (request, kv head) pairs there are SMs to spare
+// for more, smaller blocks, which read the same K/V rows from L2. H100 (bench/results/
+// h100_2026-11-23_session4, ablations4): qwen3-30b-a3b (8 heads per kv head) bs 1 4.85 -> 4.38 ms
+// at 2 heads a block, bs 8 15.21 -> 13.80 at 4; with many pairs (bs 64) fewer heads a block was
+// slower (llama 11.28 -> 11.74 ms at 2 instead of 4), so the cap applies only to small batches.
+int heads_per_block(int batch, int nkv, int sms) {
+  if (knobs().heads_per_block > 0) return knobs().heads_per_block;
+  const int64_t pairs = static_cast<int64_t>(batch) * nkv;
+  return pairs <= 16 ? 2 : pairs < sms ? 4 : 8;
+}
+
 // Splits per (request, kv head, group chunk): enough blocks to cover the GPU a few times over,
 // at most one split per 32 positions of the table and at most 64. The fused path takes this as
 // the most a request may use.
@@ -460,14 +479,15 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   p.nkv = a.num_kv_heads;
   p.hd = a.head_dim;
   p.group = a.num_q_heads / a.num_kv_heads;
-  const int gmax = p.group <= 1 ? 1 : p.group <= 2 ? 2 : p.group <= 4 ? 4 : 8;
+  const int sms = sm_count(device);
+  const int gmax = std::min(p.group <= 1 ? 1 : p.group <= 2 ? 2 : p.group <= 4 ? 4 : 8,
+                            heads_per_block(d.batch, p.nkv, sms));
   p.head_chunks = (p.group + gmax - 1) / gmax;
   int lanes = a.head_dim / 8, lpt_log2 = 0;
   while ((1 << lpt_log2) < lanes) ++lpt_log2;
   p.lpt_log2 = lpt_log2;
   p.scale_log2 = a.scale * kLog2e;
   const int base = d.batch * p.nkv * p.head_chunks;
-  const int sms = sm_count(device);
   const bool legacy = use_legacy(base, sms);
   p.splits = decode_num_splits(base, sms, a.max_context, knobs().blocks_per_sm);
   p.min_chunk = knobs().min_chunk;
