@@ -104,6 +104,21 @@ __device__ __forceinline__ float poly_exp2(float x) {
 
 // Query tile `qt` of request blockIdx.z, head blockIdx.y (ext: the request's clamped extend
 // length, qt * kBQ < ext).
+// -inf on the scores of one 16-row m tile (mma accumulator layout: element e of column block j
+// holds key key0 + 8 j + (e & 1), query row qrow0 + 8 (e / 2)) whose key lies after the query
+// (causal) or past the keys of the request.
+template <int BK>
+__device__ __forceinline__ void mask_scores(float (&s)[BK / 8][4], int key0, int qrow0, int kv_end) {
+#pragma unroll
+  for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = key0 + 8 * j + (e & 1);
+      const int qpos = qrow0 + 8 * (e / 2);
+      if (key > qpos || key >= kv_end) s[j][e] = -INFINITY;
+    }
+}
+
 template <typename T, int HD, int WARPS, int MT, int OCC, bool V2, int STAGES, int BK, int EXPF>
 __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext, unsigned char* smem_raw) {
   using C = Fa2Cfg<HD, WARPS, MT, OCC, V2, STAGES, BK, EXPF>;
@@ -273,16 +288,7 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
         bool grow = false;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          if (need_mask) {
-#pragma unroll
-            for (int j = 0; j < kBK / 8; ++j)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int key = k0 + 8 * j + 2 * t4 + (e & 1);
-                const int qpos = wpos0 + 16 * mt + g + 8 * (e / 2);
-                if (key > qpos || key >= kv_end) s[mt][j][e] = -INFINITY;
-              }
-          }
+          if (need_mask) mask_scores<kBK>(s[mt], k0 + 2 * t4, wpos0 + 16 * mt + g, kv_end);
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             float x = -INFINITY;
@@ -337,16 +343,7 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
       } else {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          if (need_mask) {
-#pragma unroll
-            for (int j = 0; j < kBK / 8; ++j)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int key = k0 + 8 * j + 2 * t4 + (e & 1);
-                const int qpos = wpos0 + 16 * mt + g + 8 * (e / 2);
-                if (key > qpos || key >= kv_end) s[mt][j][e] = -INFINITY;
-              }
-          }
+          if (need_mask) mask_scores<kBK>(s[mt], k0 + 2 * t4, wpos0 + 16 * mt + g, kv_end);
 
           // Online softmax per row (the 4 lanes of a quad share a row).
 #pragma unroll
@@ -441,16 +438,10 @@ __global__ void __launch_bounds__(Fa2Cfg<HD, WARPS, MT, OCC, V2, STAGES, BK, EXP
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
   const int tiles = (ext + C::kBQ - 1) / C::kBQ;
-  const int x = blockIdx.x;
   int first = 0, second = -1;
-  if (p.pair_q_tiles) {
-    if (x >= (tiles + 1) / 2) return;
-    first = tiles - 1 - x;
-    if (x != first) second = x;
-  } else {
-    first = static_cast<int>(gridDim.x) - 1 - x;
-    if (first >= tiles) return;
-  }
+  if (!attn::extend_block_tiles(p.pair_q_tiles, tiles, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), first,
+                          second))
+    return;
   // One inlined body in a loop (not two copies): keeps register allocation as for one tile.
 #pragma unroll 1
   for (int pass = 0; pass < 2; ++pass) {

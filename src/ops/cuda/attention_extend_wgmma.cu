@@ -80,76 +80,49 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
+// The 32 accumulator operands of an m64n64 f32 wgmma (this thread's share of D), as the PTX
+// register list and as asm outputs; one instruction text per element type (TY: bf16 or f16).
+#define GRT_WGMMA_D_REGS                                                                                \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26," \
+  "%27,%28,%29,%30,%31"
+#define GRT_WGMMA_D_OUT(d)                                                                                      \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),   \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),    \
+      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),   \
+      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define GRT_WGMMA_SS(TY)                                                                                       \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                    \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" GRT_WGMMA_D_REGS                   \
+               "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                               \
+               : GRT_WGMMA_D_OUT(d)                                                                             \
+               : "l"(a), "l"(b), "r"(acc))
+#define GRT_WGMMA_RS(TY)                                                                                       \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"                                                    \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" GRT_WGMMA_D_REGS                   \
+               "}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"                                                  \
+               : GRT_WGMMA_D_OUT(d)                                                                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TB), "r"(1))
+
 // D (64 x 64 f32; this thread's 32 values) (+)= A (64 x 16, shared-memory descriptor, K-major)
 // x B (16 x 64, descriptor, K-major); D is overwritten where acc == 0. Issued by a whole
 // warpgroup, asynchronous: D is valid after wgmma_commit() and wgmma_wait<0>().
 template <typename T>
 __device__ __forceinline__ void wgmma_ss(float d[32], uint64_t a, uint64_t b, int acc) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-        "%0,%1,%2,%3,%4,%5,%6,%7,"
-        "%8,%9,%10,%11,%12,%13,%14,%15,"
-        "%16,%17,%18,%19,%20,%21,%22,%23,"
-        "%24,%25,%26,%27,%28,%29,%30,%31"
-        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(a), "l"(b), "r"(acc));
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-        "%0,%1,%2,%3,%4,%5,%6,%7,"
-        "%8,%9,%10,%11,%12,%13,%14,%15,"
-        "%16,%17,%18,%19,%20,%21,%22,%23,"
-        "%24,%25,%26,%27,%28,%29,%30,%31"
-        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(a), "l"(b), "r"(acc));
-  }
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) GRT_WGMMA_SS("bf16");
+  else GRT_WGMMA_SS("f16");
 }
 
 // D += A (64 x 16 from registers: per warp, 16 rows in the mma.sync m16n8k16 A layout) x B
 // (descriptor; TB = 1: B is stored MN-major, each of its 16 k rows with n contiguous).
 template <typename T, int TB>
 __device__ __forceinline__ void wgmma_rs(float d[32], const uint32_t a[4], uint64_t b) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-        "%0,%1,%2,%3,%4,%5,%6,%7,"
-        "%8,%9,%10,%11,%12,%13,%14,%15,"
-        "%16,%17,%18,%19,%20,%21,%22,%23,"
-        "%24,%25,%26,%27,%28,%29,%30,%31"
-        "}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TB), "r"(1));
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-        "%0,%1,%2,%3,%4,%5,%6,%7,"
-        "%8,%9,%10,%11,%12,%13,%14,%15,"
-        "%16,%17,%18,%19,%20,%21,%22,%23,"
-        "%24,%25,%26,%27,%28,%29,%30,%31"
-        "}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TB), "r"(1));
-  }
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) GRT_WGMMA_RS("bf16");
+  else GRT_WGMMA_RS("f16");
 }
+#undef GRT_WGMMA_SS
+#undef GRT_WGMMA_RS
+#undef GRT_WGMMA_D_OUT
+#undef GRT_WGMMA_D_REGS
 
 // Query tile `qt` (128 rows) of request blockIdx.z, head blockIdx.y; ext: the request's clamped
 // extend length. smem: 1024-aligned.
@@ -365,16 +338,10 @@ __global__ void __launch_bounds__(WgCfg<HD>::kThreads, OCC) extend_wgmma_kernel(
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
   const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
   const int tiles = (ext + C::kBQ - 1) / C::kBQ;
-  const int x = blockIdx.x;
   int first = 0, second = -1;
-  if (p.pair_q_tiles) {
-    if (x >= (tiles + 1) / 2) return;
-    first = tiles - 1 - x;
-    if (x != first) second = x;
-  } else {
-    first = static_cast<int>(gridDim.x) - 1 - x;
-    if (first >= tiles) return;
-  }
+  if (!attn::extend_block_tiles(p.pair_q_tiles, tiles, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), first,
+                          second))
+    return;
 #pragma unroll 1
   for (int pass = 0; pass < 2; ++pass) {
     const int qt = pass == 0 ? first : second;

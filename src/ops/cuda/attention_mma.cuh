@@ -42,6 +42,21 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// The causal q tiles that block x of an extend grid takes, of a request's `tiles`: with pairing,
+// the x-th heaviest and the x-th lightest (second = -1 where they coincide), so every block does
+// about the same work; without, one tile, the heaviest first. False: nothing for this block.
+__device__ __forceinline__ bool extend_block_tiles(bool pair, int tiles, int x, int grid_x, int& first, int& second) {
+  second = -1;
+  if (pair) {
+    if (x >= (tiles + 1) / 2) return false;
+    first = tiles - 1 - x;
+    if (x != first) second = x;
+    return true;
+  }
+  first = grid_x - 1 - x;
+  return first < tiles;
+}
+
 // Lazy rescaling of the online softmax (the "V2" FA2 kernels and the wgmma kernel): a row keeps
 // its running max m (log2 units) until a tile's max exceeds it by more than this; until then
 // P = exp2(s - m) <= 2^8, exact in bf16/f16 (relative rounding does not depend on the magnitude)
