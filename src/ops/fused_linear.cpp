@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env_switch.h"
 #include "device/cpu/cpu_launch.h"
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
@@ -18,15 +19,12 @@ namespace grt::ops {
 namespace {
 
 // GRAPHRT_DECODE_FUSION: 0 none, "norm" the norm and residual fusions only, "all" every fusion
-// at any width, else (unset, "auto") every fusion with the width rule of rms_norm_linear_fusable.
+// at any width, unset or "auto" every fusion with the width rule of rms_norm_linear_fusable.
 enum FusionLevel { kNone = 0, kNormOnly = 1, kAll = 2, kAuto = 3 };
 int fusion_level() {
   static const int level = [] {
-    const char* v = std::getenv("GRAPHRT_DECODE_FUSION");
-    if (v && std::strcmp(v, "0") == 0) return int{kNone};
-    if (v && std::strcmp(v, "norm") == 0) return int{kNormOnly};
-    if (v && std::strcmp(v, "all") == 0) return int{kAll};
-    return int{kAuto};
+    constexpr int kLevels[] = {kAuto, kNone, kNormOnly, kAll};
+    return kLevels[env_choice("GRAPHRT_DECODE_FUSION", {"auto", "0", "norm", "all"}, 0)];
   }();
   return level;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "core/env_switch.h"
 #include "memory/tensor_alloc.h"
 #include "ops/cpu/moe_cpu.h"
 #include "ops/linear.h"
@@ -208,11 +209,8 @@ namespace {
 // GRAPHRT_MOE_FUSED as {router, experts}, read once.
 std::pair<bool, bool> fused_from_env() {
   static const std::pair<bool, bool> v = [] {
-    const char* s = std::getenv("GRAPHRT_MOE_FUSED");
-    const std::string m = s ? s : "";
-    GRT_CHECK(m.empty() || m == "1" || m == "0" || m == "router" || m == "experts",
-              "GRAPHRT_MOE_FUSED must be 1, 0, router or experts, got '{}'", m);
-    return std::pair<bool, bool>{m.empty() || m == "1" || m == "router", m.empty() || m == "1" || m == "experts"};
+    const int m = env_choice("GRAPHRT_MOE_FUSED", {"1", "0", "router", "experts"}, 0);
+    return std::pair<bool, bool>{m == 0 || m == 2, m == 0 || m == 3};
   }();
   return v;
 }

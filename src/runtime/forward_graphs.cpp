@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env_switch.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "device/event.h"
@@ -13,15 +14,6 @@ namespace grt {
 
 namespace {
 // The integer value of environment variable `name` in [lo, hi], or `fallback` when unset or empty.
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  GRT_CHECK(end != v && *end == '\0' && x >= lo && x <= hi, "{}={}: expected an integer from {} to {}", name, v, lo,
-            hi);
-  return static_cast<int>(x);
-}
 }  // namespace
 
 int default_instantiate_threads() {

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_stream.h"
 #include "device/stream.h"
@@ -349,14 +350,6 @@ int sm_count(Device device) {
 // GRAPHRT_DECODE_HEADS_PER_BLOCK (most query heads of a GQA group one block applies its K/V rows
 // to: 1, 2, 4 or 8; a larger group is split into chunks of that many; default 0: by batch, see
 // heads_per_block).
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == 0) return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  GRT_CHECK(end != v && *end == 0 && x >= lo && x <= hi, "{}={} must be an integer in [{}, {}]", name, v, lo, hi);
-  return static_cast<int>(x);
-}
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -367,12 +360,9 @@ struct DecodeKnobs {
 
 DecodeKnobs read_knobs() {
   DecodeKnobs k;
-  if (const char* v = std::getenv("GRAPHRT_DECODE_ATTENTION"); v != nullptr && *v != 0) {
-    const bool legacy = std::strcmp(v, "legacy") == 0, fused = std::strcmp(v, "fused") == 0;
-    GRT_CHECK(legacy || fused || std::strcmp(v, "auto") == 0,
-              "GRAPHRT_DECODE_ATTENTION={} must be auto, fused or legacy", v);
-    k.path = legacy ? DecodeAttentionPath::legacy : fused ? DecodeAttentionPath::fused : DecodeAttentionPath::automatic;
-  }
+  constexpr DecodeAttentionPath kPaths[] = {DecodeAttentionPath::automatic, DecodeAttentionPath::fused,
+                                            DecodeAttentionPath::legacy};
+  k.path = kPaths[env_choice("GRAPHRT_DECODE_ATTENTION", {"auto", "fused", "legacy"}, 0)];
   k.min_chunk = env_int("GRAPHRT_DECODE_MIN_CHUNK", k.min_chunk, 1, 1 << 20);
   k.blocks_per_sm = env_int("GRAPHRT_DECODE_BLOCKS_PER_SM", k.blocks_per_sm, 1, 64);
   k.heads_per_block = env_int("GRAPHRT_DECODE_HEADS_PER_BLOCK", k.heads_per_block, 0, 8);

@@ -48,6 +48,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "core/env_switch.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/gemv_fused.h"
@@ -458,12 +459,8 @@ void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks
 // other (llama-3.1-8b: 34-235 MB, bs 1 +0.08 ms). GRAPHRT_GEMV_EARLY_TRIGGER=0: never, =1: always.
 constexpr int64_t kEarlyTriggerMaxBytes = 32ll << 20;
 bool early_trigger(int64_t weight_bytes) {
-  static const int mode = [] {  // -1 by size, 0 never, 1 always; read once
-    const char* v = std::getenv("GRAPHRT_GEMV_EARLY_TRIGGER");
-    if (v && std::strcmp(v, "0") == 0) return 0;
-    if (v && std::strcmp(v, "1") == 0) return 1;
-    return -1;
-  }();
+  // -1 by size, 0 never, 1 always; read once
+  static const int mode = env_choice("GRAPHRT_GEMV_EARLY_TRIGGER", {"0", "1"}, -1);
   return mode < 0 ? weight_bytes <= kEarlyTriggerMaxBytes : mode == 1;
 }
 

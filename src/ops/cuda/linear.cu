@@ -42,6 +42,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "core/logging.h"
 #include "device/capture_state.h"
 #include "device/device.h"
@@ -104,9 +105,9 @@ int64_t m_heuristic_bucket(int64_t M) {
   if (b >= 4 && b / 4 * 3 >= M) return b / 4 * 3;
   return b;
 }
-bool share_plans() {
-  const char* v = std::getenv("GRAPHRT_LT_SHARE_PLANS");  // 0: the heuristic per exact M, as before
-  return !(v && v[0] == '0' && v[1] == '\0');
+bool share_plans() {  // GRAPHRT_LT_SHARE_PLANS=0: the heuristic per exact M, as before; read once
+  static const bool on = env_choice("GRAPHRT_LT_SHARE_PLANS", {"0", "1"}, 1) == 1;
+  return on;
 }
 
 // RAII owners of the cuBLASLt descriptors.

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env_switch.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/pdl.cuh"
@@ -37,11 +38,7 @@ constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one
 // heads (default) spreads each token's heads over blocks. Same result bits either way.
 bool one_block_per_token() {
   static const bool token = [] {
-    const char* v = std::getenv("GRAPHRT_PREPARE_QKV");
-    if (v == nullptr || *v == 0) return false;
-    GRT_CHECK(std::strcmp(v, "token") == 0 || std::strcmp(v, "heads") == 0,
-              "GRAPHRT_PREPARE_QKV={} must be heads or token", v);
-    return std::strcmp(v, "token") == 0;
+    return env_choice("GRAPHRT_PREPARE_QKV", {"heads", "token"}, 0) == 1;
   }();
   return token;
 }

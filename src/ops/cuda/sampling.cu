@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env_switch.h"
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_stream.h"
 #include "device/stream.h"
@@ -426,8 +427,7 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* __restric
 
 bool argmax_one_block() {
   static const bool on = [] {
-    const char* v = std::getenv("GRAPHRT_ARGMAX_ONE_BLOCK");
-    return v != nullptr && std::strcmp(v, "1") == 0;
+    return env_choice("GRAPHRT_ARGMAX_ONE_BLOCK", {"0", "1"}, 0) == 1;
   }();
   return on;
 }
