@@ -1,7 +1,13 @@
 #include "bench/bench_common.h"
 
+#if GRAPHRT_WITH_CUDA
+#include <cuda_profiler_api.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <fstream>
 
 #include "core/error.h"
@@ -25,6 +31,20 @@ double median_ms(Device d, int warmup, int iters, const std::function<void()>& f
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+void profiled_step(Device d, const std::function<void()>& fn) {
+  const char* env = std::getenv("GRAPHRT_BENCH_PROFILE");
+  if (!env || !*env || std::string(env) == "0") return;
+  device_synchronize(d);
+#if GRAPHRT_WITH_CUDA
+  (void)cudaProfilerStart();  // no profiler attached: a no-op, not an error worth stopping for
+#endif
+  fn();
+  device_synchronize(d);
+#if GRAPHRT_WITH_CUDA
+  (void)cudaProfilerStop();
+#endif
 }
 
 double event_ms_per_call(Device d, int warmup, int iters, const std::function<void()>& fn) {

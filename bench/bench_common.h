@@ -23,6 +23,11 @@ double copy_bandwidth_gbps(Device device);
 // The anchor JSON (bench/anchors/torch_baseline_*.json), or null when the file is missing.
 nlohmann::json load_anchor(const std::string& path);
 std::vector<int> parse_int_list(const std::string& text);
+// With GRAPHRT_BENCH_PROFILE set (not 0): runs fn once more between cudaProfilerStart/Stop, the
+// device synchronised on both sides, so `ncu --profile-from-start off` sees only that step's
+// kernels (graph nodes included), not the weight fill, the captures or the timed steps.
+// Otherwise does nothing.
+void profiled_step(Device device, const std::function<void()>& fn);
 
 }  // namespace grt::bench
 

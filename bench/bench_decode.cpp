@@ -1,7 +1,8 @@
 // graphrt bench decode: decode step time eager vs decode graphs through the real runtime path
 // (ModelRunner forward + sampling, inputs uploaded every step), next to the PyTorch eager and
 // CUDA-graph anchors and the bandwidth roofline; plus capture time and graph memory of the full
-// capture list.
+// capture list. GRAPHRT_BENCH_PROFILE=1 adds one graph step per batch size inside a profiler range
+// (ncu --profile-from-start off: the replayed graph's kernel nodes, one result each).
 #include <chrono>
 #include <cstdio>
 
@@ -101,6 +102,7 @@ void run_decode(const DecodeOpts& o) {
     const uint64_t before = graphs->replay_count();
     const double graph = bench::median_ms(d, 3, o.iters, [&] { runner->sample(b, runner->forward(b)); });
     GRT_CHECK(graphs->replay_count() > before, "bench decode: batch size {} did not run on a graph", bs);
+    bench::profiled_step(d, [&] { runner->sample(b, runner->forward(b)); });  // one graph step
     const double kv_bytes = static_cast<double>(TokenToKVPool::bytes_per_token(m.config().num_hidden_layers,
                                                                                kv_width, m.dtype())) *
                             bs * o.context;

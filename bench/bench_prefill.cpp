@@ -4,9 +4,6 @@
 // GRAPHRT_BENCH_PROFILE=1 adds one eager step per token count inside a profiler range (ncu).
 #include <cstdio>
 #include <cstdlib>
-#if GRAPHRT_WITH_CUDA
-#include <cuda_profiler_api.h>
-#endif
 
 #include "bench/bench_batches.h"
 #include "bench/bench_common.h"
@@ -83,8 +80,6 @@ void run_prefill(const PrefillOpts& o) {
                   {"largest_alone_capture_seconds", largest_alone_s},
                   {"memory_vs_largest", static_cast<double>(whole) / static_cast<double>(largest_alone)}};
   if (small && anchor.contains("pcg_shared_desc")) j["capture"]["torch"] = anchor["pcg_shared_desc"];
-  const char* profile_env = std::getenv("GRAPHRT_BENCH_PROFILE");
-  const bool profile = profile_env && *profile_env && std::string(profile_env) != "0";
   for (int t : toks) {
     bench::Occupancy occ(runner, 1, t);
     ForwardBatch b = bench::prefill_batch(occ, t, vocab);
@@ -93,19 +88,7 @@ void run_prefill(const PrefillOpts& o) {
     const uint64_t before = pg->replay_count();
     const double graph = bench::median_ms(d, 2, iters, [&] { runner.sample(b, runner.forward(b)); });
     GRT_CHECK(pg->replay_count() > before, "bench prefill: {} tokens did not run on a piecewise graph", t);
-    if (profile) {
-      // One more eager step between cudaProfilerStart/Stop: `ncu --profile-from-start off` then
-      // sees only its kernels, not the weight fill, the captures or the timed steps.
-      device_synchronize(d);
-#if GRAPHRT_WITH_CUDA
-      (void)cudaProfilerStart();
-#endif
-      runner.sample(b, runner.forward_eager(b));
-      device_synchronize(d);
-#if GRAPHRT_WITH_CUDA
-      (void)cudaProfilerStop();
-#endif
-    }
+    bench::profiled_step(d, [&] { runner.sample(b, runner.forward_eager(b)); });
     nlohmann::json row = {{"tokens", t}, {"padded", gr.padded_size(t)}, {"eager_ms", eager}, {"piecewise_ms", graph},
                           {"speedup", eager / graph}};
     if (small) {
