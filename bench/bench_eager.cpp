@@ -1,6 +1,7 @@
 // graphrt bench eager: eager decode-step and prefill times through the real runtime path
 // (ModelRunner forward + sampling), next to the PyTorch eager anchors and the bandwidth
 // roofline, plus the achieved bandwidth of the decode GEMMs and decode attention.
+// GRAPHRT_BENCH_PROFILE=1 adds one prefill step per token count inside a profiler range (ncu).
 #include <cstdio>
 
 #include "bench/bench_batches.h"
@@ -124,6 +125,7 @@ void run_eager(const EagerOpts& o) {
     Occupancy occ(*runner, 1, t);
     ForwardBatch b = prefill_batch(occ, t, vocab);
     double ms = bench::median_ms(d, 2, std::max(3, o.iters / 2), [&] { runner->sample(b, runner->forward(b)); });
+    bench::profiled_step(d, [&] { runner->sample(b, runner->forward(b)); });
     nlohmann::json row = {{"tokens", t}, {"eager_ms", ms}};
     double anchor_ms = args.model == "builtin:qwen3-0.6b"
                            ? anchor_value(anchor, "small_prefill_eager_vs_pcg", t, "eager_ms")
