@@ -45,7 +45,7 @@ bench qwen_tune16 GRAPHRT_LT_TUNE=16 GRAPHRT_LT_TUNE_LOG=1 -- $Q
 
 ncu_run() {  # name, TUNE
   left $((BUDGET - 40)) "ncu $1" || return
-  GRAPHRT_BENCH_PROFILE=1 GRAPHRT_LT_TUNE=$2 timeout 50 ncu --clock-control none --profile-from-start off \
+  GRAPHRT_CAPTURE_INSTANTIATE_THREADS=0 GRAPHRT_BENCH_PROFILE=1 GRAPHRT_LT_TUNE=$2 timeout 50 ncu --clock-control none --profile-from-start off \
     --metrics gpu__time_duration.sum --print-units base --csv --log-file "$OUT/ncu_$1.csv" \
     $G bench prefill --model builtin:qwen3-0.6b --tokens 64,256 --schedule-max-tokens 256 --iters 3 --json \
     >"$OUT/ncu_$1.json" 2>"$OUT/ncu_$1.log"

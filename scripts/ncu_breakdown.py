@@ -3,7 +3,8 @@
 
 Input: `ncu --csv --metrics gpu__time_duration.sum --profile-from-start off --log-file F.csv`
 over `GRAPHRT_BENCH_PROFILE=1 graphrt bench decode|prefill ...` (bench_common.h: profiled_step),
-so the CSV holds exactly the profiled steps' kernels. Times are ncu's: each kernel isolated and
+so the CSV holds exactly the profiled steps' kernels. Set GRAPHRT_CAPTURE_INSTANTIATE_THREADS=0
+under ncu: with capture worker threads a piecewise capture aborted under ncu 2025.3. Times are ncu's: each kernel isolated and
 serialised, so launch overlap (PDL) is not in them; use them to rank kernels, not to add up to
 the step. Prints, per (kernel, grid): launches, total us, us per launch, us per layer and the
 share of the sum.

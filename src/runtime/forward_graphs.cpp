@@ -12,13 +12,11 @@
 
 namespace grt {
 
-namespace {
-// The integer value of environment variable `name` in [lo, hi], or `fallback` when unset or empty.
-}  // namespace
-
 int default_instantiate_threads() {
   // Two workers keep up with one capturing thread (instantiating a segment costs about what
-  // recording it does); more only contend for the driver.
+  // recording it does); more only contend for the driver. Under Nsight Compute (ncu 2025.3) a
+  // piecewise capture with workers aborted the process (H100, bench/results/
+  // h100_2026-11-23_session5/run2); with GRAPHRT_CAPTURE_INSTANTIATE_THREADS=0 it ran.
   static const int n = env_int("GRAPHRT_CAPTURE_INSTANTIATE_THREADS", 2, 0, 64);
   return n;
 }

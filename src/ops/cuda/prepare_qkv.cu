@@ -1,17 +1,27 @@
-// prepare_qkv_ on CUDA: a grid of (token, head block). Each block copies its share of the token's
-// V row into the cache slot, and each of its warps takes one head (q heads, then k heads): it
-// stages the head as floats in shared memory, applies the RMSNorm when a weight is given, then
-// rotates the (j, j + head_dim/2) pairs and writes q in place or k into its cache row. (One block
-// per token ran a decode step's 24-40 heads in two rounds of 16 warps on one SM: 6.1 us at batch
-// 1 on the H100; heads spread over blocks run in one round on many SMs.) The heads are
-// independent, so the split changes no result bit.
+// prepare_qkv_ on CUDA: per token, RMSNorm of each q/k head (when weights are given), RoPE of q
+// and k, q written in place, k and v stored into their cache slots. Two kernels, same result bits:
+//  - lanes (default where it applies: head_dim / chunk in {4, 8, 16, 32}, every row 16-byte
+//    aligned): a head is a group of L = head_dim / chunk lanes, each holding one 16-byte chunk in
+//    registers; a warp takes 32 / L heads (q, k and v heads of all tokens in one flat index, so a
+//    4096-token prefill fills the GPU in one pass). A lane issues all its loads at once (its chunk,
+//    the norm weight's chunk, the cos/sin it needs), the norm's sum is a butterfly over the L lanes,
+//    and RoPE's partner element (j + head_dim/2) comes from lane + L/2 by one shuffle; stores are
+//    16 bytes. (The heads kernel below chained three dependent memory trips per head through shared
+//    memory: 65 us a layer for 4096 tokens of qwen3-0.6b on the H100, ~1 TB/s.)
+//  - heads (any shape; GRAPHRT_PREPARE_QKV=heads forces it): a grid of (token, head block). Each
+//    block copies its share of the token's V row into the cache slot, and each of its warps takes
+//    one head (q heads, then k heads): it stages the head as floats in shared memory, applies the
+//    RMSNorm when a weight is given, then rotates the (j, j + head_dim/2) pairs and writes q in
+//    place or k into its cache row. (GRAPHRT_PREPARE_QKV=token: one block per token, the kernel
+//    before session 4.) The heads are independent, so the split changes no result bit.
 //
 // Bit-for-bit agreement with rms_norm_ + apply_rope_ + store_kv on CUDA:
 //  - the norm's sum of squares repeats rms_norm_kernel (norm.cu) launched on one head row: that
 //    kernel runs row_threads(chunks) threads, each summing (FMA) the one 16-byte chunk it loads,
 //    then block_sum (a butterfly per warp, then a butterfly over the warp sums). Here lane l of
 //    the warp plays those threads l, l + 32, ... in turn with the same chunks, butterflies and
-//    final sum, so the float32 total, inv and y = w * round(x * inv) are the same bits;
+//    final sum, so the float32 total, inv and y = w * round(x * inv) are the same bits (the lanes
+//    kernel's butterfly over L lanes is that butterfly without the steps that add zeros);
 //  - the normed head is rounded to the dtype (where rms_norm_ stores it), then rotated with
 //    dense::rope_rotate, the very function apply_rope_'s kernel uses;
 //  - K and V reach the caches as the dtype's bits (store_kv copies bytes).
@@ -34,14 +44,14 @@ using namespace dense;
 constexpr int kMaxWarps = 4;           // warps (heads) per block
 constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one block per token
 
-// GRAPHRT_PREPARE_QKV=token launches one block per token (the kernel before session 4) for A/B;
-// heads (default) spreads each token's heads over blocks. Same result bits either way.
-bool one_block_per_token() {
-  static const bool token = [] {
-    return env_choice("GRAPHRT_PREPARE_QKV", {"heads", "token"}, 0) == 1;
-  }();
-  return token;
+// GRAPHRT_PREPARE_QKV=lanes (default; heads where it does not apply) | heads | token, for A/B.
+// Same result bits whichever runs.
+enum class Path { lanes, heads, token };
+Path chosen_path() {
+  static const Path p = static_cast<Path>(env_choice("GRAPHRT_PREPARE_QKV", {"lanes", "heads", "token"}, 0));
+  return p;
 }
+bool one_block_per_token() { return chosen_path() == Path::token; }
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
 
@@ -146,8 +156,142 @@ __global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k
   }
 }
 
+
+// The lanes kernel (see the top of the file). Unit u of the flat index: token u / per_token, head
+// u % per_token of [q heads, k heads, v heads] (every head is a unit: whether a q head has work
+// depends on its token's position, read on the device); lanes [g L, g L + L) of a warp take unit
+// warp * (32 / L) + g. Every lane reaches every shuffle (units past the end compute on zeros).
+template <typename T, int L>
+__global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int64_t per_token, int64_t units) {
+  constexpr int V = kChunk<T>;
+  constexpr int64_t hd = static_cast<int64_t>(L) * V, half = hd / 2;
+  pdl_wait();
+  pdl_trigger();
+  const int lane = static_cast<int>(threadIdx.x % 32), sub = lane % L;
+  const int64_t u = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * (32 / L) + lane / L;
+  const bool in_range = u < units;
+  const int64_t t = in_range ? u / per_token : 0, r = in_range ? u % per_token : 0;
+  const int64_t width = a.kv_heads * hd;
+  const int64_t slot = a.out_cache_loc[t];
+  const bool store = slot >= 0 && slot < a.num_slots;  // store_kv skips other slots too
+  const int64_t pos = a.positions[t];
+  const bool is_q = r < a.q_heads, is_v = r >= a.q_heads + a.kv_heads;
+  const int64_t kvh = is_q ? 0 : is_v ? r - a.q_heads - a.kv_heads : r - a.q_heads;
+  const T* src;
+  T* dst;
+  const T* w;
+  if (is_q) {
+    src = static_cast<const T*>(a.q) + t * a.q_stride + r * hd;
+    dst = static_cast<T*>(a.q) + t * a.q_stride + r * hd;
+    w = static_cast<const T*>(a.q_norm);
+  } else if (!is_v) {
+    src = static_cast<const T*>(a.k) + t * a.k_stride + kvh * hd;
+    dst = static_cast<T*>(a.k_cache) + (store ? slot : 0) * width + kvh * hd;
+    w = static_cast<const T*>(a.k_norm);
+  } else {
+    src = static_cast<const T*>(a.v) + t * a.v_stride + kvh * hd;
+    dst = static_cast<T*>(a.v_cache) + (store ? slot : 0) * width + kvh * hd;
+    w = nullptr;
+  }
+  const bool active = in_range && (is_q || store);
+  const bool rope = !is_v && pos >= 0 && pos < a.max_positions;  // else no rope, as the heads kernel
+  const int64_t c = static_cast<int64_t>(sub) * V, j0 = c % half;
+  // Every load first: the chunk, the norm weight's chunk, this lane's cos and sin.
+  const uint4 raw = active ? *reinterpret_cast<const uint4*>(src + c) : make_uint4(0, 0, 0, 0);
+  uint4 wraw = make_uint4(0, 0, 0, 0);
+  if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
+  float cs_c[V], cs_s[V];
+  if (active && rope) {
+    const float* row = a.cos_sin + pos * hd;
+#pragma unroll
+    for (int j = 0; j < V; j += 4) {
+      const float4 cv = *reinterpret_cast<const float4*>(row + j0 + j);
+      const float4 sv = *reinterpret_cast<const float4*>(row + half + j0 + j);
+      cs_c[j] = cv.x, cs_c[j + 1] = cv.y, cs_c[j + 2] = cv.z, cs_c[j + 3] = cv.w;
+      cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
+    }
+  }
+  if (is_v) {  // a copy of the dtype's bits
+    if (active) *reinterpret_cast<uint4*>(dst + c) = raw;
+  }
+  float x[V];
+  const T* xe = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (w) {
+    const float inv = rsqrtf(ss / static_cast<float>(hd) + a.eps);
+    const T* we = reinterpret_cast<const T*>(&wraw);
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[j] = round_to<T>(to_float(we[j]) * round_to<T>(x[j] * inv));
+  }
+  float partner[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
+  // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
+  if (!active || is_v || (is_q && !w && !rope)) return;
+  const bool low = sub < L / 2;  // holds elements j < half: keeps rope's lo, its partner hi
+  float y[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (rope) {
+      float lo, hi;
+      rope_rotate(low ? x[j] : partner[j], low ? partner[j] : x[j], cs_c[j], cs_s[j], lo, hi);
+      y[j] = low ? lo : hi;
+    } else {
+      y[j] = x[j];
+    }
+  }
+  store_chunk(dst, c, hd, true, y);
+}
+
+// Lanes per head of the lanes kernel, or 0 where it does not apply.
+template <typename T>
+int lanes_per_head(const ops::PrepareQkvArgs& a) {
+  constexpr int V = kChunk<T>;
+  const int64_t hd = a.head_dim, es = static_cast<int64_t>(sizeof(T));
+  if (chosen_path() != Path::lanes || hd % V != 0 || a.tokens <= 0) return 0;
+  const int64_t L = hd / V;
+  if (L != 4 && L != 8 && L != 16 && L != 32) return 0;
+  // 16-byte loads and stores of every head: q, k, v rows and both caches, and the norm weights.
+  const bool aligned = aligned16(a.q, a.q_stride, sizeof(T)) && aligned16(a.k, a.k_stride, sizeof(T)) &&
+                       aligned16(a.v, a.v_stride, sizeof(T)) && aligned16(a.k_cache, 0, sizeof(T)) &&
+                       aligned16(a.v_cache, 0, sizeof(T)) && aligned16(a.q_norm, 0, sizeof(T)) &&
+                       aligned16(a.k_norm, 0, sizeof(T)) && aligned16(a.cos_sin, 0, sizeof(float)) &&
+                       (hd * es) % 16 == 0;
+  return aligned ? static_cast<int>(L) : 0;
+}
+
+template <typename T, int L>
+void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
+  const int64_t per_token = a.q_heads + 2 * a.kv_heads;
+  const int64_t units = a.tokens * per_token;
+  constexpr int kThreads = 256;
+  constexpr int64_t per_block = kThreads / 32 * (32 / L);
+  const int64_t blocks = (units + per_block - 1) / per_block;
+  GRT_CHECK(blocks <= 0x7fffffff, "prepare_qkv_: {} tokens x {} heads exceed one grid", a.tokens, per_token);
+  (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, s, 1,
+                   a, per_token, units);
+}
+
+template <typename T>
+bool try_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
+  switch (lanes_per_head<T>(a)) {
+    case 4: launch_lanes<T, 4>(dev, s, a); return true;
+    case 8: launch_lanes<T, 8>(dev, s, a); return true;
+    case 16: launch_lanes<T, 16>(dev, s, a); return true;
+    case 32: launch_lanes<T, 32>(dev, s, a); return true;
+    default: return false;
+  }
+}
+
 template <typename T>
 void launch(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
+  if (try_lanes<T>(dev, s, a)) return;
   constexpr int V = kChunk<T>;
   const int64_t hd = a.head_dim, es = static_cast<int64_t>(sizeof(T));
   // 16-byte chunk loads of every head: the row base, row stride and head size all 16-byte multiples.
