@@ -845,6 +845,16 @@ TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
           }
 }
 
+// A prefill's thousands of tokens take the lanes kernel's 4-rounds-per-lane launch (grid at least
+// 8 x 4 x the SM count blocks): same bits as the unfused ops there too, including the tail where
+// some rounds fall past the last unit.
+TEST(OpsCudaPrepareQkv, ManyTokensEqualUnfusedSequence) {
+  uint32_t seed = 9100;
+  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 64}})
+    for (DType dt : {DType::BF16, DType::F32})
+      for (int64_t T : {4500, 6001}) check_prepare_qkv_cuda(c, dt, /*norm=*/true, T, /*pad=*/0, seed += 13);
+}
+
 // Captured (as the decode graphs capture it), prepare_qkv_ replays on new values, positions and
 // slots exactly as eager calls compute them.
 TEST(OpsCudaPrepareQkv, CapturedReplayEqualsEager) {
