@@ -7,7 +7,7 @@
 set -uo pipefail
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
-R=$OUT/r; mkdir -p $R
+R=/tmp/s5r; mkdir -p $R  # outside $OUT: only all.tgz and summary.txt come back
 S=$OUT/summary.txt
 export NCCL_NVLS_ENABLE=0
 export LD_LIBRARY_PATH="$PWD/pre/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
@@ -59,7 +59,7 @@ llama bs64 mma 64 blocks per SM (no split loop)|$A=mma GRAPHRT_DECODE_BLOCKS_PER
 AB
 OUT=$R/ab1 ABLATIONS=$R/ab1.txt BIN=$GR ABLATION_TIMEOUT=60 scripts/gpu_ablations.sh >$R/ab1.log 2>&1
 echo "ab1 done at $(el)s" >>$S
-tar czf $OUT/all.tgz -C $OUT r
+tar czf $OUT/all.tgz -C /tmp s5r
 if [ $(el) -lt 120 ]; then
   OUT=$R/ab2 ABLATIONS=$R/ab2.txt BIN=$GR ABLATION_TIMEOUT=40 scripts/gpu_ablations.sh >$R/ab2.log 2>&1
   echo "ab2 done at $(el)s" >>$S
@@ -84,7 +84,7 @@ for v in legacy mma; do
     echo "ncu moe bs1 $v rc $? at $(el)s" >>$S
   fi
 done
-tar czf $OUT/all.tgz -C $OUT r
+tar czf $OUT/all.tgz -C /tmp s5r
 cat $R/ab1.log $R/ab2.log 2>/dev/null | grep -v "^variant " >>$S
 for v in legacy mma; do
   python3 - $R/ncu_moe1_$v.csv $v >>$S 2>/dev/null <<'PY'
