@@ -592,8 +592,8 @@ TEST(OpsAttentionCuda, DecodeMmaEqualsCpuAcrossGroupsHeadDimsDtypesAndLengths) {
 
 // Padding rows as decode graphs make them (request index -1 and/or seq_len 0) after real rows:
 // every real row's output is bit for bit the one of the batch without the padding (nothing
-// depends on other rows or on the batch size), and every row equals the CPU op (padding rows of
-// length 0 are zeros, not NaN).
+// depends on other rows; both batches are on the same side of the split-chunk rule), and every
+// row equals the CPU op (padding rows of length 0 are zeros, not NaN).
 TEST(OpsAttentionCuda, DecodeMmaPaddedRowsChangeNoRealRow) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   for (Shape3 sh : {Shape3{32, 4, 128}, Shape3{16, 8, 64}}) {

@@ -16,8 +16,9 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& args
 // live length, combine inside the kernel), legacy (fixed splits + a combine kernel), mma (tensor
 // cores, grouped-query heads as the rows of an mma tile, splits from each request's own length:
 // bf16/f16, head_dim 64/128, 2..16 query heads per kv head; a case it does not cover takes the
-// automatic choice of the other two), or automatic (the default: per launch, mma for grouped-query
-// heads at small batch x kv heads, else fused from 2 blocks per SM before splitting, else legacy;
+// automatic choice of the other two), or automatic (the default: per launch, mma for groups of 4+
+// query heads, or of 2 from batch x kv heads >= SMs, up to 4 x SMs; else fused from 2 blocks per SM
+// before splitting, else legacy;
 // a function of the batch and head counts only, so eager and replayed steps of one padded batch
 // size pick alike). The environment's GRAPHRT_DECODE_ATTENTION=auto|fused|legacy|mma decides until
 // this is called (tests A/B them in one process). The paths agree within the ops' tolerance of

@@ -351,7 +351,7 @@ int sm_count(Device device) {
 // GRAPHRT_DECODE_HEADS_PER_BLOCK (most query heads of a GQA group one block applies its K/V rows
 // to: 1, 2, 4 or 8; a larger group is split into chunks of that many; default 0: by batch, see
 // heads_per_block);
-// GRAPHRT_DECODE_MMA_CHUNK (mma path: tokens per split at least, default 64) and
+// GRAPHRT_DECODE_MMA_CHUNK (mma path: tokens per split at least; default 0: by batch, see mma_chunk) and
 // GRAPHRT_DECODE_MMA_SPLITS (mma path: most splits a request uses, default 16, at most 64).
 
 struct DecodeKnobs {
@@ -359,7 +359,7 @@ struct DecodeKnobs {
   int min_chunk = 64;
   int blocks_per_sm = 8;
   int heads_per_block = 0;  // 0: by batch
-  int mma_chunk = 64;
+  int mma_chunk = 0;  // 0: by batch
   int mma_splits = 16;
 };
 
@@ -371,7 +371,7 @@ DecodeKnobs read_knobs() {
   k.min_chunk = env_int("GRAPHRT_DECODE_MIN_CHUNK", k.min_chunk, 1, 1 << 20);
   k.blocks_per_sm = env_int("GRAPHRT_DECODE_BLOCKS_PER_SM", k.blocks_per_sm, 1, 64);
   k.heads_per_block = env_int("GRAPHRT_DECODE_HEADS_PER_BLOCK", k.heads_per_block, 0, 8);
-  k.mma_chunk = env_int("GRAPHRT_DECODE_MMA_CHUNK", k.mma_chunk, 1, 1 << 20);
+  k.mma_chunk = env_int("GRAPHRT_DECODE_MMA_CHUNK", k.mma_chunk, 0, 1 << 20);
   k.mma_splits = env_int("GRAPHRT_DECODE_MMA_SPLITS", k.mma_splits, 1, kDecodeMmaMaxSplits);
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
             "GRAPHRT_DECODE_HEADS_PER_BLOCK={} must be 0 (by batch), 1, 2, 4 or 8", k.heads_per_block);
@@ -402,17 +402,31 @@ bool use_legacy(int base_blocks, int sms) {
   return base_blocks < 2 * sms;
 }
 
-// auto: the tensor-core kernel for grouped-query heads (group >= 2) while batch x kv heads is at
-// most kMmaAutoPairsPerSm x SMs. Prediction before the H100 run (bench/results/
-// h100_2026-11-23_s5_dattn/README.md): qwen3-30b-a3b bs 1 ctx 1024 attention ~3-5 us a layer
-// instead of 21.9 + 9.6 (isolated); the rule is set from that run.
+// auto: the tensor-core kernel where it measured faster on the H100 (bench/results/
+// h100_2026-11-23_s5_dattn/README.md, graph ms, ctx 1024, old path -> mma): groups of 4+ query
+// heads at any batch up to kMmaAutoPairsPerSm x SMs (qwen3-30b-a3b bs 1 4.470 -> 4.398, bs 8
+// 13.789 -> 12.990; llama-3.1-8b bs 1 6.087 -> 6.072, bs 64 11.422 -> 9.917), group 2 only from
+// batch x kv heads >= SMs (qwen3-0.6b bs 64 4.769 -> 4.442; bs 1 1.203 -> 1.211 stays legacy).
+// Batch 256 was not measured: above kMmaAutoPairsPerSm x SMs the fused path stays.
 constexpr int kMmaAutoPairsPerSm = 4;
 
-bool use_mma(bool supported, int batch, int nkv, int sms) {
+bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
   if (!supported) return false;
   const DecodeAttentionPath path = chosen_path();
   if (path != DecodeAttentionPath::automatic) return path == DecodeAttentionPath::mma;
-  return static_cast<int64_t>(batch) * nkv <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms;
+  const int64_t pairs = static_cast<int64_t>(batch) * nkv;
+  return pairs <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms && (group >= 4 || pairs >= sms);
+}
+
+// Tokens per split at least (GRAPHRT_DECODE_MMA_CHUNK, else by batch): 64 while batch x kv heads
+// is below the SM count (many short splits fill the GPU: qwen3-30b-a3b bs 1/8 with 32 and 32
+// splits was slower, 4.412 / 13.141 ms), 256 from there (fewer partials, a pipelined loop per
+// split: llama-3.1-8b bs 64 10.445 -> 9.917 ms, qwen3-0.6b 4.904 -> 4.442 against 64). A request's
+// split count, and so its bits, depends on its length and on which side of the SM count the
+// batch lies, never on other rows' contents.
+int mma_chunk(int64_t pairs, int sms) {
+  if (knobs().mma_chunk > 0) return knobs().mma_chunk;
+  return pairs < sms ? 64 : 256;
 }
 
 // The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
@@ -436,8 +450,10 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.nkv = a.num_kv_heads;
   p.hd = a.head_dim;
   p.group = a.num_q_heads / a.num_kv_heads;
-  p.max_splits = knobs().mma_splits;
-  p.chunk = knobs().mma_chunk;
+  p.chunk = mma_chunk(static_cast<int64_t>(d.batch) * p.nkv, sms);
+  // No request can use more splits than the table width allows: scratch for those only.
+  const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
+  p.max_splits = static_cast<int>(std::min<int64_t>(knobs().mma_splits, by_ctx));
   p.scale_log2 = a.scale * kLog2e;
   Tensor part_o, part_lse;
   if (p.max_splits > 1) {
@@ -447,9 +463,8 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
     p.part_lse = part_lse.data_as<float>();
   }
   const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
-  const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
   const int64_t by_gpu = std::max<int64_t>(1, (static_cast<int64_t>(sms) * knobs().blocks_per_sm + pairs - 1) / pairs);
-  const int64_t grid_x = std::min<int64_t>({p.max_splits, by_ctx, by_gpu});
+  const int64_t grid_x = std::min<int64_t>(p.max_splits, by_gpu);
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv), static_cast<unsigned>(d.batch)));
   GRT_CUDA_CHECK_LAUNCH("attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {})", d.batch,
@@ -519,7 +534,7 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   const int group = a.num_q_heads / a.num_kv_heads;
   const bool mma_ok = a.scale > 0.0f && decode_mma_supports(a.dtype, a.head_dim, group, d.batch, a.num_kv_heads, a.q,
                                                             a.q_row_stride, a.k_cache, a.v_cache, a.out);
-  if (use_mma(mma_ok, d.batch, a.num_kv_heads, sms)) {
+  if (use_mma(mma_ok, d.batch, a.num_kv_heads, group, sms)) {
     launch_mma(stream, device, d, sms);
     return;
   }

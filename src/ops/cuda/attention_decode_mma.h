@@ -28,8 +28,8 @@ struct DecodeMmaParams {
   float* part_lse;   // [B, nq, max_splits]
   int nq, nkv, hd, group;
   // A request of live length len uses min(max_splits, ceil(len / chunk)) splits (at least 1): a
-  // function of its own length only, whatever the batch or the grid, so its bits never depend on
-  // the other rows or on padding. Blocks loop over splits when the grid has fewer.
+  // function of its own length and of these two launch values, whatever the grid or the other
+  // rows, so padding rows never change its bits. Blocks loop over splits when the grid has fewer.
   int max_splits, chunk;
   float scale_log2;  // scale * log2(e)
 };
