@@ -420,7 +420,10 @@ class DecodePathScope {
 };
 
 const char* path_name(cuda::DecodeAttentionPath p) {
-  return p == cuda::DecodeAttentionPath::fused ? "fused" : p == cuda::DecodeAttentionPath::legacy ? "legacy" : "auto";
+  return p == cuda::DecodeAttentionPath::fused    ? "fused"
+         : p == cuda::DecodeAttentionPath::legacy ? "legacy"
+         : p == cuda::DecodeAttentionPath::mma    ? "mma"
+                                                  : "auto";
 }
 
 // Lengths 0 / 1 / short / around the fused path's split chunk (64) / long in one batch, so one
@@ -436,7 +439,7 @@ DecodeSetup mixed_setup(Shape3 sh, int batch, uint32_t seed) {
 
 TEST(OpsAttentionCuda, DecodeEveryPathEqualsCpuAcrossLengthsGroupsAndHeadDims) {
   for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::legacy,
-                    cuda::DecodeAttentionPath::automatic}) {
+                    cuda::DecodeAttentionPath::mma, cuda::DecodeAttentionPath::automatic}) {
     DecodePathScope scope(path);
     // GQA groups 1, 2, 4, 8 at head dims 128 and 64; batch 1 (many splits per request: up to the
     // grid's 64), 9 (every length once) and 40 (fewer splits per request).
@@ -447,7 +450,7 @@ TEST(OpsAttentionCuda, DecodeEveryPathEqualsCpuAcrossLengthsGroupsAndHeadDims) {
         expect_decode_matches(mixed_setup(sh, batch, 100 + static_cast<uint32_t>(batch) + static_cast<uint32_t>(sh.nq)),
                               DType::BF16, 0.088f);
       }
-    if (path == cuda::DecodeAttentionPath::automatic) continue;  // it picks one of the two above
+    if (path == cuda::DecodeAttentionPath::automatic) continue;  // it picks one of the paths above
     for (int32_t len : {1, 64, 65, 4100}) {
       SCOPED_TRACE(std::string(path_name(path)) + " one request of " + std::to_string(len));
       expect_decode_matches(decode_setup({16, 8, 128}, 1, {len}, 200 + static_cast<uint32_t>(len)), DType::BF16, 0.088f);
@@ -456,27 +459,30 @@ TEST(OpsAttentionCuda, DecodeEveryPathEqualsCpuAcrossLengthsGroupsAndHeadDims) {
   }
 }
 
-// The fused path's split counters must be back at 0 after every launch: repeated eager launches
+// The fused and mma paths' split counters must be back at 0 after every launch: repeated eager launches
 // of one shape with other lengths each time (a counter left at k would make the wrong block
 // merge, or none: stale or partial outputs) all match the CPU op.
-TEST(OpsAttentionCuda, DecodeFusedRepeatedLaunchesStayCorrect) {
-  DecodePathScope scope(cuda::DecodeAttentionPath::fused);
-  DecodeSetup s = mixed_setup({16, 8, 128}, 9, 400);
-  const PagedCase& c = s.c;
-  auto tc = upload(c, DType::F32, kCpu);
-  auto tg = upload(c, DType::BF16, kGpu);
-  std::mt19937 rng(401);
-  for (int round = 0; round < 6; ++round) {
-    std::vector<int32_t> lens = s.seq_lens;
-    for (size_t b = 0; b < lens.size(); ++b) {
-      const int32_t full = c.prefix[b] + 1;
-      lens[b] = round == 0 ? lens[b] : std::uniform_int_distribution<int32_t>(0, full)(rng);
+TEST(OpsAttentionCuda, DecodeFusedAndMmaRepeatedLaunchesStayCorrect) {
+  for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::mma}) {
+    SCOPED_TRACE(path_name(path));
+    DecodePathScope scope(path);
+    DecodeSetup s = mixed_setup({16, 8, 128}, 9, 400);
+    const PagedCase& c = s.c;
+    auto tc = upload(c, DType::F32, kCpu);
+    auto tg = upload(c, DType::BF16, kGpu);
+    std::mt19937 rng(401);
+    for (int round = 0; round < 6; ++round) {
+      std::vector<int32_t> lens = s.seq_lens;
+      for (size_t b = 0; b < lens.size(); ++b) {
+        const int32_t full = c.prefix[b] + 1;
+        lens[b] = round == 0 ? lens[b] : std::uniform_int_distribution<int32_t>(0, full)(rng);
+      }
+      std::vector<float> want = to_host_floats(
+          ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(c, lens, kCpu), 16, 8, 128, 0.088f));
+      std::vector<float> got = to_host_floats(
+          ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, lens, kGpu), 16, 8, 128, 0.088f));
+      EXPECT_LT(max_abs_diff(got, want), tolerance(DType::BF16)) << "round " << round;
     }
-    std::vector<float> want = to_host_floats(
-        ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(c, lens, kCpu), 16, 8, 128, 0.088f));
-    std::vector<float> got = to_host_floats(
-        ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, lens, kGpu), 16, 8, 128, 0.088f));
-    EXPECT_LT(max_abs_diff(got, want), tolerance(DType::BF16)) << "round " << round;
   }
 }
 
@@ -494,17 +500,19 @@ void overwrite(const Tensor& dst, const std::vector<T>& values) {
 // The fused path's counters must be back at 0 after every replay for this to hold. Batch 37
 // gives 4 splits per request at most, batch 2 up to 64.
 void check_decode_graph_replays(cuda::DecodeAttentionPath path, int batch, const std::vector<int32_t>& full_lens,
-                                uint32_t seed) {
+                                uint32_t seed, Shape3 sh = {32, 8, 128}) {
   DecodePathScope path_scope(path);
-  SCOPED_TRACE(std::string(path_name(path)) + " batch " + std::to_string(batch));
+  SCOPED_TRACE(std::string(path_name(path)) + " batch " + std::to_string(batch) + " heads " + std::to_string(sh.nq) +
+               "/" + std::to_string(sh.nkv) + " hd " + std::to_string(sh.hd));
+  const int nq = sh.nq, nkv = sh.nkv, hd = sh.hd;
   auto stream = new_stream(kGpu);
   StreamGuard guard(*stream);
-  DecodeSetup s = decode_setup({32, 8, 128}, batch, full_lens, seed);
+  DecodeSetup s = decode_setup(sh, batch, full_lens, seed);
   const PagedCase& c = s.c;
   auto tg = upload(c, DType::BF16, kGpu);
   ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);  // persistent buffers
   // Warm up eagerly, then capture.
-  ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, 32, 8, 128, 0.088f);
+  ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, nq, nkv, hd, 0.088f);
   stream->synchronize();
   auto pool = GraphPool::create(kGpu);
   std::unique_ptr<Graph> graph;
@@ -512,7 +520,7 @@ void check_decode_graph_replays(cuda::DecodeAttentionPath path, int batch, const
   stream->begin_capture();
   {
     PoolCaptureScope scope(pool, *stream);
-    captured_out = ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, 32, 8, 128, 0.088f);
+    captured_out = ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, nq, nkv, hd, 0.088f);
     graph = stream->end_capture();
   }
   std::unique_ptr<GraphExec> exec = graph->instantiate();
@@ -535,22 +543,86 @@ void check_decode_graph_replays(cuda::DecodeAttentionPath path, int batch, const
     exec->launch(*stream);
     std::vector<float> replayed = to_host_floats(captured_out);
     std::vector<float> eager =
-        to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, 32, 8, 128, 0.088f));
+        to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, nq, nkv, hd, 0.088f));
     EXPECT_EQ(replayed, eager) << "round " << round;  // same kernels, same grid: bitwise
 
     PagedCase changed = c;
     changed.table = table;
     auto tc = upload(changed, DType::F32, kCpu);
     std::vector<float> want = to_host_floats(
-        ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(changed, lens, kCpu), 32, 8, 128, 0.088f));
+        ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(changed, lens, kCpu), nq, nkv, hd, 0.088f));
     EXPECT_LT(max_abs_diff(replayed, want), tolerance(DType::BF16)) << "round " << round;
   }
 }
 
 TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
-  for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::legacy}) {
+  for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::legacy,
+                    cuda::DecodeAttentionPath::mma}) {
     check_decode_graph_replays(path, 37, {1, 17, 1000, 4100}, 14);
     check_decode_graph_replays(path, 2, {4100, 1000}, 24);
+  }
+  // The mma path at the MoE shape (8 query heads per kv head) and at head_dim 64.
+  check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 1, {1030}, 34, {32, 4, 128});
+  check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 8, {1, 7, 64, 1000, 4097}, 44, {32, 4, 128});
+  check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 5, {1, 7, 64, 1000, 4097}, 54, {16, 8, 64});
+}
+
+// The mma path (tensor cores, the query heads of a kv head as the rows of an mma tile) against
+// the CPU op: groups 1 (not covered: the op takes the other paths), 2, 4, 8 and 16 at head dims
+// 128 and 64, bf16 and f16, lengths 1, 7, 64, 1000 and 4097 in one batch (one split and many,
+// partial tiles, the most splits a request uses); then mixed lengths with 0 at batch 40 (more
+// splits than grid columns: blocks loop over splits).
+TEST(OpsAttentionCuda, DecodeMmaEqualsCpuAcrossGroupsHeadDimsDtypesAndLengths) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  const std::vector<int32_t> lens = {1, 7, 64, 1000, 4097};
+  for (int hd : {128, 64})
+    for (int group : {1, 2, 4, 8, 16}) {
+      const int nkv = group == 16 ? 2 : group == 8 ? 4 : 8;
+      for (DType dt : {DType::BF16, DType::F16}) {
+        SCOPED_TRACE("group " + std::to_string(group) + " hd " + std::to_string(hd) + " " + dtype_name(dt));
+        expect_decode_matches(decode_setup({nkv * group, nkv, hd}, 5, lens, 600 + static_cast<uint32_t>(group + hd)), dt,
+                              0.088f);
+      }
+    }
+  for (Shape3 sh : {Shape3{16, 8, 128}, Shape3{32, 4, 128}, Shape3{32, 8, 64}}) {
+    SCOPED_TRACE("mixed lengths, heads " + std::to_string(sh.nq) + "/" + std::to_string(sh.nkv));
+    expect_decode_matches(mixed_setup(sh, 40, 700 + static_cast<uint32_t>(sh.nq + sh.hd)), DType::BF16, 0.088f);
+  }
+}
+
+// Padding rows as decode graphs make them (request index -1 and/or seq_len 0) after real rows:
+// every real row's output is bit for bit the one of the batch without the padding (nothing
+// depends on other rows; both batches are on the same side of the split-chunk rule), and every
+// row equals the CPU op (padding rows of length 0 are zeros, not NaN).
+TEST(OpsAttentionCuda, DecodeMmaPaddedRowsChangeNoRealRow) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  for (Shape3 sh : {Shape3{32, 4, 128}, Shape3{16, 8, 64}}) {
+    SCOPED_TRACE("heads " + std::to_string(sh.nq) + "/" + std::to_string(sh.nkv) + " hd " + std::to_string(sh.hd));
+    const int real = 5, padded = 12;
+    DecodeSetup s = decode_setup(sh, padded, {1, 7, 64, 1000, 4097, 5, 5, 5, 5, 5, 5, 5}, 800);
+    PagedCase& c = s.c;
+    for (int b = real; b < padded; ++b) {
+      const size_t i = static_cast<size_t>(b);
+      if (b % 3 != 2) c.req_idx[i] = -1;               // the sink slot at every position
+      s.seq_lens[i] = b % 3 == 1 ? 5 : 0;              // (-1, 0), (-1, 5), (valid, 0)
+    }
+    auto tc = upload(c, DType::F32, kCpu);
+    auto tg = upload(c, DType::BF16, kGpu);
+    std::vector<float> want = to_host_floats(
+        ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(c, s.seq_lens, kCpu), sh.nq, sh.nkv, sh.hd, 0.088f));
+    std::vector<float> all = to_host_floats(
+        ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, s.seq_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
+    for (float x : all) ASSERT_TRUE(std::isfinite(x));
+    EXPECT_LT(max_abs_diff(all, want), tolerance(DType::BF16));
+
+    PagedCase head = c;
+    head.req_idx.resize(real);
+    const std::vector<int32_t> head_lens(s.seq_lens.begin(), s.seq_lens.begin() + real);
+    std::vector<float> alone = to_host_floats(ops::attention_decode(tg.q.slice(0, 0, real), tg.k_cache, tg.v_cache,
+                                                                    decode_meta(head, head_lens, kGpu), sh.nq, sh.nkv,
+                                                                    sh.hd, 0.088f));
+    ASSERT_EQ(alone.size(), static_cast<size_t>(real * c.q_width()));
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin())) << "a real row changed with the padding";
   }
 }
 

@@ -13,13 +13,17 @@ void attention_extend(Stream& stream, const ops::ExtendArgs& args);
 void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& args);
 
 // Which decode attention kernel attention_decode launches: fused (splits from each request's
-// live length, combine inside the kernel), legacy (fixed splits + a combine kernel), or
-// automatic (the default: per launch, fused from 2 blocks per SM before splitting, else legacy;
+// live length, combine inside the kernel), legacy (fixed splits + a combine kernel), mma (tensor
+// cores, grouped-query heads as the rows of an mma tile, splits from each request's own length:
+// bf16/f16, head_dim 64/128, 2..16 query heads per kv head; a case it does not cover takes the
+// automatic choice of the other two), or automatic (the default: per launch, mma for groups of 4+
+// query heads, or of 2 from batch x kv heads >= SMs, up to 4 x SMs; else fused from 2 blocks per SM
+// before splitting, else legacy;
 // a function of the batch and head counts only, so eager and replayed steps of one padded batch
-// size pick alike). The environment's GRAPHRT_DECODE_ATTENTION=auto|fused|legacy decides until
-// this is called (tests A/B both in one process). The paths agree within the ops' tolerance of
+// size pick alike). The environment's GRAPHRT_DECODE_ATTENTION=auto|fused|legacy|mma decides until
+// this is called (tests A/B them in one process). The paths agree within the ops' tolerance of
 // the CPU op, not bit for bit; set it before capturing graphs, not between capture and replay.
-enum class DecodeAttentionPath { fused = 0, legacy = 1, automatic = 2 };
+enum class DecodeAttentionPath { fused = 0, legacy = 1, automatic = 2, mma = 3 };
 void set_decode_attention_path(DecodeAttentionPath path);
 DecodeAttentionPath decode_attention_path();
 void argmax(Stream& stream, const ops::SampleArgs& args);

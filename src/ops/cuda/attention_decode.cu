@@ -5,9 +5,9 @@
 // a block merge through shared memory. The grid depends only on B, head counts, head_dim, the SM
 // count and the table width; lengths are read on the device.
 //
-// Two paths, one kernel template; GRAPHRT_DECODE_ATTENTION=auto|fused|legacy picks (default auto:
-// fused when the launch has at least 2 blocks per SM before splitting, legacy below — the H100
-// measurements in bench/results/h100_2026-11-23_s4_dattn/README.md):
+// Two paths, one kernel template, plus the tensor-core kernel of attention_decode_mma.cu for
+// grouped-query models; GRAPHRT_DECODE_ATTENTION=auto|fused|legacy|mma picks (default auto: see
+// use_mma and use_legacy below for the rule and the H100 measurements behind it):
 //  - fused: the grid's x extent is the most splits a request may use; each request's split
 //    count follows its live length on the device (one split per min_chunk tokens, at most
 //    the grid's), blocks past it exit at once. One split writes the output directly (single
@@ -36,6 +36,7 @@
 #include "memory/tensor_alloc.h"
 #include "ops/cuda/attention_common.cuh"
 #include "ops/cuda/attention_cuda.h"
+#include "ops/cuda/attention_decode_mma.h"
 #include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
@@ -349,23 +350,29 @@ int sm_count(Device device) {
 // GRAPHRT_DECODE_BLOCKS_PER_SM (blocks the split count aims at per SM, default 8),
 // GRAPHRT_DECODE_HEADS_PER_BLOCK (most query heads of a GQA group one block applies its K/V rows
 // to: 1, 2, 4 or 8; a larger group is split into chunks of that many; default 0: by batch, see
-// heads_per_block).
+// heads_per_block);
+// GRAPHRT_DECODE_MMA_CHUNK (mma path: tokens per split at least; default 0: by batch, see mma_chunk) and
+// GRAPHRT_DECODE_MMA_SPLITS (mma path: most splits a request uses, default 16, at most 64).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
   int min_chunk = 64;
   int blocks_per_sm = 8;
   int heads_per_block = 0;  // 0: by batch
+  int mma_chunk = 0;  // 0: by batch
+  int mma_splits = 16;
 };
 
 DecodeKnobs read_knobs() {
   DecodeKnobs k;
   constexpr DecodeAttentionPath kPaths[] = {DecodeAttentionPath::automatic, DecodeAttentionPath::fused,
-                                            DecodeAttentionPath::legacy};
-  k.path = kPaths[env_choice("GRAPHRT_DECODE_ATTENTION", {"auto", "fused", "legacy"}, 0)];
+                                            DecodeAttentionPath::legacy, DecodeAttentionPath::mma};
+  k.path = kPaths[env_choice("GRAPHRT_DECODE_ATTENTION", {"auto", "fused", "legacy", "mma"}, 0)];
   k.min_chunk = env_int("GRAPHRT_DECODE_MIN_CHUNK", k.min_chunk, 1, 1 << 20);
   k.blocks_per_sm = env_int("GRAPHRT_DECODE_BLOCKS_PER_SM", k.blocks_per_sm, 1, 64);
   k.heads_per_block = env_int("GRAPHRT_DECODE_HEADS_PER_BLOCK", k.heads_per_block, 0, 8);
+  k.mma_chunk = env_int("GRAPHRT_DECODE_MMA_CHUNK", k.mma_chunk, 0, 1 << 20);
+  k.mma_splits = env_int("GRAPHRT_DECODE_MMA_SPLITS", k.mma_splits, 1, kDecodeMmaMaxSplits);
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
             "GRAPHRT_DECODE_HEADS_PER_BLOCK={} must be 0 (by batch), 1, 2, 4 or 8", k.heads_per_block);
   return k;
@@ -388,10 +395,80 @@ DecodeAttentionPath chosen_path() {
 // vs 1.841): its 33 one-iteration splits and 16-32 block combine beat the fused kernel's serial
 // last-block merge. From there on the fused one did (llama bs 64: 11.146 vs 11.531; bs 256:
 // 23.634 vs 27.072, qwen 12.731 vs 13.260; qwen bs 64 even, 4.715 vs 4.691).
+// (mma forced on a case it does not cover: the auto choice between these two.)
 bool use_legacy(int base_blocks, int sms) {
   const DecodeAttentionPath path = chosen_path();
-  if (path != DecodeAttentionPath::automatic) return path == DecodeAttentionPath::legacy;
+  if (path == DecodeAttentionPath::fused || path == DecodeAttentionPath::legacy) return path == DecodeAttentionPath::legacy;
   return base_blocks < 2 * sms;
+}
+
+// auto: the tensor-core kernel where it measured faster on the H100 (bench/results/
+// h100_2026-11-23_s5_dattn/README.md, graph ms, ctx 1024, old path -> mma): groups of 4+ query
+// heads at any batch up to kMmaAutoPairsPerSm x SMs (qwen3-30b-a3b bs 1 4.470 -> 4.398, bs 8
+// 13.789 -> 12.990; llama-3.1-8b bs 1 6.087 -> 6.072, bs 64 11.422 -> 9.917), group 2 only from
+// batch x kv heads >= SMs (qwen3-0.6b bs 64 4.769 -> 4.442; bs 1 1.203 -> 1.211 stays legacy).
+// Batch 256 was not measured: above kMmaAutoPairsPerSm x SMs the fused path stays.
+constexpr int kMmaAutoPairsPerSm = 4;
+
+bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
+  if (!supported) return false;
+  const DecodeAttentionPath path = chosen_path();
+  if (path != DecodeAttentionPath::automatic) return path == DecodeAttentionPath::mma;
+  const int64_t pairs = static_cast<int64_t>(batch) * nkv;
+  return pairs <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms && (group >= 4 || pairs >= sms);
+}
+
+// Tokens per split at least (GRAPHRT_DECODE_MMA_CHUNK, else by batch): 64 while batch x kv heads
+// is below the SM count (many short splits fill the GPU: qwen3-30b-a3b bs 1/8 with 32 and 32
+// splits was slower, 4.412 / 13.141 ms), 256 from there (fewer partials, a pipelined loop per
+// split: llama-3.1-8b bs 64 10.445 -> 9.917 ms, qwen3-0.6b 4.904 -> 4.442 against 64). A request's
+// split count, and so its bits, depends on its length and on which side of the SM count the
+// batch lies, never on other rows' contents.
+int mma_chunk(int64_t pairs, int sms) {
+  if (knobs().mma_chunk > 0) return knobs().mma_chunk;
+  return pairs < sms ? 64 : 256;
+}
+
+// The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
+// the most splits while batch x kv heads x splits stays within blocks_per_sm x SMs (else blocks
+// loop over splits; the bits are the same either way).
+void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms) {
+  const ops::PagedAttentionArgs& a = d.a;
+  DecodeMmaParams p{};
+  p.q = a.q;
+  p.q_stride = a.q_row_stride;
+  p.k_cache = a.k_cache;
+  p.v_cache = a.v_cache;
+  p.num_slots = a.num_slots;
+  p.max_reqs = a.max_reqs;
+  p.max_context = a.max_context;
+  p.req_to_token = a.req_to_token;
+  p.req_pool_indices = a.req_pool_indices;
+  p.seq_lens = d.seq_lens;
+  p.out = a.out;
+  p.nq = a.num_q_heads;
+  p.nkv = a.num_kv_heads;
+  p.hd = a.head_dim;
+  p.group = a.num_q_heads / a.num_kv_heads;
+  p.chunk = mma_chunk(static_cast<int64_t>(d.batch) * p.nkv, sms);
+  // No request can use more splits than the table width allows: scratch for those only.
+  const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
+  p.max_splits = static_cast<int>(std::min<int64_t>(knobs().mma_splits, by_ctx));
+  p.scale_log2 = a.scale * kLog2e;
+  Tensor part_o, part_lse;
+  if (p.max_splits > 1) {
+    part_o = empty(Shape{d.batch, p.nq, p.max_splits, p.hd}, DType::F32, device);
+    part_lse = empty(Shape{d.batch, p.nq, p.max_splits}, DType::F32, device);
+    p.part_o = part_o.data_as<float>();
+    p.part_lse = part_lse.data_as<float>();
+  }
+  const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
+  const int64_t by_gpu = std::max<int64_t>(1, (static_cast<int64_t>(sms) * knobs().blocks_per_sm + pairs - 1) / pairs);
+  const int64_t grid_x = std::min<int64_t>(p.max_splits, by_gpu);
+  launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
+                    dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv), static_cast<unsigned>(d.batch)));
+  GRT_CUDA_CHECK_LAUNCH("attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {})", d.batch,
+                        p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk);
 }
 
 template <typename T, bool kFused>
@@ -453,6 +530,14 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   GRT_CHECK((a.q_row_stride * es) % 16 == 0 && reinterpret_cast<uintptr_t>(a.q) % 16 == 0 &&
                 reinterpret_cast<uintptr_t>(a.k_cache) % 16 == 0 && reinterpret_cast<uintptr_t>(a.v_cache) % 16 == 0,
             "attention_decode on CUDA: q (row stride {}) and caches must be 16-byte aligned", a.q_row_stride);
+  const int sms = sm_count(device);
+  const int group = a.num_q_heads / a.num_kv_heads;
+  const bool mma_ok = a.scale > 0.0f && decode_mma_supports(a.dtype, a.head_dim, group, d.batch, a.num_kv_heads, a.q,
+                                                            a.q_row_stride, a.k_cache, a.v_cache, a.out);
+  if (use_mma(mma_ok, d.batch, a.num_kv_heads, group, sms)) {
+    launch_mma(stream, device, d, sms);
+    return;
+  }
   DecodeParams p{};
   p.q = a.q;
   p.q_stride = a.q_row_stride;
@@ -468,8 +553,7 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   p.nq = a.num_q_heads;
   p.nkv = a.num_kv_heads;
   p.hd = a.head_dim;
-  p.group = a.num_q_heads / a.num_kv_heads;
-  const int sms = sm_count(device);
+  p.group = group;
   const int gmax = std::min(p.group <= 1 ? 1 : p.group <= 2 ? 2 : p.group <= 4 ? 4 : 8,
                             heads_per_block(d.batch, p.nkv, sms));
   p.head_chunks = (p.group + gmax - 1) / gmax;

@@ -1,0 +1,406 @@
+// Paged decode attention on the tensor cores, for grouped-query models (2..16 query heads per kv
+// head), bf16/f16, head_dim 64 and 128.
+//
+// Why: the lane-group kernel (attention_decode.cu) reduces every q·k product by warp shuffles,
+// once per query head and token; with 8 heads per kv head that is issue/latency bound (qwen3-30b-
+// a3b bs 1 ctx 1024: 21.9 + 9.6 us for 2 MB of KV a layer). Here the group's query heads are the
+// rows of one m16n8k16 A tile (padded to 16 rows with zeros), so S = Q·Kᵀ and O += P·V are a few
+// mma.sync per 16 tokens whatever the group (FA2 structure with a single 16-row q tile).
+//
+// Design:
+//  - One block of 4 warps per (split, kv head, request); grid (grid_x, nkv, B). A request's split
+//    count is min(max_splits, ceil(len / chunk)) from its live length read on the device, so it
+//    does not depend on the grid or on other rows (padding included): block x takes
+//    splits x, x + grid_x, ... (one each whenever the grid is wide enough); blocks past the count
+//    exit right after pdl_wait.
+//  - A split's tokens go through shared memory in tiles of 64, gathered through req_to_token with
+//    cp.async into two stages (the next tile loads while this one is used; the table entries of
+//    the tile after next are read one step ahead), rows padded by 16 bytes for ldmatrix.
+//  - Warp w owns tokens 16w..16w+15 of every tile (a slice of the tile's tokens, all of head_dim):
+//    S (16 x 16) = Q·Kᵀ in HD/16 k-steps, online softmax per row in registers (exp2 with the
+//    log2e-folded scale), P packed to bf16/f16 as the A fragment of O += P·V (HD/8 n-tiles). Each
+//    warp keeps its own O, running max and sum; no barrier between warps inside a tile.
+//  - End of a split: the 4 warps' (m, l, O) merge through shared memory (fixed warp order). One
+//    split: the normalised output is written directly. Several: the normalised partial and its
+//    log2-sum-exp go to scratch, each block counts the splits it did on a per-(request, kv head)
+//    counter (threadFenceReduction: partials fenced before the count, the count before the reads),
+//    and the block that completes the count merges all partials in split order — the same bits
+//    whichever block is last — and resets the counter to 0, so every launch, eager or replayed,
+//    finds it at 0. The counters are this module's zero-initialised __device__ array (per device):
+//    as for the fused path, two decode attentions must not run concurrently on one device.
+//  - PDL (ops/cuda/pdl.cuh): everything is read after pdl_wait; pdl_trigger after the main loop.
+#include "ops/cuda/attention_decode_mma.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "core/error.h"
+#include "device/cuda/cuda_check.h"
+#include "ops/cuda/attention_common.cuh"
+#include "ops/cuda/attention_mma.cuh"
+#include "ops/cuda/pdl.cuh"
+
+namespace grt::cuda {
+namespace {
+
+using attn::cp_async16;
+using attn::cp_async_commit;
+using attn::cp_async_wait;
+using attn::fast_exp2;
+using attn::kv_slot;
+using attn::ldmatrix_x4;
+using attn::ldmatrix_x4_trans;
+using attn::mma16816;
+using attn::pack2;
+using attn::smem_addr;
+
+__device__ unsigned int g_mma_counters[kDecodeMmaCounters];  // zero at module load; 0 between launches
+
+template <int HD>
+struct MmaCfg {
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kBK = 16 * kWarps;                  // tokens per tile: 16 per warp
+  static constexpr int kPitch = HD + 8;                    // elements per shared row (+16 bytes: no bank conflicts)
+  static constexpr int kChunks = HD / 8;                   // 16-byte chunks per row
+  static constexpr int kRowsPerPass = kThreads / kChunks;  // rows the block copies at once
+  static constexpr int kKvRows = kBK / kRowsPerPass;       // K/V rows per thread and tile
+  static constexpr int kQRows = 16 / kRowsPerPass;         // Q rows per thread
+  static constexpr int kTileElems = kBK * kPitch;
+  static constexpr size_t kSmem = size_t{16 + 2 * 2 * kBK} * kPitch * 2;  // Q + two stages of K and V
+  // Blocks per SM: 3 at head_dim 128 (72 KB each of 228), 4 at 64 (register bound).
+  static constexpr int kOcc = HD == 128 ? 3 : 4;
+  static_assert(kThreads % kChunks == 0 && kBK % kRowsPerPass == 0 && 16 % kRowsPerPass == 0);
+  // The warp merge (4 x 16 x HD floats) and the split weights (16 x 64 floats) reuse the stages.
+  static_assert(size_t{kWarps} * 16 * HD * 4 <= size_t{4} * kTileElems * 2);
+  static_assert(size_t{16} * kDecodeMmaMaxSplits * 4 <= size_t{4} * kTileElems * 2);
+};
+
+template <typename T>
+__device__ __forceinline__ void store4(T* dst, float4 v) {
+  uint2 u;
+  u.x = pack2<T>(v.x, v.y);
+  u.y = pack2<T>(v.z, v.w);
+  *reinterpret_cast<uint2*>(dst) = u;
+}
+
+__device__ __forceinline__ float4 fma4(float w, float4 x, float4 acc) {
+  return make_float4(fmaf(w, x.x, acc.x), fmaf(w, x.y, acc.y), fmaf(w, x.z, acc.z), fmaf(w, x.w, acc.w));
+}
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
+  using C = MmaCfg<HD>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ float sh_m[C::kWarps][16], sh_l[C::kWarps][16];
+  __shared__ float sh_wsum[16];
+  __shared__ bool sh_last;
+  T* qs = reinterpret_cast<T*>(smem_raw);
+  T* kvs = qs + 16 * C::kPitch;  // stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
+  float* scratch = reinterpret_cast<float*>(kvs);  // after the loop: warp partials, split weights
+
+  pdl_wait();
+  const int kvh = blockIdx.y, b = blockIdx.z;
+  // The length and the request slot in one trip to memory (the slot is needed for the table row).
+  const int32_t req = p.req_pool_indices[b];
+  const int64_t len = min(max(static_cast<int64_t>(p.seq_lens[b]), int64_t{0}), p.max_context);
+  const int splits =
+      static_cast<int>(min(static_cast<int64_t>(p.max_splits), max(int64_t{1}, (len + p.chunk - 1) / p.chunk)));
+  if (static_cast<int>(blockIdx.x) >= splits) return;  // uniform over the block; after pdl_wait
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int G = p.group;  // rows of the 16-row tile in use
+  const int first_head = kvh * G;
+  const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
+  const int64_t per_split = (len + splits - 1) / splits;
+
+  // Copy roles: this thread moves 16-byte chunk `chunk` of rows crow, crow + kRowsPerPass, ...
+  const int chunk = tid % C::kChunks, crow = tid / C::kChunks;
+  const int64_t width = static_cast<int64_t>(p.nkv) * HD;
+  const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+  const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+
+  // Q tile: row r = query head first_head + r; rows past the group zero-filled. Committed with
+  // the first split's first tile (one cp.async group).
+  {
+    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride +
+                 static_cast<int64_t>(first_head) * HD + chunk * 8;
+#pragma unroll
+    for (int i = 0; i < C::kQRows; ++i) {
+      const int r = crow + i * C::kRowsPerPass;
+      const bool ok = r < G;
+      cp_async16(smem_addr(qs + r * C::kPitch + chunk * 8), ok ? q + static_cast<int64_t>(r) * HD : q, ok);
+    }
+  }
+
+  // Fragment ownership (mma layouts): this lane holds rows g and g + 8 (query heads), score
+  // columns (tokens) and output columns (dims) 2 t4, 2 t4 + 1 of every 8-column tile.
+  const int g = lane / 4, t4 = lane % 4;
+  // ldmatrix lane addresses (elements): Q/A: row lane%16, col 8*(lane/16); K/B: token (lane%8) +
+  // 8*(lane/16), dim 8*((lane/8)%2); V/B transposed: token (lane%8) + 8*((lane/8)%2), dim 8*(lane/16).
+  const int a_off = (lane % 16) * C::kPitch + (lane / 16) * 8;
+  const int k_off = (warp * 16 + (lane % 8) + (lane / 16) * 8) * C::kPitch + ((lane / 8) % 2) * 8;
+  const int v_off = (warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * C::kPitch + (lane / 16) * 8;
+  const float sl2 = p.scale_log2;
+
+  uint32_t qf[HD / 16][4];
+  bool q_in_regs = false;
+  int done = 0;  // splits this block finished
+  T* out = static_cast<T*>(p.out);
+
+  for (int split = blockIdx.x; split < splits; split += gridDim.x) {
+    const int64_t start = split * per_split;
+    const int n = static_cast<int>(max(int64_t{0}, min(len, start + per_split) - start));  // tokens of the split
+    const int num_tiles = (n + C::kBK - 1) / C::kBK;
+    const int32_t* row = table != nullptr ? table + start : nullptr;
+
+    int32_t slots[C::kKvRows];  // this thread's rows of one tile (-1: past the split, zero-filled)
+    auto load_slots = [&](int t) {
+#pragma unroll
+      for (int i = 0; i < C::kKvRows; ++i) {
+        const int pos = t * C::kBK + crow + i * C::kRowsPerPass;
+        slots[i] = pos < n ? static_cast<int32_t>(kv_slot(row, pos, p.num_slots)) : -1;
+      }
+    };
+    auto issue_tile = [&](int stage) {
+      T* ks = kvs + (2 * stage) * C::kTileElems;
+      T* vs = ks + C::kTileElems;
+#pragma unroll
+      for (int i = 0; i < C::kKvRows; ++i) {
+        const int r = crow + i * C::kRowsPerPass;
+        const bool ok = slots[i] >= 0;
+        const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
+        cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
+        cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, ok);
+      }
+    };
+
+    float o[HD / 8][4];
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < HD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+
+    if (num_tiles > 0) {
+      load_slots(0);
+      issue_tile(0);
+    }
+    cp_async_commit();  // (Q and) tile 0
+    if (num_tiles > 1) load_slots(1);
+
+    for (int t = 0; t < num_tiles; ++t) {
+      if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
+      cp_async_commit();
+      if (t + 2 < num_tiles) load_slots(t + 2);
+      cp_async_wait<1>();  // this thread's copies of tile t (and Q) landed
+      __syncthreads();     // every thread's did
+      if (!q_in_regs) {
+        const uint32_t qs_addr = smem_addr(qs + a_off);
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
+        q_in_regs = true;
+      }
+      const T* ks = kvs + (2 * (t & 1)) * C::kTileElems;
+      const T* vs = ks + C::kTileElems;
+      const int key0 = t * C::kBK + warp * 16;  // the warp's first token in the split
+      if (key0 < n) {
+        // S = Q · Kᵀ: 16 rows (heads) x 16 tokens, as two n-tiles of 8 tokens.
+        float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        const uint32_t ks_addr = smem_addr(ks + k_off);
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) {
+          uint32_t bf[4];
+          ldmatrix_x4(bf, ks_addr + kk * 16 * 2);
+          mma16816<T>(s[0], qf[kk], bf[0], bf[1]);
+          mma16816<T>(s[1], qf[kk], bf[2], bf[3]);
+        }
+        if (key0 + 16 > n) {  // tokens past the split: no weight
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (key0 + 8 * j + 2 * t4 + (e & 1) >= n) s[j][e] = -INFINITY;
+        }
+        // Online softmax per row (i = 0: row g, 1: row g + 8; a row's 16 scores lie in a quad).
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          float mx = fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float mn = fmaxf(m[i], mx * sl2);  // finite: the warp has a token of the split
+          const float alpha = fast_exp2(m[i] - mn);
+          m[i] = mn;
+          float rs = 0.0f;
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            s[j][2 * i] = fast_exp2(fmaf(s[j][2 * i], sl2, -mn));
+            s[j][2 * i + 1] = fast_exp2(fmaf(s[j][2 * i + 1], sl2, -mn));
+            rs += s[j][2 * i] + s[j][2 * i + 1];
+          }
+          l[i] = l[i] * alpha + rs;
+#pragma unroll
+          for (int j = 0; j < HD / 8; ++j) {
+            o[j][2 * i] *= alpha;
+            o[j][2 * i + 1] *= alpha;
+          }
+        }
+        // P as the A fragment of one k-step (the score layout of n-tiles 0, 1 is the A layout).
+        uint32_t pf[4];
+        pf[0] = pack2<T>(s[0][0], s[0][1]);
+        pf[1] = pack2<T>(s[0][2], s[0][3]);
+        pf[2] = pack2<T>(s[1][0], s[1][1]);
+        pf[3] = pack2<T>(s[1][2], s[1][3]);
+        // O += P · V: 16 rows x HD.
+        const uint32_t vs_addr = smem_addr(vs + v_off);
+#pragma unroll
+        for (int np = 0; np < HD / 16; ++np) {
+          uint32_t bf[4];
+          ldmatrix_x4_trans(bf, vs_addr + np * 16 * 2);
+          mma16816<T>(o[2 * np], pf, bf[0], bf[1]);
+          mma16816<T>(o[2 * np + 1], pf, bf[2], bf[3]);
+        }
+      }
+      __syncthreads();  // this stage is refilled by the next iteration's copy
+    }
+    cp_async_wait<0>();
+    pdl_trigger();
+    __syncthreads();  // every warp is done with the stages (also when the split had no tile)
+
+    // Merge the 4 warps of the split (fixed order): rows < G of each warp's O to shared memory.
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    }
+    if (t4 == 0) {
+      sh_m[warp][g] = m[0];
+      sh_m[warp][g + 8] = m[1];
+      sh_l[warp][g] = l[0];
+      sh_l[warp][g + 8] = l[1];
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int r = g + 8 * i;
+      if (r >= G) continue;
+#pragma unroll
+      for (int j = 0; j < HD / 8; ++j)
+        *reinterpret_cast<float2*>(scratch + (warp * 16 + r) * HD + 8 * j + 2 * t4) = make_float2(o[j][2 * i], o[j][2 * i + 1]);
+    }
+    __syncthreads();
+    for (int e = tid; e < G * (HD / 4); e += C::kThreads) {
+      const int r = e / (HD / 4), d = (e % (HD / 4)) * 4;
+      float mx = -INFINITY;
+#pragma unroll
+      for (int w = 0; w < C::kWarps; ++w) mx = fmaxf(mx, sh_m[w][r]);
+      float lsum = 0.0f;
+      float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (mx != -INFINITY) {
+#pragma unroll
+        for (int w = 0; w < C::kWarps; ++w) {
+          const float wt = exp2f(sh_m[w][r] - mx);
+          lsum = fmaf(sh_l[w][r], wt, lsum);
+          acc = fma4(wt, *reinterpret_cast<const float4*>(scratch + (w * 16 + r) * HD + d), acc);
+        }
+      }
+      const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
+      acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+      const int64_t bh = static_cast<int64_t>(b) * p.nq + first_head + r;
+      if (splits == 1) {
+        store4(out + bh * HD + d, acc);
+      } else {
+        *reinterpret_cast<float4*>(p.part_o + (bh * p.max_splits + split) * HD + d) = acc;
+        if (d == 0) p.part_lse[bh * p.max_splits + split] = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
+      }
+    }
+    ++done;
+    __syncthreads();  // scratch and sh_m/sh_l are reused by the next split
+  }
+  if (splits == 1) return;
+
+  // The block that completes this (request, kv head)'s count merges the partials.
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    unsigned int* counter = g_mma_counters + static_cast<int64_t>(b) * p.nkv + kvh;
+    const unsigned int before = atomicAdd(counter, static_cast<unsigned int>(done));
+    sh_last = before + static_cast<unsigned int>(done) == static_cast<unsigned int>(splits);
+    if (sh_last) atomicExch(counter, 0u);  // every split has counted: back to 0 for the next launch
+  }
+  __syncthreads();
+  if (!sh_last) return;
+  __threadfence();
+  float* sh_w = scratch;  // [16][kDecodeMmaMaxSplits]
+  for (int r = warp; r < G; r += C::kWarps) {
+    const int64_t bh = static_cast<int64_t>(b) * p.nq + first_head + r;
+    const float* lse = p.part_lse + bh * p.max_splits;
+    float mx = -INFINITY;
+    for (int s2 = lane; s2 < splits; s2 += 32) mx = fmaxf(mx, __ldcg(lse + s2));
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    for (int s2 = lane; s2 < splits; s2 += 32)
+      sh_w[r * kDecodeMmaMaxSplits + s2] = mx == -INFINITY ? 0.0f : exp2f(__ldcg(lse + s2) - mx);
+    __syncwarp();
+    if (lane == 0) {
+      float sum = 0.0f;
+      for (int s2 = 0; s2 < splits; ++s2) sum += sh_w[r * kDecodeMmaMaxSplits + s2];
+      sh_wsum[r] = mx == -INFINITY ? 0.0f : sum;
+    }
+  }
+  __syncthreads();
+  for (int e = tid; e < G * (HD / 4); e += C::kThreads) {
+    const int r = e / (HD / 4), d = (e % (HD / 4)) * 4;
+    const int64_t bh = static_cast<int64_t>(b) * p.nq + first_head + r;
+    const float* po = p.part_o + bh * p.max_splits * HD + d;
+    const float* w = sh_w + r * kDecodeMmaMaxSplits;
+    const float wsum = sh_wsum[r];
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (wsum > 0.0f) {
+#pragma unroll 4
+      for (int s2 = 0; s2 < splits; ++s2)
+        acc = fma4(w[s2], __ldcg(reinterpret_cast<const float4*>(po + static_cast<int64_t>(s2) * HD)), acc);
+      acc = make_float4(acc.x / wsum, acc.y / wsum, acc.z / wsum, acc.w / wsum);
+    }
+    store4(out + bh * HD + d, acc);
+  }
+}
+
+template <typename T, int HD>
+void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid) {
+  using C = MmaCfg<HD>;
+  auto kernel = decode_mma_kernel<T, HD>;
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
+                 "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", C::kSmem, HD);
+  // The whole carveout as shared memory: kOcc blocks of ~73 KB (head_dim 128) fit only in it.
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100),
+                 "preferring the shared-memory carveout for attention_decode mma (head_dim {})", HD);
+  (void)launch_pdl(dev, kernel, grid, dim3(C::kThreads), C::kSmem, st, 1, p);
+}
+
+template <typename T>
+void launch_hd(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid) {
+  if (p.hd == 64) launch_typed<T, 64>(dev, st, p, grid);
+  else launch_typed<T, 128>(dev, st, p, grid);
+}
+
+}  // namespace
+
+bool decode_mma_supports(DType dtype, int head_dim, int group, int batch, int num_kv_heads, const void* q,
+                         int64_t q_row_stride, const void* k_cache, const void* v_cache, const void* out) {
+  const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  return (dtype == DType::BF16 || dtype == DType::F16) && (head_dim == 64 || head_dim == 128) && group >= 2 &&
+         group <= 16 && static_cast<int64_t>(batch) * num_kv_heads <= kDecodeMmaCounters && batch <= 65535 &&
+         num_kv_heads <= 65535 && aligned(q) && aligned(k_cache) && aligned(v_cache) && aligned(out) &&
+         (q_row_stride * 2) % 16 == 0;
+}
+
+int decode_mma_blocks_per_sm(int head_dim) { return head_dim == 64 ? MmaCfg<64>::kOcc : MmaCfg<128>::kOcc; }
+
+void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, DType dtype, dim3 grid) {
+  GRT_CHECK(p.max_splits >= 1 && p.max_splits <= kDecodeMmaMaxSplits && p.chunk >= 1,
+            "attention_decode mma: {} splits at most (allowed 1..{}), chunk {} (>= 1)", p.max_splits,
+            kDecodeMmaMaxSplits, p.chunk);
+  if (dtype == DType::BF16) launch_hd<__nv_bfloat16>(dev, stream, p, grid);
+  else launch_hd<__half>(dev, stream, p, grid);
+}
+
+}  // namespace grt::cuda

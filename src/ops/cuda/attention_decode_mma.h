@@ -1,0 +1,48 @@
+// The tensor-core decode attention for grouped-query models (attention_decode_mma.cu): one block
+// per (request, kv head, split), the group's query heads are the rows of an m16n8k16 tile. Host
+// side of it; attention_decode.cu decides when it runs (GRAPHRT_DECODE_ATTENTION=mma or the auto
+// rule there).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace grt::cuda {
+
+constexpr int kDecodeMmaMaxSplits = 64;            // most splits one request may use
+constexpr int64_t kDecodeMmaCounters = 1 << 16;    // one per (request, kv head)
+
+struct DecodeMmaParams {
+  const void* q;
+  int64_t q_stride;  // elements between the q rows of two requests
+  const void* k_cache;
+  const void* v_cache;
+  int64_t num_slots, max_reqs, max_context;
+  const int32_t* req_to_token;
+  const int32_t* req_pool_indices;
+  const int32_t* seq_lens;
+  void* out;         // [B, nq * hd]
+  float* part_o;     // [B, nq, max_splits, hd] (max_splits > 1)
+  float* part_lse;   // [B, nq, max_splits]
+  int nq, nkv, hd, group;
+  // A request of live length len uses min(max_splits, ceil(len / chunk)) splits (at least 1): a
+  // function of its own length and of these two launch values, whatever the grid or the other
+  // rows, so padding rows never change its bits. Blocks loop over splits when the grid has fewer.
+  int max_splits, chunk;
+  float scale_log2;  // scale * log2(e)
+};
+
+// Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
+// head, (request, kv head) pairs within the counters, 16-byte aligned q rows, caches and output.
+bool decode_mma_supports(DType dtype, int head_dim, int group, int batch, int num_kv_heads, const void* q,
+                         int64_t q_row_stride, const void* k_cache, const void* v_cache, const void* out);
+
+// Blocks of the kernel resident per multiprocessor (shared memory bound).
+int decode_mma_blocks_per_sm(int head_dim);
+
+// Launches on `stream` (device `dev` current) with the PDL attribute; grid (splits, nkv, B).
+void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, DType dtype, dim3 grid);
+
+}  // namespace grt::cuda
