@@ -116,4 +116,15 @@ Tensor moe_experts_combine(const Tensor& x, const MoeGroups& groups, const MoeRo
 bool moe_fused_router_enabled();
 bool moe_fused_experts_enabled();
 
+// Whether fused blocks of exactly one token run the one-token kernels (ops/cuda/moe_one_token.h
+// and the one-token router of moe_fused.cu: every SM streams expert weights at once, down's
+// weights are copied into shared memory while gate_up runs, the router groups with one warp),
+// from GRAPHRT_MOE_ONE_TOKEN (read once): unset, "" or "1": yes; "0": the session-4 fused
+// kernels (A/B); "default-carveout": the one-token kernels without asking for the largest
+// shared-memory carveout on the gate_up kernel (which lets the down kernel's blocks, 216 KB of
+// shared memory each, run beside it, but leaves the L1 28 KB). Same results bit for bit.
+// Anything else is an error.
+bool moe_one_token_kernels_enabled();
+bool moe_one_token_shared_carveout();
+
 }  // namespace grt::ops
