@@ -222,16 +222,16 @@ bool moe_fused_experts_enabled() { return fused_from_env().second; }
 
 namespace {
 
-// GRAPHRT_MOE_ONE_TOKEN as an index of {"1", "0", "default-carveout"}, read once.
+// GRAPHRT_MOE_ONE_TOKEN as an index of {"1", "0", "shared-carveout"}, read once.
 int one_token_from_env() {
-  static const int v = env_choice("GRAPHRT_MOE_ONE_TOKEN", {"1", "0", "default-carveout"}, 0);
+  static const int v = env_choice("GRAPHRT_MOE_ONE_TOKEN", {"1", "0", "shared-carveout"}, 0);
   return v;
 }
 
 }  // namespace
 
 bool moe_one_token_kernels_enabled() { return one_token_from_env() != 1; }
-bool moe_one_token_shared_carveout() { return one_token_from_env() == 0; }
+bool moe_one_token_shared_carveout() { return one_token_from_env() == 2; }
 
 MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
                           const Tensor& num_real, MoeFusedChoice choice) {

@@ -75,7 +75,7 @@ struct MoeExpertsCombineArgs {
   int64_t tokens;
   int64_t num_experts = 0; // experts in gate_up / down (ids outside [0, experts) route nowhere)
   bool one_token = false;  // 1 token: the one-token expert kernels (moe_one_token_kernels_enabled)
-  bool one_token_shared_carveout = true;  // moe_one_token_shared_carveout
+  bool one_token_shared_carveout = false;  // moe_one_token_shared_carveout
 };
 
 }  // namespace grt::ops

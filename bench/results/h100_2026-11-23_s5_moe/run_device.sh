@@ -5,6 +5,8 @@
 # (GRAPHRT_MOE_ONE_TOKEN=1, default) vs session 4's fused kernels (=0), then while time allows
 # the carveout variant, an ncu per-kernel table of a bs-1 graph step, --verify-cuda-graph, and the
 # old kernels' ncu table. Writes $OUT/summary.txt and $OUT/all.tar.gz.
+# As run (branch s5-moe 98fb826): GRAPHRT_MOE_ONE_TOKEN=1 then forced the largest shared-memory
+# carveout on gate_up1 (now =shared-carveout) and =default-carveout did not (now the default, =1).
 set -uo pipefail
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }

@@ -17,6 +17,13 @@
 //   GEMV stores it, summed with the routing weight in choice order as moe_combine does.
 // Per lane both kernels take chunks lane, lane + 32, ... in ascending order with one fmaf per
 // element and the same xor-tree warp sum as moe_gemv.cu: bit for bit the separate GEMV ops.
+//
+// Measured (H100, qwen3-30b-a3b, bench/results/h100_2026-11-23_s5_moe): bs-1 step 4.45 -> 4.23
+// ms with the one-token router; ncu isolated gate_up1 22.8 us (old 25.7; 50 MB at ~2.2 TB/s, not
+// the ~2.8 predicted), down1 19.4 us (old 24.8; its cp.async copy of 25 MB runs at ~1.3-1.5
+// TB/s with 216 KB of shared memory on the SM). Both look bounded by the loads in flight an SM
+// can hold, not by the grid: the next step is copies that do not stage through L1 (TMA bulk
+// copies into shared memory) rather than more warps.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -170,9 +177,11 @@ struct OneTokenInfo {
 };
 
 // Per device, once: the SM count, and down1's shared memory limit raised to the opt-in maximum.
-// Both kernels prefer the largest shared-memory carveout (gate_up1 unless `shared_carveout` is
-// false, an A/B), so an SM running gate_up1 blocks has room for a down1 block beside them (its
-// weights then stream while gate_up1 runs).
+// down1 prefers the largest shared-memory carveout (it needs it). gate_up1 asks for it only when
+// `shared_carveout` (GRAPHRT_MOE_ONE_TOKEN=shared-carveout): then down1's blocks fit beside
+// gate_up1's and copy while it streams, but gate_up1 keeps 28 KB of L1, which on the H100
+// measured slower (4.36-4.44 against 4.23 ms a step): its loads in flight seem bounded by the L1
+// left to them. Without it, down1's blocks start as gate_up1's leave their SMs.
 OneTokenInfo one_token_info(int index, bool shared_carveout) {
   static std::mutex mu;
   static std::map<int, OneTokenInfo> infos;

@@ -10,7 +10,8 @@ namespace grt::cuda {
 // gate_up GEMV + down GEMV + weighted combine of one token (a.tokens == 1, top_k <= 32):
 // gate_up over a grid that holds every (choice, row) unit in one wave, then a down kernel whose
 // blocks copy their down rows of all k experts into shared memory before the PDL wait (while
-// gate_up streams), so only the act rows and the dot products remain after it. Bit for bit the
+// gate_up streams, where a down block fits beside gate_up's on an SM), so only the act rows and
+// the dot products remain after it. Bit for bit the
 // separate GEMV ops (the same per-lane chunk order and reductions). Reads topk_ids and
 // topk_weights only (not the groups). Returns false (nothing launched) when the shape is not
 // one it takes (a down row block of k experts must fit in shared memory).
