@@ -9,8 +9,8 @@
 //   warps are resident at once, kGuBlocksPerSm blocks an SM, and runs differ by at most one unit);
 //   a warp reads the token's ids once (one load per lane) and then only streams weights, gate and
 //   up chunks of kGuUnroll rounds in flight per lane. silu(gate) * up into act row j.
-// down1: a block owns rows [n0, n0 + R) of the output. Before the PDL wait (while gate_up runs)
-//   it copies those rows of all k chosen experts (k runs of R * inter contiguous bf16) into
+// down1: a block owns rows [n0, n0 + R) of the output. Before the PDL wait (while gate_up runs,
+//   on SMs where it fits beside gate_up's blocks) it copies those rows of all k chosen experts (k runs of R * inter contiguous bf16) into
 //   shared memory with cp.async (the ids are complete: gate_up waited for the router before it
 //   triggered); after the wait it reads the k act rows once (as float32 into shared memory) and
 //   each warp computes its rows: per expert the dot product, rounded to bf16 as the separate down
