@@ -220,6 +220,19 @@ std::pair<bool, bool> fused_from_env() {
 bool moe_fused_router_enabled() { return fused_from_env().first; }
 bool moe_fused_experts_enabled() { return fused_from_env().second; }
 
+namespace {
+
+// GRAPHRT_MOE_ONE_TOKEN as an index of {"1", "0", "shared-carveout"}, read once.
+int one_token_from_env() {
+  static const int v = env_choice("GRAPHRT_MOE_ONE_TOKEN", {"1", "0", "shared-carveout"}, 0);
+  return v;
+}
+
+}  // namespace
+
+bool moe_one_token_kernels_enabled() { return one_token_from_env() != 1; }
+bool moe_one_token_shared_carveout() { return one_token_from_env() == 2; }
+
 MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
                           const Tensor& num_real, MoeFusedChoice choice) {
   const char* op = "moe_route_group";
@@ -281,6 +294,7 @@ MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_
   a.group = MoeGroupArgs{r.routing.topk_ids.data_as<int32_t>(), slots, E, g.max_rows, B,
                          g.expert_counts.data_as<int32_t>(), g.sorted_slots.data_as<int32_t>(),
                          g.block_expert.data_as<int32_t>(), g.slot_rows.data_as<int32_t>()};
+  a.one_token = moe_one_token_kernels_enabled();
   ::grt::cuda::moe_route_group(d, a);
 #endif
   return r;
@@ -311,6 +325,9 @@ Tensor moe_experts_combine(const Tensor& x, const MoeGroups& g, const MoeRouting
                           w.data_as<float>(),
                           out.data(),
                           T};
+  a.num_experts = E;
+  a.one_token = moe_one_token_kernels_enabled();
+  a.one_token_shared_carveout = moe_one_token_shared_carveout();
   ::grt::cuda::moe_experts_combine(x.device(), a);
   return out;
 #else

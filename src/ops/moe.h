@@ -116,4 +116,17 @@ Tensor moe_experts_combine(const Tensor& x, const MoeGroups& groups, const MoeRo
 bool moe_fused_router_enabled();
 bool moe_fused_experts_enabled();
 
+// Whether fused blocks of exactly one token run the one-token kernels (ops/cuda/moe_one_token.h
+// and the one-token router of moe_fused.cu: the router groups with one warp after one cluster
+// barrier, gate_up streams every active expert row in one wave of blocks, down copies its rows
+// of the k experts into shared memory before its PDL wait), from GRAPHRT_MOE_ONE_TOKEN (read
+// once): unset, "" or "1": yes; "0": the session-4 fused kernels (A/B); "shared-carveout": the
+// one-token kernels with gate_up asking for the largest shared-memory carveout, so that down's
+// blocks (216 KB of shared memory on qwen3-30b-a3b) fit beside it; measured slower on an H100
+// (bench/results/h100_2026-11-23_s5_moe: 4.36-4.44 against 4.23 ms a bs-1 step), most likely
+// because it leaves gate_up 28 KB of L1 for its loads in flight. Same results bit for bit in
+// every case. Anything else is an error.
+bool moe_one_token_kernels_enabled();
+bool moe_one_token_shared_carveout();
+
 }  // namespace grt::ops

@@ -62,6 +62,7 @@ struct MoeRouterArgs {
   int64_t hidden;
   MoeRouteArgs route;  // route.logits: the output [tokens, experts] (written here despite its const)
   MoeGroupArgs group;  // group.topk_ids == route.topk_ids
+  bool one_token = false;  // 1 token: the one-token router kernel (moe_one_token_kernels_enabled)
 };
 
 // The gate_up GEMV of `experts`, then the per-token down GEMV with the weighted combine.
@@ -72,6 +73,9 @@ struct MoeExpertsCombineArgs {
   const float* topk_weights;
   void* out;  // [tokens, hidden]
   int64_t tokens;
+  int64_t num_experts = 0; // experts in gate_up / down (ids outside [0, experts) route nowhere)
+  bool one_token = false;  // 1 token: the one-token expert kernels (moe_one_token_kernels_enabled)
+  bool one_token_shared_carveout = false;  // moe_one_token_shared_carveout
 };
 
 }  // namespace grt::ops

@@ -315,7 +315,11 @@ TEST(MoeFusedCuda, RouterMatchesCpuRouteOfItsLogits) {
   // rows per warp), few experts, and the token limit.
   for (const RouterCase& c : {RouterCase{1, 128, 8, 2048}, RouterCase{8, 128, 8, 2048}, RouterCase{32, 128, 8, 2048},
                               RouterCase{3, 20, 4, 64}, RouterCase{5, 200, 8, 2056}, RouterCase{16, 512, 8, 512},
-                              RouterCase{2, 8, 2, 4096}}) {
+                              RouterCase{2, 8, 2, 4096},
+                              // One token (the one-token router unless GRAPHRT_MOE_ONE_TOKEN=0): few
+                              // experts, the 16-per-lane variant, every expert chosen, 32 choices.
+                              RouterCase{1, 20, 4, 64}, RouterCase{1, 200, 8, 2056}, RouterCase{1, 512, 8, 512},
+                              RouterCase{1, 8, 8, 256}, RouterCase{1, 128, 1, 2048}, RouterCase{1, 64, 32, 1024}}) {
     ASSERT_LE(int64_t{c.T} * c.E, ops::kMoeFusedMaxLogits);
     for (int real : {c.T, c.T / 2}) check_fused_router(c, real);
   }
@@ -402,5 +406,107 @@ TEST(MoeFusedCuda, CapturedFusedBlockEqualsEager) {
     auto want = run_block(cpu, DType::F32, c, to_host_floats(re.logits), x, gu, dn, real, nullptr);
     EXPECT_LE(max_rel_diff(got, want), 3e-2f) << "round " << round;
     for (size_t i = static_cast<size_t>(real) * H; i < got.size(); ++i) ASSERT_EQ(got[i], 0.0f) << "padding row";
+  }
+}
+
+// One token (decode bs 1): moe_experts_combine runs the one-token kernels (moe_one_token.cu)
+// unless GRAPHRT_MOE_ONE_TOKEN=0. Against the separate GEMV ops bit for bit (same per-lane order
+// and reductions) and the CPU reference, over random routings of several shapes: qwen3-30b-a3b's
+// proportions, chunk counts that leave partial lane groups, 32 choices, one chunk a row, and a
+// token that routes nowhere (all zeros).
+TEST(MoeFusedCuda, OneTokenExpertsMatchSeparateOpsBitwise) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "environment overrides the GEMV rule";
+  struct Shape5 {
+    int E, k, H, I;
+  };
+  const Device d = Device::cuda(0);
+  int bitwise = 0, runs = 0;
+  for (const Shape5& sh : {Shape5{16, 8, 1024, 384}, Shape5{64, 4, 1280, 200}, Shape5{48, 32, 512, 96},
+                           Shape5{4, 1, 136, 8}, Shape5{128, 8, 2048, 64}}) {
+    const std::string tag = std::to_string(sh.E) + "_" + std::to_string(sh.k) + "_" + std::to_string(sh.H);
+    auto gu = bf16_round(randoms(("ogu" + tag).c_str(), int64_t{sh.E} * 2 * sh.I * sh.H, 5.0f));
+    auto dn = bf16_round(randoms(("odn" + tag).c_str(), int64_t{sh.E} * sh.H * sh.I, 5.0f));
+    Tensor g = from_floats(gu, Shape{sh.E, 2 * sh.I, sh.H}, DType::BF16, d);
+    Tensor w = from_floats(dn, Shape{sh.E, sh.H, sh.I}, DType::BF16, d);
+    for (int round = 0; round < 4; ++round) {
+      const MoeCase c{1, sh.E, sh.k, sh.H, sh.I};
+      const std::string rt = tag + "_" + std::to_string(round);
+      auto logits = randoms(("ol" + rt).c_str(), sh.E, 100.0f);
+      auto x = bf16_round(randoms(("ox" + rt).c_str(), sh.H, 50.0f));
+      const int real = round == 3 ? 0 : 1;
+      Tensor l = from_floats(logits, Shape{1, sh.E}, DType::F32, d);
+      Tensor xt = from_floats(x, Shape{1, sh.H}, DType::BF16, d);
+      Tensor n = from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d);
+      auto r = ops::moe_route(l, sh.k, true, n);
+      auto groups = ops::moe_group(r, sh.E);
+      auto got = to_host_floats(ops::moe_experts_combine(xt, groups, r, g, w, ops::MoeFusedChoice::kFused));
+      auto sep = to_host_floats(
+          ops::moe_combine(ops::moe_experts(xt, groups, g, w, ops::MoeExpertsKernel::kGemv), groups, r));
+      EXPECT_EQ(got, sep) << rt << " real=" << real;
+      auto want = run_block(Device::cpu(), DType::F32, c, logits, x, gu, dn, real, nullptr);
+      EXPECT_LE(max_rel_diff(got, want), 3e-2f) << rt;
+      if (real == 0)
+        for (float v : got) ASSERT_EQ(v, 0.0f) << rt << ": a token routed nowhere";
+      bitwise += got == sep;
+      ++runs;
+    }
+  }
+  std::printf("[ one token ] moe_experts_combine equals the separate GEMV ops bit for bit in %d of %d runs\n",
+              bitwise, runs);
+}
+
+// The one-token block (router + experts) captured once: each replay over a new token (new
+// experts, some shared with the round before) equals the eager run bit for bit, its routing
+// equals the CPU route of its logits, its output the CPU reference within bf16 tolerance; a
+// replay with no real token gives zeros.
+TEST(MoeFusedCuda, CapturedOneTokenBlockEqualsEager) {
+  REQUIRE_GPU();
+  const int T = 1, E = 32, k = 8, H = 1024, I = 256;
+  const Device d = Device::cuda(0), cpu = Device::cpu();
+  auto gu = bf16_round(randoms("ogu", int64_t{E} * 2 * I * H, 5.0f));
+  auto dn = bf16_round(randoms("odn", int64_t{E} * H * I, 5.0f));
+  auto rw = bf16_round(randoms("orw", int64_t{E} * H, 100.0f / std::sqrt(static_cast<float>(H))));
+  Tensor g = from_floats(gu, Shape{E, 2 * I, H}, DType::BF16, d);
+  Tensor w = from_floats(dn, Shape{E, H, I}, DType::BF16, d);
+  Tensor router = from_floats(rw, Shape{E, H}, DType::BF16, d);
+  Tensor xt = zeros(Shape{T, H}, DType::BF16, d);
+  Tensor n = from_vector(std::vector<int32_t>{T}, Shape{1}, DType::I32, d);
+  struct Out {
+    Tensor y, ids;
+  };
+  auto block = [&](const Tensor& x, const Tensor& num) {
+    ops::MoeRouted r = ops::moe_route_group(x, router, k, true, num, ops::MoeFusedChoice::kFused);
+    return Out{ops::moe_experts_combine(x, r.groups, r.routing, g, w, ops::MoeFusedChoice::kFused),
+               r.routing.topk_ids};
+  };
+  auto s = new_stream(d);
+  StreamGuard guard(*s);
+  block(xt, n);
+  s->synchronize();
+  Out captured;
+  auto graph = capture_in_pool(*s, [&] { captured = block(xt, n); });
+  for (int round = 0; round < 6; ++round) {
+    auto x = bf16_round(randoms(("ox" + std::to_string(round)).c_str(), int64_t{T} * H, 50.0f));
+    const int real = round == 5 ? 0 : 1;
+    ops::copy_(xt, from_floats(x, Shape{T, H}, DType::BF16, d));
+    ops::copy_(n, from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d));
+    graph.exec->launch(*s);
+    auto got = to_host_floats(captured.y);
+    Tensor xe = from_floats(x, Shape{T, H}, DType::BF16, d);
+    Tensor ne = from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d);
+    ops::MoeRouted re = ops::moe_route_group(xe, router, k, true, ne, ops::MoeFusedChoice::kFused);
+    auto eager =
+        to_host_floats(ops::moe_experts_combine(xe, re.groups, re.routing, g, w, ops::MoeFusedChoice::kFused));
+    EXPECT_EQ(got, eager) << "round " << round;
+    EXPECT_EQ(to_host_vector<int32_t>(captured.ids), to_host_vector<int32_t>(re.routing.topk_ids)) << "round " << round;
+    Tensor cpu_logits = from_floats(to_host_floats(re.logits), Shape{T, E}, DType::F32, cpu);
+    auto rc = ops::moe_route(cpu_logits, k, true, from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, cpu));
+    EXPECT_EQ(to_host_vector<int32_t>(re.routing.topk_ids), to_host_vector<int32_t>(rc.topk_ids)) << "round " << round;
+    const MoeCase c{T, E, k, H, I};
+    auto want = run_block(cpu, DType::F32, c, to_host_floats(re.logits), x, gu, dn, real, nullptr);
+    EXPECT_LE(max_rel_diff(got, want), 3e-2f) << "round " << round;
+    if (real == 0)
+      for (float v : got) ASSERT_EQ(v, 0.0f) << "a token routed nowhere";
   }
 }

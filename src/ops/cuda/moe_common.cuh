@@ -11,24 +11,63 @@ namespace grt::cuda::moe {
 
 constexpr int kMaxPerLane = 16;  // 512 experts / 32 lanes
 
+// acc + w . x over one 16-byte chunk of bf16 (8 elements, ascending, one fmaf each): the order of
+// the grouped GEMVs (moe_gemv.cu), so kernels that use it give their bits.
+__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
+  const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&x);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 p = __bfloat1622float2(a[i]), q = __bfloat1622float2(b[i]);
+    acc = fmaf(p.x, q.x, acc);
+    acc = fmaf(p.y, q.y, acc);
+  }
+  return acc;
+}
+
+// The same with x already in float32 (two float4 of one chunk): the same bits as dot8.
+__device__ __forceinline__ float dot8(const uint4& w, const float4& x0, const float4& x1, float acc) {
+  const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const float2 p0 = __bfloat1622float2(a[0]), p1 = __bfloat1622float2(a[1]), p2 = __bfloat1622float2(a[2]),
+               p3 = __bfloat1622float2(a[3]);
+  acc = fmaf(p0.x, x0.x, acc);
+  acc = fmaf(p0.y, x0.y, acc);
+  acc = fmaf(p1.x, x0.z, acc);
+  acc = fmaf(p1.y, x0.w, acc);
+  acc = fmaf(p2.x, x1.x, acc);
+  acc = fmaf(p2.y, x1.y, acc);
+  acc = fmaf(p3.x, x1.z, acc);
+  acc = fmaf(p3.y, x1.w, acc);
+  return acc;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 // One warp routes one token: softmax over `experts` logits in float32 (held in registers), the
 // top_k largest (ties: the lower expert index), renormalised when asked. `real` false: the token
 // routes nowhere (ids -1, weights 0). ids / weights point at the token's top_k entries.
-template <typename T>
-__device__ __forceinline__ void route_row(const T* row, bool real, int32_t* ids, float* weights, int experts,
-                                          int top_k, bool renormalize) {
+// kPerLane: logits per lane, experts <= 32 * kPerLane. A smaller kPerLane gives the same bits
+// (the extra entries only add exact zeros and never win), in fewer instructions.
+// Returns lane j's choice j (j < min(top_k, 32)); -1 on other lanes and for rows routed nowhere.
+template <typename T, int kPerLane = kMaxPerLane>
+__device__ __forceinline__ int route_row(const T* row, bool real, int32_t* ids, float* weights, int experts,
+                                         int top_k, bool renormalize) {
   const int lane = threadIdx.x % 32;
   if (!real) {
     for (int j = lane; j < top_k; j += 32) {
       ids[j] = -1;
       weights[j] = 0.0f;
     }
-    return;
+    return -1;
   }
-  float v[kMaxPerLane];
+  float v[kPerLane];
   float m = -INFINITY;
 #pragma unroll
-  for (int i = 0; i < kMaxPerLane; ++i) {
+  for (int i = 0; i < kPerLane; ++i) {
     const int e = lane + 32 * i;
     v[i] = e < experts ? dense::to_float(row[e]) : -INFINITY;
     m = fmaxf(m, v[i]);
@@ -37,7 +76,7 @@ __device__ __forceinline__ void route_row(const T* row, bool real, int32_t* ids,
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   float sum = 0;
 #pragma unroll
-  for (int i = 0; i < kMaxPerLane; ++i) {
+  for (int i = 0; i < kPerLane; ++i) {
     v[i] = lane + 32 * i < experts ? expf(v[i] - m) : -1.0f;  // -1: no expert / taken
     sum += v[i] > 0 ? v[i] : 0.0f;
   }
@@ -49,7 +88,7 @@ __device__ __forceinline__ void route_row(const T* row, bool real, int32_t* ids,
     float best = -2.0f;
     int best_e = 0x7fffffff;
 #pragma unroll
-    for (int i = 0; i < kMaxPerLane; ++i)
+    for (int i = 0; i < kPerLane; ++i)
       if (v[i] > best) {  // strict: the lowest index of a lane wins ties
         best = v[i];
         best_e = lane + 32 * i;
@@ -82,6 +121,7 @@ __device__ __forceinline__ void route_row(const T* row, bool real, int32_t* ids,
   if (renormalize && top_k > 32 && lane == 0) {  // lane 0 wrote these itself
     for (int j = 32; j < top_k; ++j) weights[j] /= picked;
   }
+  return lane < top_k ? my_id : -1;
 }
 
 // The whole grouping (ops::moe_group) by one block of any multiple of 32 threads (<= 512

@@ -27,6 +27,7 @@
 #include "ops/cuda/moe_common.cuh"
 #include "ops/cuda/moe_cuda.h"
 #include "ops/cuda/moe_gemv.h"
+#include "ops/cuda/moe_one_token.h"
 #include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
@@ -39,23 +40,8 @@ constexpr int kRouterCluster = 8, kRouterWarps = 16, kRouterThreads = kRouterWar
 constexpr int kRouterRowWarps = kRouterCluster * kRouterWarps;  // rows computed at once by the cluster
 constexpr int kRouterPre = 8;  // 16-byte chunks per lane held from before the wait (hidden <= 2048 fully)
 
-__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
-  const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&w);
-  const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&x);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 p = __bfloat1622float2(a[i]), q = __bfloat1622float2(b[i]);
-    acc = fmaf(p.x, q.x, acc);
-    acc = fmaf(p.y, q.y, acc);
-  }
-  return acc;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
+using moe::dot8;
+using moe::warp_sum;
 
 // Loads the first kRouterPre chunks of this lane of weight row `row` (zeros past the row).
 __device__ __forceinline__ void load_router_row(const bf16* w, int row, int rows, int chunks, int lane,
@@ -121,6 +107,80 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(ops::MoeRouterAr
                    a.route.renormalize);
   __syncthreads();  // the block's global writes of the routing are visible to the grouping
   moe::group_block(a.group);
+#else
+  __trap();
+#endif
+}
+
+// One token (moe_one_token_kernels_enabled, top_k <= 32): the same router rows and logits, but
+// each warp stores its logit straight into block 0's shared memory (one cluster barrier instead
+// of two and no gather), block 0 fills the group tables' padding while the logits come, and one
+// warp routes the token and groups it from the ranks of its ids: a token's choices are distinct
+// experts, so expert of rank r (ascending id) owns group block r and its slot sits at row r * B,
+// which is what moe::group_block computes for it. kPerLane: logits per lane (4 for <= 128 experts).
+template <int kPerLane>
+__global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // clusters: launched on sm_90+ only
+  __shared__ float slog[32 * kPerLane];  // block 0's: every logit (as the bf16 Linear rounds it)
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int gw = rank * kRouterWarps + warp;
+  const int E = static_cast<int>(a.route.experts);
+  const int chunks = static_cast<int>(a.hidden / 8);
+  const auto* w = static_cast<const bf16*>(a.weight);
+  const auto* x4 = static_cast<const uint4*>(a.x);
+  uint4 pre[kRouterPre];
+  load_router_row(w, gw, E, chunks, lane, pre);  // weights only: before the wait
+  pdl_wait();
+  pdl_trigger();
+  float* slog0 = cluster.map_shared_rank(slog, 0);
+  auto* logits = static_cast<bf16*>(const_cast<void*>(a.route.logits));  // the output here
+  for (int e = gw; e < E; e += kRouterRowWarps) {  // router_kernel's sums for token 0, bit for bit
+    if (e != gw) load_router_row(w, e, E, chunks, lane, pre);
+    const uint4* we = reinterpret_cast<const uint4*>(w) + static_cast<int64_t>(e) * chunks;
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kRouterPre; ++i) {
+      const int c = lane + 32 * i;
+      if (c < chunks) acc = dot8(pre[i], x4[c], acc);
+    }
+    for (int c = lane + 32 * kRouterPre; c < chunks; c += 32) acc = dot8(__ldg(we + c), x4[c], acc);
+    acc = warp_sum(acc);
+    if (lane == 0) {
+      const float v = dense::round_to<bf16>(acc);
+      slog0[e] = v;
+      logits[e] = __float2bfloat16_rn(v);
+    }
+  }
+  const ops::MoeGroupArgs& g = a.group;
+  bool real = true;
+  if (rank == 0) {  // the tables' padding, before the barrier that orders it before warp 0's rows
+    for (int64_t r = threadIdx.x; r < g.max_rows; r += blockDim.x) g.sorted_slots[r] = -1;
+    for (int64_t b = threadIdx.x; b < g.max_rows / g.block_rows; b += blockDim.x) g.block_expert[b] = -1;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) g.expert_counts[e] = 0;
+    if (warp == 0 && a.route.num_real) real = *a.route.num_real > 0;
+  }
+  cluster.sync();
+  if (rank != 0 || warp != 0) return;
+  const int k = static_cast<int>(a.route.top_k);
+  const int id = moe::route_row<float, kPerLane>(slog, real, a.route.topk_ids, a.route.topk_weights, E, k,
+                                                 a.route.renormalize);
+  const bool valid = id >= 0 && id < E;
+  int r = 0;  // rank of this lane's expert among the token's valid choices
+  for (int i = 0; i < k; ++i) {
+    const int o = __shfl_sync(0xffffffffu, id, i);
+    r += o >= 0 && o < E && o < id;
+  }
+  if (lane < k) {
+    const int row = valid ? r * static_cast<int>(g.block_rows) : -1;
+    g.slot_rows[lane] = row;
+    if (valid) {
+      g.sorted_slots[row] = lane;
+      g.block_expert[r] = id;
+      g.expert_counts[id] = 1;
+    }
+  }
 #else
   __trap();
 #endif
@@ -228,6 +288,15 @@ void moe_route_group(Device d, const ops::MoeRouterArgs& a) {
             "experts <= {}, experts <= 512, hidden a multiple of 8",
             T, E, a.hidden, ops::kMoeFusedMaxTokens, ops::kMoeFusedMaxLogits);
   GRT_CHECK(a.group.max_rows <= 0x7fffffff, "moe_route_group: {} rows exceed int32 indices", a.group.max_rows);
+  if (a.one_token && T == 1 && a.route.top_k <= 32) {
+    if (E <= 128)
+      (void)launch_pdl(d.index, router1_kernel<4>, dim3(kRouterCluster), dim3(kRouterThreads), 0, s, kRouterCluster, a);
+    else
+      (void)launch_pdl(d.index, router1_kernel<moe::kMaxPerLane>, dim3(kRouterCluster), dim3(kRouterThreads), 0, s,
+                       kRouterCluster, a);
+    GRT_CUDA_CHECK_LAUNCH("moe_route_group (one token) experts={} hidden={} top_k={}", E, a.hidden, a.route.top_k);
+    return;
+  }
   const size_t smem = static_cast<size_t>(T * E) * sizeof(float);
   (void)launch_pdl(d.index, router_kernel, dim3(kRouterCluster), dim3(kRouterThreads), smem, s, kRouterCluster, a);
   GRT_CUDA_CHECK_LAUNCH("moe_route_group tokens={} experts={} hidden={} top_k={}", T, E, a.hidden, a.route.top_k);
@@ -240,6 +309,7 @@ void moe_experts_combine(Device d, const ops::MoeExpertsCombineArgs& a) {
                 e.inter <= 0x7fffffff && a.tokens >= 1 && a.tokens <= 65535 && e.top_k >= 1,
             "moe_experts_combine on CUDA: bf16, hidden {} and inter {} multiples of 8, 1..65535 tokens (got {})",
             e.hidden, e.inter, a.tokens);
+  if (a.one_token && a.tokens == 1 && moe_experts_combine_one_token(d, a)) return;
   moe_experts_gemv_gate_up(s, e, d.index);
   const int64_t tiles = (e.hidden + kDcWarps - 1) / kDcWarps;
   (void)launch_pdl(d.index, down_combine_kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(a.tokens)),
