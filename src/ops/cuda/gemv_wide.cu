@@ -278,19 +278,31 @@ __global__ void __launch_bounds__(kThreads, 2) wide_kernel(Params p) {
 #endif
 }
 
-// Lets wide_kernel<T, NT, NORM> use its most dynamic shared memory on the current device
-// `index` (once per instance and device).
 template <typename T, int NT, bool NORM>
+void allow_smem_of(int index) {
+  const size_t bytes = std::max(smem_bytes(NT * 8, 8), smem_bytes(NT * 8, 4));
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(wide_kernel<T, NT, NORM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)),
+                 "letting the wide GEMV use {} bytes of shared memory on cuda:{}", bytes, index);
+}
+
+// Lets every wide_kernel instance use its most dynamic shared memory on the current device
+// `index`, all at its first launch there (an eager one: graph runners warm up before they
+// capture), so that no attribute is set while a stream captures.
 void allow_smem(int index) {
   static std::mutex mu;
   static uint64_t done = 0;
   std::lock_guard<std::mutex> lock(mu);
   const uint64_t bit = uint64_t{1} << (index & 63);
   if (done & bit) return;
-  const size_t bytes = std::max(smem_bytes(NT * 8, 8), smem_bytes(NT * 8, 4));
-  GRT_CUDA_CHECK(cudaFuncSetAttribute(wide_kernel<T, NT, NORM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)),
-                 "letting the wide GEMV use {} bytes of shared memory on cuda:{}", bytes, index);
+  allow_smem_of<__nv_bfloat16, 4, false>(index);
+  allow_smem_of<__nv_bfloat16, 4, true>(index);
+  allow_smem_of<__nv_bfloat16, 8, false>(index);
+  allow_smem_of<__nv_bfloat16, 8, true>(index);
+  allow_smem_of<__half, 4, false>(index);
+  allow_smem_of<__half, 4, true>(index);
+  allow_smem_of<__half, 8, false>(index);
+  allow_smem_of<__half, 8, true>(index);
   done |= bit;
 }
 
@@ -298,7 +310,7 @@ template <typename T, int NT, bool NORM>
 void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
   constexpr int RM = NT * 8;
   auto* kernel = wide_kernel<T, NT, NORM>;
-  allow_smem<T, NT, NORM>(index);
+  allow_smem(index);
   (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), smem_bytes(RM, p.wn), stream,
                    static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked by the caller
 }
