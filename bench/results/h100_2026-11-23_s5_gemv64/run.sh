@@ -17,14 +17,14 @@ timeout 80 $T --gtest_filter='OpsCudaLinear.*:OpsCudaFusedLinear.*:OpsCudaCaptur
 echo "tests rc=$? at $(el)s"
 grep -E "^\[  (PASSED|FAILED) |^\[==========\]|Failure|Expected|Which is|differ|error" $OUT/tests.log | head -30
 mkdir -p $OUT/ablations
-ABLATIONS=$R/ablations.txt BIN=build-gpu/graphrt ABLATION_TIMEOUT=60 bash scripts/gpu_ablations.sh > $OUT/ab.txt 2>&1
+ABLATIONS=$R/ablations.txt BIN=build-gpu/graphrt ABLATION_TIMEOUT=55 bash scripts/gpu_ablations.sh > $OUT/ab.txt 2>&1
 echo "A/B done at $(el)s"; cat $OUT/ab.txt
-if [ $(el) -lt 190 ]; then
+if [ $(el) -lt 165 ]; then
   mkdir -p $OUT/late && OUT=$OUT/late ABLATIONS=$R/ablations_late.txt BIN=build-gpu/graphrt ABLATION_TIMEOUT=45 bash scripts/gpu_ablations.sh > $OUT/ab_late.txt 2>&1
   echo "late A/B at $(el)s"; cat $OUT/ab_late.txt
 fi
-if [ $(el) -lt 215 ]; then
-  timeout 40 build-gpu/graphrt inspect --model builtin:qwen3-0.6b --device cuda --graph-memory pool --verify-cuda-graph --json > $OUT/verify.json 2> $OUT/verify.err
+if [ $(el) -lt 205 ]; then
+  timeout 35 build-gpu/graphrt inspect --model builtin:qwen3-0.6b --device cuda --graph-memory pool --verify-cuda-graph --json > $OUT/verify.json 2> $OUT/verify.err
   echo "verify rc=$? at $(el)s"
   python3 -c "
 import json; j=json.load(open('$OUT/verify.json')); n=b=0

@@ -14,7 +14,7 @@
 // Bias: the BIAS epilogue when the bias has the output's dtype (and an algorithm accepts it),
 // else a small broadcast-add kernel after the matmul.
 //
-// Decode-shaped calls (M <= gemv_max_rows(), 64 by default, bf16/f16) go to the weight-streaming kernel of gemv.cu
+// Decode-shaped calls (M <= gemv_max_rows(), 16 by default, bf16/f16) go to the weight-streaming kernel of gemv.cu
 // instead: there cuBLASLt reaches only about a third of the memory bandwidth.
 //
 // Algorithm choice by timing (prefill and large-batch decode shapes, M > gemv_max_rows()): shapes
