@@ -56,6 +56,10 @@ TEST(FusedLinearCpu, GateUpSiluIsNormLinearThenSiluAndMul) {
   EXPECT_EQ(to_host_floats(got), to_host_floats(ops::silu_and_mul(ops::linear(ops::rms_norm(x, nw, 1e-6f), gu))));
   const std::string msg = error_of([&] { ops::rms_norm_gate_up_silu(x, nw, 1e-6f, random_tensor(Shape{7, H}, 34)); });
   EXPECT_NE(msg.find("2 x intermediate"), std::string::npos) << msg;
+  // No norm weight: silu_and_mul in gate_up's epilogue alone (the norm ran on its own).
+  EXPECT_TRUE(ops::silu_epilogue_fusable(x, gu));
+  EXPECT_EQ(to_host_floats(ops::rms_norm_gate_up_silu(x, Tensor(), 1e-6f, gu)),
+            to_host_floats(ops::silu_and_mul(ops::linear(x, gu))));
 }
 
 TEST(FusedLinearCpu, LinearAddAddsTheProductIntoTheResidual) {

@@ -122,10 +122,14 @@ struct ResidualStream {
     return ops::linear(normed(norm_w), w, bias, dtype);
   }
 
-  // silu_and_mul(linear(rms_norm(sum + pending), gate_up)).
+  // silu_and_mul(linear(rms_norm(sum + pending), gate_up)): one kernel, or the norm on its own
+  // (too wide for the GEMV's prologue, or a pending add) and silu_and_mul still in gate_up's
+  // epilogue, or the unfused ops.
   Tensor normed_gate_up_silu(const Tensor& norm_w, const Tensor& gate_up, DType dtype) {
     if (fuse && !pending.defined() && ops::gate_up_silu_fusable(sum, gate_up))
       return ops::rms_norm_gate_up_silu(sum, norm_w, eps, gate_up);
+    if (fuse && ops::silu_epilogue_fusable(sum, gate_up))
+      return ops::rms_norm_gate_up_silu(normed(norm_w), Tensor(), eps, gate_up);
     return ops::silu_and_mul(normed_linear(norm_w, gate_up, Tensor(), dtype));
   }
 

@@ -19,15 +19,18 @@ namespace grt::ops {
 namespace {
 
 // GRAPHRT_DECODE_FUSION: 0 none, "norm" the norm and residual fusions only, "all" every fusion
-// at any width, unset or "auto" every fusion with the width rule of rms_norm_linear_fusable.
-enum FusionLevel { kNone = 0, kNormOnly = 1, kAll = 2, kAuto = 3 };
+// at any width, unset or "auto" every fusion with the width rule of rms_norm_linear_fusable,
+// "nosilu" auto but silu_and_mul only together with a fused norm (as before
+// silu_epilogue_fusable: an A/B baseline).
+enum FusionLevel { kNone = 0, kNormOnly = 1, kAll = 2, kAuto = 3, kNoSilu = 4 };
 int fusion_level() {
   static const int level = [] {
-    constexpr int kLevels[] = {kAuto, kNone, kNormOnly, kAll};
-    return kLevels[env_choice("GRAPHRT_DECODE_FUSION", {"auto", "0", "norm", "all"}, 0)];
+    constexpr int kLevels[] = {kAuto, kNone, kNormOnly, kAll, kNoSilu};
+    return kLevels[env_choice("GRAPHRT_DECODE_FUSION", {"auto", "0", "norm", "all", "nosilu"}, 0)];
   }();
   return level;
 }
+bool width_rule() { return fusion_level() == kAuto || fusion_level() == kNoSilu; }
 
 void check_rows_x(const char* op, const Tensor& x, const Tensor& w) {
   check_defined(op, x, "x");
@@ -87,28 +90,37 @@ Tensor rms_norm_linear(const Tensor& x, const Tensor& norm_w, float eps, const T
 
 bool rms_norm_linear_fusable(const Tensor& x, const Tensor& w) {
   if (!linear_fusable(x, w)) return false;
-  return x.device().is_cpu() || fusion_level() != kAuto || w.size(1) <= kNormPrologueMaxK;
+  return x.device().is_cpu() || !width_rule() || w.size(1) <= kNormPrologueMaxK;
+}
+
+bool silu_epilogue_fusable(const Tensor& x, const Tensor& gate_up) {
+  return (fusion_level() == kAll || fusion_level() == kAuto) && gate_up.rank() == 2 && gate_up.size(0) % 2 == 0 &&
+         linear_fusable(x, gate_up);
 }
 
 bool gate_up_silu_fusable(const Tensor& x, const Tensor& gate_up) {
-  return fusion_level() >= kAll && gate_up.rank() == 2 && gate_up.size(0) % 2 == 0 &&
-         rms_norm_linear_fusable(x, gate_up);
+  const bool silu = fusion_level() == kNoSilu || silu_epilogue_fusable(x, gate_up);  // nosilu: with a fused norm
+  return silu && gate_up.rank() == 2 && gate_up.size(0) % 2 == 0 && rms_norm_linear_fusable(x, gate_up);
 }
 
 Tensor rms_norm_gate_up_silu(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& gate_up) {
   const char* op = "rms_norm_gate_up_silu";
   check_rows_x(op, x, gate_up);
   GRT_CHECK(gate_up.size(0) % 2 == 0, "{}: gate_up {} must hold 2 x intermediate rows", op, gate_up.str());
-  if (x.device().is_cpu() || x.size(0) == 0) return silu_and_mul(linear(rms_norm(x, norm_w, eps), gate_up));
+  if (x.device().is_cpu() || x.size(0) == 0)
+    return silu_and_mul(linear(norm_w.defined() ? rms_norm(x, norm_w, eps) : x, gate_up));
 #ifdef GRAPHRT_WITH_CUDA
-  check_vector(op, norm_w, "norm weight", x.dtype(), x.size(1));
-  check_same_device(op, x, norm_w);
+  if (norm_w.defined()) {
+    check_vector(op, norm_w, "norm weight", x.dtype(), x.size(1));
+    check_same_device(op, x, norm_w);
+  }
   GRT_CHECK(cuda_fits(x, gate_up),
             "{}: x {} and gate_up {} do not fit the one-kernel path (check gate_up_silu_fusable first)", op, x.str(),
             gate_up.str());
   const int64_t inter = gate_up.size(0) / 2;
   Tensor out = empty(Shape{x.size(0), inter}, x.dtype(), x.device());
-  ::grt::cuda::rms_norm_gate_up_silu_small_m(x.device(), x.data(), row_stride(x), x.dtype(), norm_w.data(), eps,
+  ::grt::cuda::rms_norm_gate_up_silu_small_m(x.device(), x.data(), row_stride(x), x.dtype(),
+                                             norm_w.defined() ? norm_w.data() : nullptr, eps,
                                              gate_up.data(), out.data(), x.size(0), inter, x.size(1));
   return out;
 #else

@@ -20,16 +20,22 @@ namespace grt::ops {
 bool linear_fusable(const Tensor& x, const Tensor& w);
 
 // linear_fusable, and the RMSNorm prologue pays off: on CUDA by default (GRAPHRT_DECODE_FUSION
-// unset or "auto") only while in <= kNormPrologueMaxK, since every block of the GEMV sums the
+// unset, "auto" or "nosilu") only while in <= kNormPrologueMaxK, since every block of the GEMV sums the
 // squares of the whole row before its first multiply (on the H100 the prologue made
 // llama-3.1-8b's bs-1 step, in = 4096, 0.15 ms slower, and qwen3-0.6b's, in = 1024, 0.04 ms
 // faster); "all" or "norm" apply it at any width. CPU: as linear_fusable.
 inline constexpr int64_t kNormPrologueMaxK = 2048;
 bool rms_norm_linear_fusable(const Tensor& x, const Tensor& w);
 
-// The same for rms_norm_gate_up_silu (gate_up: [2 * inter, H]): rms_norm_linear_fusable, and
-// GRAPHRT_DECODE_FUSION is neither "0" nor "norm" (norm: only the norm and residual fusions, for
-// A/B runs).
+// Whether silu_and_mul runs in gate_up's epilogue (rms_norm_gate_up_silu without a norm weight,
+// gate_up: [2 * inter, H]): linear_fusable, and GRAPHRT_DECODE_FUSION is "auto" (or unset) or
+// "all" (norm: only the norm and residual fusions; nosilu: auto, but silu only together with a
+// fused norm; both for A/B runs). Used where the norm prologue does not pay
+// (rms_norm_linear_fusable's width rule): the norm runs on its own, silu still fused.
+bool silu_epilogue_fusable(const Tensor& x, const Tensor& gate_up);
+
+// The same for rms_norm_gate_up_silu with its norm: silu_epilogue_fusable (or
+// GRAPHRT_DECODE_FUSION=nosilu) and rms_norm_linear_fusable.
 bool gate_up_silu_fusable(const Tensor& x, const Tensor& gate_up);
 
 // x: [T, H] (last dim contiguous), norm_w: [H] of x's dtype, w: [out, H], bias: [out] or
@@ -37,9 +43,10 @@ bool gate_up_silu_fusable(const Tensor& x, const Tensor& gate_up);
 // width rule of rms_norm_linear_fusable is a speed choice, not a requirement).
 Tensor rms_norm_linear(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& w, const Tensor& bias = Tensor());
 
-// x: [T, H] (last dim contiguous), norm_w: [H] of x's dtype, gate_up: [2 * inter, H] (the gate
-// rows, then the up rows). Returns a contiguous [T, inter] of x's dtype. CUDA: requires
-// gate_up_silu_fusable.
+// x: [T, H] (last dim contiguous), norm_w: [H] of x's dtype, or undefined for no norm
+// (silu_and_mul(linear(x, gate_up))), gate_up: [2 * inter, H] (the gate rows, then the up rows).
+// Returns a contiguous [T, inter] of x's dtype. CUDA: requires gate_up_silu_fusable, or
+// silu_epilogue_fusable without a norm weight.
 Tensor rms_norm_gate_up_silu(const Tensor& x, const Tensor& norm_w, float eps, const Tensor& gate_up);
 
 // x: [T, in] (last dim contiguous), w: [out, in], residual: [T, out] of x's dtype (last dim

@@ -29,6 +29,7 @@
 #include "ops/activation.h"
 #include "ops/copy.h"
 #include "ops/embedding.h"
+#include "ops/cuda/gemv.h"
 #include "ops/cuda/gemv_fused.h"
 #include "ops/fused_linear.h"
 #include "ops/gather.h"
@@ -38,6 +39,11 @@
 
 namespace grt {
 namespace {
+
+// The wide small-M kernel (gemv_wide.cu, 17..64 rows) is opt-in (GRAPHRT_GEMV_MAX_ROWS, read once,
+// default 16): this binary turns it on before any test runs, unless the variable is set, so that
+// it stays tested (the linear tests, the fused ones and the decode graphs at batches 17..64).
+[[maybe_unused]] const bool kWideGemvOn = [] { return setenv("GRAPHRT_GEMV_MAX_ROWS", "64", 0) == 0; }();
 
 const Device kGpu = Device::cuda(0);
 const Device kCpu = Device::cpu();
@@ -354,13 +360,15 @@ TEST(OpsCudaLinear, RejectsUnsupportedDtypes) {
   }
 }
 
-// ---- linear, few rows (the weight-streaming kernel of gemv.cu, M <= 16) ------------------------
+// ---- linear, few rows (the weight-streaming kernels: gemv.cu M <= 16, gemv_wide.cu 17..64) ------
 
-// M = 1..9, 16 and 17 (17: cuBLASLt again) over shapes that exercise the kernel's split: on an
-// H100, 4096x1024 and 1000x1024 take clusters of 2 blocks per 32-column tile, 1024x3072 of 4,
-// 48x8192 of 8, 6144x1024 one block per tile; 77x136 has partial tiles (N % 32, K % 64 != 0).
+// M = 1..9, 16 (gemv.cu), 17..64 (gemv_wide.cu) and 65 (cuBLASLt again) over shapes that exercise
+// the kernels' splits: on an H100, gemv.cu takes clusters of 2 blocks per 32-column tile for
+// 4096x1024 and 1000x1024, of 4 for 1024x3072, of 8 for 48x8192, one block per tile for
+// 6144x1024; gemv_wide.cu 64-row tiles (two warps over K) for N <= 2048 with clusters of up to 8,
+// 128-row tiles for 4096 and 6144; 77x136 has partial tiles (N % 32, K % 64 != 0).
 TEST(OpsCudaLinear, SmallMMatchesCpu) {
-  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17}) {
+  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 24, 33, 48, 64, 65}) {
     check_linear(M, 4096, 1024, DType::BF16, DType::BF16, false, false);
     check_linear(M, 1024, 3072, DType::BF16, DType::BF16, false, false);
     check_linear(M, 48, 8192, DType::BF16, DType::F32, false, false);
@@ -373,19 +381,20 @@ TEST(OpsCudaLinear, SmallMMatchesCpu) {
   }
   // Several K groups per warp, so the PDL prologue (first group in registers, the next ones asked
   // into L2 before griddepcontrol.wait) and the loop after it both run; 1030: rows past N.
-  for (int64_t M : {1, 9}) {
+  for (int64_t M : {1, 9, 24, 64}) {
     check_linear(M, 4096, 4096, DType::BF16, DType::BF16, false, false);
     check_linear(M, 1030, 2048, DType::BF16, DType::F32, false, false);
   }
 }
 
 TEST(OpsCudaLinear, SmallMBiasStridedAndFallbacks) {
-  for (int64_t M : {1, 2, 3, 5, 8, 9, 13, 16, 17}) {
+  for (int64_t M : {1, 2, 3, 5, 8, 9, 13, 16, 17, 24, 33, 48, 64, 65}) {
     check_linear(M, 384, 256, DType::BF16, DType::BF16, true, false);
     check_linear(M, 384, 256, DType::BF16, DType::F32, true, false);
     check_linear(M, 384, 256, DType::BF16, DType::BF16, true, false, DType::F32);  // f32 bias, bf16 out
     check_linear(M, 200, 136, DType::F16, DType::F16, true, false);
-    if (M <= 16) check_linear(M, 200, 136, DType::F16, DType::F16, true, false, DType::F32);  // not in cuBLASLt's path
+    if (M <= cuda::gemv_max_rows())  // not in cuBLASLt's path
+      check_linear(M, 200, 136, DType::F16, DType::F16, true, false, DType::F32);
     check_linear(M, 200, 136, DType::BF16, DType::BF16, true, true);  // row-strided x, 16-byte aligned
     check_linear(M, 1024, 2048, DType::BF16, DType::F32, true, true);
     check_linear(M, 64, 100, DType::BF16, DType::BF16, true, false);  // K % 8 != 0: cuBLASLt
@@ -400,21 +409,29 @@ TEST(OpsCudaLinear, SmallMBiasStridedAndFallbacks) {
 }
 
 // Row r of the result is bit for bit the same whatever the other rows and their number (decode
-// graphs pad the batch with dummy rows), and from call to call.
+// graphs pad the batch with dummy rows), and from call to call, within a kernel class: rows
+// 1..16 (gemv.cu) and 17..64 (gemv_wide.cu; e.g. a batch of 60 padded to 64).
 TEST(OpsCudaLinear, SmallMRowsDoNotDependOnTheBatch) {
-  const int64_t R = 3;
-  for (LinearCase c : {LinearCase{4096, 1024}, LinearCase{1024, 3072}, LinearCase{48, 8192}, LinearCase{77, 136}}) {
-    Pair x = random_pair(Shape{16, c.K}, static_cast<uint32_t>(c.N + c.K));
+  struct Class {
+    int64_t R;
+    std::vector<int64_t> Ms;
+  };
+  for (LinearCase c : {LinearCase{4096, 1024}, LinearCase{1024, 3072}, LinearCase{48, 8192}, LinearCase{77, 136},
+                       LinearCase{6144, 4096}}) {
+    Pair x = random_pair(Shape{64, c.K}, static_cast<uint32_t>(c.N + c.K));
     Pair w = random_pair(Shape{c.N, c.K}, 51, DType::BF16, -0.1f, 0.1f);
     Pair b = random_pair(Shape{c.N}, 52);
     for (DType out : {DType::BF16, DType::F32}) {
-      const std::vector<float> ref = host(ops::linear(x.gpu.slice(0, 0, R), w.gpu, b.gpu, out));
-      for (int64_t M : {3, 4, 8, 9, 16}) {
-        std::vector<float> got = host(ops::linear(x.gpu.slice(0, 0, M), w.gpu, b.gpu, out));
-        ASSERT_EQ(got.size(), static_cast<size_t>(M * c.N));
-        EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)))
-            << "rows 0.." << R - 1 << " of M=" << M << " differ from M=" << R << " (N=" << c.N << " K=" << c.K
-            << " out " << dtype_name(out) << ")";
+      for (const Class& k : {Class{3, {3, 4, 8, 9, 16}}, Class{17, {17, 24, 32, 33, 48, 64}}, Class{60, {60, 64}}}) {
+        if (k.Ms.back() > cuda::gemv_max_rows()) continue;  // cuBLASLt: no such promise
+        const std::vector<float> ref = host(ops::linear(x.gpu.slice(0, 0, k.R), w.gpu, b.gpu, out));
+        for (int64_t M : k.Ms) {
+          std::vector<float> got = host(ops::linear(x.gpu.slice(0, 0, M), w.gpu, b.gpu, out));
+          ASSERT_EQ(got.size(), static_cast<size_t>(M * c.N));
+          EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)))
+              << "rows 0.." << k.R - 1 << " of M=" << M << " differ from M=" << k.R << " (N=" << c.N << " K=" << c.K
+              << " out " << dtype_name(out) << ")";
+        }
       }
     }
   }
@@ -476,9 +493,9 @@ TEST(OpsCudaCapture, ReplayEqualsEager) {
   }
 }
 
-// Prefill-shaped linear (M > 16): algorithms are picked by timing (GRAPHRT_LT_TUNE=16 here; off
+// Prefill-shaped linear (M > gemv_max_rows()): algorithms are picked by timing (GRAPHRT_LT_TUNE=16 here; off
 // by default; split-K candidates included) per M bucket, at a family's first eager call, on the first
-// rows of its operands. The first call (M = 256) times buckets 32..256; M = 200 and 48 reuse their
+// rows of its operands. The first call (M = 256) times buckets 32..256; M = 200 and 96 reuse their
 // buckets' choices; all match the CPU. A capture of those shapes plus one first met while capturing
 // (M = 100, bucket 128's choice) replays on new inputs bit for bit as the eager calls compute them:
 // a shape's choice is made once and shared by both paths.
@@ -495,7 +512,7 @@ TEST(OpsCudaCapture, TimedLinearChoiceMatchesCpuAndReplaysBitwise) {
   auto stream = new_stream(kGpu);
   StreamGuard guard(*stream);
   std::vector<Pair> xs;
-  for (int64_t M : {256, 200, 48}) {
+  for (int64_t M : {256, 200, 96}) {
     xs.push_back(random_pair(Shape{M, K}, static_cast<uint32_t>(72 + M)));
     poison();
     Tensor g = ops::linear(xs.back().gpu, w.gpu);  // first use: timed, or its bucket's choice
@@ -527,10 +544,10 @@ TEST(OpsCudaCapture, TimedLinearChoiceMatchesCpuAndReplaysBitwise) {
 }
 
 // linear first met on a stream while it captures: no workspace is allocated inside the capture
-// (workspace-free algorithms), and the replay computes the product. M = 24: cuBLASLt, not the
-// small-M kernel.
+// (workspace-free algorithms), and the replay computes the product. M = 80: cuBLASLt, not the
+// small-M kernels.
 TEST(OpsCudaCapture, LinearFirstUsedWhileCapturing) {
-  const int64_t M = 24, N = 300, K = 512;
+  const int64_t M = 80, N = 300, K = 512;
   Pair x = random_pair(Shape{M, K}, 21), w = random_pair(Shape{N, K}, 22, DType::BF16, -0.1f, 0.1f);
   ops::linear(x.gpu, w.gpu);  // the handle exists (default stream); the new stream has no workspace
   auto stream = new_stream(kGpu);
@@ -551,32 +568,52 @@ TEST(OpsCudaCapture, LinearFirstUsedWhileCapturing) {
   expect_close(to_host_floats(out), host(ops::linear(x2.cpu, w.cpu)), 1e-3, "captured linear");
 }
 
-// The small-M kernel (here with clusters of 4 blocks on an H100) captured after a warm-up replays
-// on new inputs bit for bit as it runs eagerly.
+// The small-M kernels (here with clusters of 4 blocks on an H100 at M = 5, of 8 at M = 40)
+// captured after a warm-up replay on new inputs bit for bit as they run eagerly; at M = 40 also
+// the fused RMSNorm + gate_up + silu_and_mul and the residual epilogue.
 TEST(OpsCudaCapture, SmallMLinearReplaysOnNewInputs) {
-  const int64_t M = 5, N = 1024, K = 3072;
-  Pair x = random_pair(Shape{M, K}, 61), w = random_pair(Shape{N, K}, 62, DType::BF16, -0.1f, 0.1f);
-  Pair b = random_pair(Shape{N}, 63);
-  auto stream = new_stream(kGpu);
-  StreamGuard guard(*stream);
-  ops::linear(x.gpu, w.gpu, b.gpu);  // warm-up
-  auto pool = GraphPool::create(kGpu);
-  Tensor out;
-  std::unique_ptr<Graph> graph;
-  stream->begin_capture();
-  {
-    PoolCaptureScope scope(pool, *stream);
-    out = ops::linear(x.gpu, w.gpu, b.gpu);
-    graph = stream->end_capture();
-  }
-  auto exec = graph->instantiate();
-  for (uint32_t round = 0; round < 2; ++round) {
-    Pair x2 = random_pair(Shape{M, K}, 64 + round);
-    ops::copy_(x.gpu, x2.gpu);
-    exec->launch(*stream);
-    std::vector<float> replayed = to_host_floats(out);
-    EXPECT_EQ(replayed, to_host_floats(ops::linear(x.gpu, w.gpu, b.gpu))) << "round " << round;
-    expect_close(replayed, host(ops::linear(x2.cpu, w.cpu, b.cpu)), 1e-2, "captured small-M linear");
+  for (int64_t M : {5, 40}) {
+    if (M > cuda::gemv_max_rows()) continue;
+    const int64_t N = 1024, K = 3072;
+    Pair x = random_pair(Shape{M, K}, 61), w = random_pair(Shape{N, K}, 62, DType::BF16, -0.1f, 0.1f);
+    Pair b = random_pair(Shape{N}, 63), nw = random_pair(Shape{K}, 66, DType::BF16, 0.5f, 1.5f);
+    Pair gu = random_pair(Shape{2 * N, K}, 67, DType::BF16, -0.1f, 0.1f);
+    Pair wd = random_pair(Shape{K, N}, 68, DType::BF16, -0.1f, 0.1f);
+    auto stream = new_stream(kGpu);
+    StreamGuard guard(*stream);
+    Tensor res = from_floats(host(x.gpu), Shape{M, K}, DType::BF16, kGpu);  // the residual, updated in place
+    const auto step = [&] {
+      Tensor y = ops::linear(x.gpu, w.gpu, b.gpu);
+      Tensor h = ops::rms_norm_gate_up_silu(x.gpu, nw.gpu, 1e-6f, gu.gpu);
+      ops::linear_add_(h, wd.gpu, res);
+      return std::make_pair(y, h);
+    };
+    step();  // warm-up
+    auto pool = GraphPool::create(kGpu);
+    std::pair<Tensor, Tensor> out;
+    std::unique_ptr<Graph> graph;
+    stream->begin_capture();
+    {
+      PoolCaptureScope scope(pool, *stream);
+      out = step();
+      graph = stream->end_capture();
+    }
+    auto exec = graph->instantiate();
+    for (uint32_t round = 0; round < 2; ++round) {
+      Pair x2 = random_pair(Shape{M, K}, 64 + round);
+      ops::copy_(x.gpu, x2.gpu);
+      const std::vector<float> res0 = host(res);
+      exec->launch(*stream);
+      const std::vector<float> replayed = to_host_floats(out.first), h_replayed = to_host_floats(out.second);
+      const std::vector<float> res_replayed = host(res);
+      ops::copy_(res, from_floats(res0, Shape{M, K}, DType::BF16, kGpu));
+      auto eager = step();
+      const std::string what = "M=" + std::to_string(M) + " round " + std::to_string(round);
+      EXPECT_EQ(replayed, to_host_floats(eager.first)) << what;
+      EXPECT_EQ(h_replayed, to_host_floats(eager.second)) << what << " (gate_up silu)";
+      EXPECT_EQ(res_replayed, host(res)) << what << " (residual epilogue)";
+      expect_close(replayed, host(ops::linear(x2.cpu, w.cpu, b.cpu)), 1e-2, "captured small-M linear " + what);
+    }
   }
 }
 
@@ -603,7 +640,8 @@ TEST(OpsCudaFusedLinear, RmsNormLinearMatchesCpuAndUnfused) {
     DType dt;
     bool bias, strided;
   };
-  for (int64_t M : {1, 2, 3, 8, 9, 16}) {
+  for (int64_t M : {1, 2, 3, 8, 9, 16, 17, 33, 64}) {
+    if (M > cuda::gemv_max_rows()) continue;  // not fusable (GRAPHRT_GEMV_MAX_ROWS)
     for (Case c : {Case{4096, 1024, DType::BF16, false, false}, Case{6144, 1024, DType::BF16, false, true},
                    Case{4096, 4096, DType::BF16, true, false}, Case{77, 136, DType::BF16, true, true},
                    Case{520, 264, DType::F16, false, false}}) {
@@ -637,7 +675,8 @@ TEST(OpsCudaFusedLinear, LinearAddEqualsUnfusedBitForBit) {
     int64_t N, K;
     DType dt;
   };
-  for (int64_t M : {1, 3, 8, 9, 16}) {
+  for (int64_t M : {1, 3, 8, 9, 16, 17, 24, 48, 64}) {
+    if (M > cuda::gemv_max_rows()) continue;  // not fusable (GRAPHRT_GEMV_MAX_ROWS)
     for (Case c : {Case{1024, 2048, DType::BF16}, Case{1024, 3072, DType::BF16}, Case{1024, 14336, DType::BF16},
                    Case{77, 136, DType::BF16}, Case{520, 264, DType::F16}}) {
       const uint32_t seed = static_cast<uint32_t>(M * 17 + c.N * 3 + c.K);
@@ -664,28 +703,36 @@ TEST(OpsCudaFusedLinear, LinearAddEqualsUnfusedBitForBit) {
 }
 
 // Row r of both fused ops is bit for bit the same whatever the number of rows (decode graphs pad
-// the batch) and from call to call.
+// the batch) and from call to call, within a kernel class (1..16 rows, 17..64 rows).
 TEST(OpsCudaFusedLinear, RowsDoNotDependOnTheBatch) {
-  const int64_t R = 3, N = 1024, K = 1024;
-  Pair x = random_pair(Shape{16, K}, 71, DType::BF16, -3.0f, 3.0f);
+  const int64_t N = 1024, K = 1024;
+  Pair x = random_pair(Shape{64, K}, 71, DType::BF16, -3.0f, 3.0f);
   Pair nw = random_pair(Shape{K}, 72, DType::BF16, 0.5f, 1.5f);
   Pair w = random_pair(Shape{N, K}, 73, DType::BF16, -0.1f, 0.1f);
-  Pair r0 = random_pair(Shape{16, N}, 74);
-  const std::vector<float> ref = host(ops::rms_norm_linear(x.gpu.slice(0, 0, R), nw.gpu, 1e-6f, w.gpu));
+  Pair r0 = random_pair(Shape{64, N}, 74);
   // Fresh copies: linear_add_ writes its residual in place.
   const auto fresh = [&](int64_t rows) { return from_floats(host(r0.gpu.slice(0, 0, rows)), Shape{rows, N}, DType::BF16, kGpu); };
-  Tensor rr = fresh(R);
-  ops::linear_add_(x.gpu.slice(0, 0, R), w.gpu, rr);
-  const std::vector<float> ref_add = host(rr);
-  for (int64_t M : {3, 4, 8, 9, 16}) {
-    std::vector<float> got = host(ops::rms_norm_linear(x.gpu.slice(0, 0, M), nw.gpu, 1e-6f, w.gpu));
-    got.resize(ref.size());
-    EXPECT_EQ(got, ref) << "rms_norm_linear rows 0.." << R - 1 << " of M=" << M;
-    Tensor rm = fresh(M);
-    ops::linear_add_(x.gpu.slice(0, 0, M), w.gpu, rm);
-    got = host(rm);
-    got.resize(ref_add.size());
-    EXPECT_EQ(got, ref_add) << "linear_add_ rows 0.." << R - 1 << " of M=" << M;
+  struct Class {
+    int64_t R;
+    std::vector<int64_t> Ms;
+  };
+  for (const Class& k : {Class{3, {3, 4, 8, 9, 16}}, Class{17, {17, 24, 32, 33, 64}}, Class{60, {60, 64}}}) {
+    if (k.Ms.back() > cuda::gemv_max_rows()) continue;  // not fusable
+    const int64_t R = k.R;
+    const std::vector<float> ref = host(ops::rms_norm_linear(x.gpu.slice(0, 0, R), nw.gpu, 1e-6f, w.gpu));
+    Tensor rr = fresh(R);
+    ops::linear_add_(x.gpu.slice(0, 0, R), w.gpu, rr);
+    const std::vector<float> ref_add = host(rr);
+    for (int64_t M : k.Ms) {
+      std::vector<float> got = host(ops::rms_norm_linear(x.gpu.slice(0, 0, M), nw.gpu, 1e-6f, w.gpu));
+      got.resize(ref.size());
+      EXPECT_EQ(got, ref) << "rms_norm_linear rows 0.." << R - 1 << " of M=" << M;
+      Tensor rm = fresh(M);
+      ops::linear_add_(x.gpu.slice(0, 0, M), w.gpu, rm);
+      got = host(rm);
+      got.resize(ref_add.size());
+      EXPECT_EQ(got, ref_add) << "linear_add_ rows 0.." << R - 1 << " of M=" << M;
+    }
   }
 }
 
@@ -701,15 +748,17 @@ TEST(OpsCudaFusedLinear, GateUpSiluMatchesCpuAndUnfused) {
   struct Case {
     int64_t inter, K;
   };
-  for (int64_t M : {1, 3, 8, 9, 16}) {
-    for (Case c : {Case{3072, 1024}, Case{256, 4096}, Case{100, 136}}) {
+  for (int64_t M : {1, 3, 8, 9, 16, 17, 33, 64}) {
+    if (M > cuda::gemv_max_rows()) continue;  // not fusable (GRAPHRT_GEMV_MAX_ROWS)
+    for (Case c : {Case{3072, 1024}, Case{256, 4096}, Case{100, 136}, Case{520, 264}}) {
       const uint32_t seed = static_cast<uint32_t>(M * 97 + c.inter + c.K);
       Pair x = random_pair(Shape{M, c.K}, seed, DType::BF16, -3.0f, 3.0f);
       Pair nw = random_pair(Shape{c.K}, seed + 1, DType::BF16, 0.5f, 1.5f);
       Pair gu = random_pair(Shape{2 * c.inter, c.K}, seed + 2, DType::BF16, -0.1f, 0.1f);
       const std::string what = "gate_up_silu M=" + std::to_string(M) + " inter=" + std::to_string(c.inter) +
                                " K=" + std::to_string(c.K);
-      ASSERT_TRUE(ops::gate_up_silu_fusable(x.gpu, gu.gpu));
+      // The norm prologue's width rule (fused_linear.h): K = 4096 runs the norm on its own.
+      ASSERT_EQ(ops::gate_up_silu_fusable(x.gpu, gu.gpu), c.K <= ops::kNormPrologueMaxK);
       poison();
       Tensor g = ops::rms_norm_gate_up_silu(x.gpu, nw.gpu, 1e-6f, gu.gpu);
       ASSERT_EQ(g.shape(), (Shape{M, c.inter}));
@@ -721,22 +770,25 @@ TEST(OpsCudaFusedLinear, GateUpSiluMatchesCpuAndUnfused) {
       cuda::rms_norm_gate_up_silu_small_m(kGpu, x.gpu.data(), c.K, DType::BF16, nullptr, 0.0f, gu.gpu.data(),
                                           plain.data(), M, c.inter, c.K);
       EXPECT_EQ(host(plain), host(ops::silu_and_mul(ops::linear(x.gpu, gu.gpu)))) << what << " (no norm) vs unfused";
+      ASSERT_TRUE(ops::silu_epilogue_fusable(x.gpu, gu.gpu));
+      EXPECT_EQ(host(ops::rms_norm_gate_up_silu(x.gpu, Tensor(), 0.0f, gu.gpu)), host(plain)) << what << " (op, no norm)";
     }
   }
 }
 
-// Past 16 rows the one-kernel path does not exist: linear_fusable says so, and the ops refuse
-// with a message naming the shapes instead of computing something else.
-TEST(OpsCudaFusedLinear, MoreThanSixteenRowsAreRefused) {
-  Pair x = random_pair(Shape{17, 64}, 81), w = random_pair(Shape{32, 64}, 82), nw = random_pair(Shape{64}, 83);
-  Pair r = random_pair(Shape{17, 32}, 84);
+// Past gemv_max_rows() (64) rows the one-kernel path does not exist: linear_fusable says so, and
+// the ops refuse with a message naming the shapes instead of computing something else.
+TEST(OpsCudaFusedLinear, MoreThanGemvMaxRowsAreRefused) {
+  const int64_t rows = cuda::gemv_max_rows() + 1;
+  Pair x = random_pair(Shape{rows, 64}, 81), w = random_pair(Shape{32, 64}, 82), nw = random_pair(Shape{64}, 83);
+  Pair r = random_pair(Shape{rows, 32}, 84);
   EXPECT_FALSE(ops::linear_fusable(x.gpu, w.gpu));
-  EXPECT_TRUE(ops::linear_fusable(x.gpu.slice(0, 0, 16), w.gpu));
+  EXPECT_TRUE(ops::linear_fusable(x.gpu.slice(0, 0, rows - 1), w.gpu));
   for (auto f : {std::function<void()>([&] { ops::rms_norm_linear(x.gpu, nw.gpu, 1e-6f, w.gpu); }),
                  std::function<void()>([&] { ops::linear_add_(x.gpu, w.gpu, r.gpu); })}) {
     try {
       f();
-      ADD_FAILURE() << "17 rows accepted";
+      ADD_FAILURE() << rows << " rows accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("linear_fusable"), std::string::npos) << e.what();
     }

@@ -1,4 +1,5 @@
-// linear for decode-shaped x (M <= 16 rows): out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias). Reading w
+// linear for decode-shaped x (M <= 16 rows; 17..64 rows: gemv_wide.cu, whose launch this file's
+// entry points also make): out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias). Reading w
 // is all the work, so the kernel streams it exactly once with 16-byte loads that skip L1 (x, which
 // every block rereads, keeps L1), and multiplies on the tensor cores (mma m16n8k16, f32
 // accumulation), where the M rows cost nothing.
@@ -22,7 +23,8 @@
 // the warp order in shared memory, the cluster rank order, then the bias add and the rounding. M
 // only decides which rows of x are loaded (the others are zeros) and which outputs are stored; the
 // second column tile (rows 8..15) adds mmas on other accumulators. So row r is bit-identical for
-// M = 3 or M = 4 with a padding row (decode graphs pad batches), and from run to run.
+// M = 3 or M = 4 with a padding row (decode graphs pad batches), and from run to run, for every
+// M of 1..16 (17..64 rows run gemv_wide.cu's split: bits per class, see there).
 //
 // Programmatic dependent launch (ops/cuda/pdl.cuh). Launched while the previous kernel still
 // runs, a warp loads its first group of w into registers and asks its next few into L2, then
@@ -51,13 +53,39 @@
 #include "core/env_switch.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemv.h"
+#include "ops/cuda/gemv_common.cuh"
 #include "ops/cuda/gemv_fused.h"
 #include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
+namespace gemv_detail {
+
+DeviceInfo device_info(int index) {
+  static std::mutex mu;
+  static std::map<int, DeviceInfo> infos;
+  std::lock_guard<std::mutex> lock(mu);
+  DeviceInfo& info = infos[index];
+  if (info.sms == 0) {
+    int major = 0, cluster_launch = 0;
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index),
+                   "reading the compute capability of cuda:{}", index);
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, index),
+                   "reading cluster support of cuda:{}", index);
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, index),
+                   "reading the SM count of cuda:{}", index);
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.l2_bytes, cudaDevAttrL2CacheSize, index),
+                   "reading the L2 size of cuda:{}", index);
+    info.clusters = major >= 9 && cluster_launch != 0;  // the sm_80 build has no cluster code
+  }
+  return info;
+}
+
+}  // namespace gemv_detail
+
 namespace {
 
 namespace cg = cooperative_groups;
+using namespace gemv_detail;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
@@ -67,45 +95,6 @@ constexpr int kUnroll = 2;                 // steps per group: a lane has 2 x 4 
 constexpr int kGroupK = kStepK * kUnroll;  // 64
 constexpr int kMaxCluster = 8;             // the portable cluster size
 constexpr int kLd = kTileN + 4;            // padded reduction row: the lanes' stores hit 32 banks
-
-// Element kinds of the epilogue (bias and output), chosen at run time: one kernel per input dtype
-// and column-tile count, not per output dtype.
-enum Kind : int { kNone = -1, kF32 = 0, kBF16 = 1, kF16 = 2 };
-
-struct Params {
-  const void* x;
-  const void* w;
-  const void* bias;
-  void* out;
-  int64_t x_stride;
-  int M, N, K;
-  int groups;   // ceil(K / kGroupK)
-  int cluster;  // blocks per column tile (a cluster when > 1)
-  int prefetch;  // groups per warp, after its first, asked into L2 before pdl_wait
-  int bias_kind, out_kind;
-  // Decode fusions (ops/fused_linear.h). norm_w (NORM kernels only): x is RMSNorm'ed with this
-  // weight as it is loaded. residual (non-null): the epilogue adds the rounded output into
-  // residual[m * res_stride + n] (out's dtype) instead of storing it to out.
-  const void* norm_w;
-  float eps;
-  void* residual;
-  int64_t res_stride;
-  // silu_inter > 0: w is a fused [gate; up] of 2 * silu_inter rows, and the kernel writes
-  // silu_and_mul of the product, out [M, silu_inter]: a tile takes 16 gate rows and the same 16
-  // up rows (rows c and silu_inter + c), so both halves of an output meet in one block.
-  int silu_inter;
-  int early_trigger;  // 1: let the next kernel launch right after pdl_wait, else after the main loop
-};
-
-// 16 bytes of w: read once, so not kept in L1; the L2 fetches the surrounding 256 bytes, which
-// the neighbouring warps read next. volatile: never speculated past its bounds check.
-__device__ __forceinline__ uint4 load_weight(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 
 // The lane's 16-byte pieces of w for group `grp` (zeros past K or for rows past N).
 template <typename T>
@@ -119,91 +108,9 @@ __device__ __forceinline__ void load_weights(const T* const (&wr)[4], const bool
   }
 }
 
-// Asks the L2 for the line holding p (weights the block reads after pdl_wait).
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-
-// c += A·B for one m16n8k16 tile, f32 accumulators.
-template <typename T>
-__device__ __forceinline__ void mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                    uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  } else {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-}
-
-__device__ __forceinline__ float load_kind(const void* p, int kind, int64_t i) {
-  if (kind == kF32) return static_cast<const float*>(p)[i];
-  if (kind == kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-  return __half2float(static_cast<const __half*>(p)[i]);
-}
-
 // Output element e of the block's tile (row e / kTileN, column n0 + e % kTileN) from its sum.
 __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float s) {
-  const int m = e / kTileN;
-  const int64_t n = n0 + e % kTileN;
-  if (m >= p.M || n >= p.N) return;
-  if (p.bias_kind != kNone) s += load_kind(p.bias, p.bias_kind, n);
-  if (p.residual) {
-    // HF's bf16 residual add: the layer output is rounded to the dtype, then the sum is.
-    const int64_t r = m * p.res_stride + n;
-    if (p.out_kind == kBF16) {
-      auto* res = static_cast<__nv_bfloat16*>(p.residual);
-      res[r] = __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(s)) + __bfloat162float(res[r]));
-    } else {
-      auto* res = static_cast<__half*>(p.residual);
-      res[r] = __float2half_rn(__half2float(__float2half_rn(s)) + __half2float(res[r]));
-    }
-    return;
-  }
-  const int64_t o = m * static_cast<int64_t>(p.N) + n;
-  if (p.out_kind == kF32) static_cast<float*>(p.out)[o] = s;
-  else if (p.out_kind == kBF16) static_cast<__nv_bfloat16*>(p.out)[o] = __float2bfloat16_rn(s);
-  else static_cast<__half*>(p.out)[o] = __float2half_rn(s);
-}
-
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-template <typename T>
-__device__ __forceinline__ T from_f(float v) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(v);
-  else return __float2half_rn(v);
-}
-
-// rms_norm (ops/rms_norm.h) of two packed elements: w * round(x * inv), rounded to T.
-template <typename T>
-__device__ __forceinline__ uint32_t norm_pair(uint32_t x, uint32_t w, float inv) {
-  union P {
-    uint32_t u;
-    T h[2];
-  } xp{x}, wp{w}, o{0u};
-#pragma unroll
-  for (int j = 0; j < 2; ++j) o.h[j] = from_f<T>(to_f(wp.h[j]) * to_f(from_f<T>(to_f(xp.h[j]) * inv)));
-  return o.u;
-}
-
-template <typename T>
-__device__ __forceinline__ uint4 norm_chunk(uint4 x, uint4 w, float inv) {
-  return make_uint4(norm_pair<T>(x.x, w.x, inv), norm_pair<T>(x.y, w.y, inv), norm_pair<T>(x.z, w.z, inv),
-                    norm_pair<T>(x.w, w.w, inv));
-}
-
-// silu_and_mul (ops/activation.h) of output (m, column t * 16 + c) from the gate and up sums:
-// both rounded to T as the unfused GEMV stores them, then HF's silu(g) in the dtype, times up.
-template <typename T>
-__device__ __forceinline__ void store_silu(const Params& p, int64_t t, int m, int c, float sg, float su) {
-  const int64_t col = t * 16 + c;
-  if (m >= p.M || col >= p.silu_inter) return;
-  const float g = to_f(from_f<T>(sg)), u = to_f(from_f<T>(su));
-  static_cast<T*>(p.out)[m * static_cast<int64_t>(p.silu_inter) + col] =
-      from_f<T>(to_f(from_f<T>(g / (1.0f + expf(-g)))) * u);
+  store_out(p, e / kTileN, n0 + e % kTileN, s);
 }
 
 // NORM: the rows of x are RMSNorm'ed (p.norm_w, p.eps) as they are loaded. Each block computes
@@ -270,17 +177,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
       if (m < p.M) {
         const T* row = static_cast<const T*>(p.x) + m * p.x_stride;
         for (int k = lane * 8; k < p.K; k += 32 * 8) {
-          const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + k));
-          const uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            union {
-              uint32_t u;
-              T h[2];
-            } e{u[j]};
-            ss = __fmaf_rn(to_f(e.h[0]), to_f(e.h[0]), ss);
-            ss = __fmaf_rn(to_f(e.h[1]), to_f(e.h[1]), ss);
-          }
+          ss = add_squares<T>(ss, __ldg(reinterpret_cast<const uint4*>(row + k)));
         }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
@@ -351,7 +248,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
     __syncthreads();  // a gate sum and its up sum were added by different threads
     for (int e = threadIdx.x; e < E / 2; e += kThreads) {
       const float* gs = &red[0][(e / 16) * kLd + e % 16];
-      store_silu<T>(p, tile, e / 16, e % 16, gs[0], gs[16]);
+      store_silu<T>(p, e / 16, tile * 16 + e % 16, gs[0], gs[16]);
     }
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -367,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
           sg += *cluster.map_shared_rank(own, q);
           su += *cluster.map_shared_rank(own + 16, q);
         }
-        store_silu<T>(p, tile, e / 16, e % 16, sg, su);
+        store_silu<T>(p, e / 16, tile * 16 + e % 16, sg, su);
         continue;
       }
       float* own = &red[0][(e / kTileN) * kLd + e % kTileN];
@@ -378,32 +275,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
     cluster.sync();  // this block's shared memory stays until the others have read it
   }
 #endif
-}
-
-struct DeviceInfo {
-  int sms = 0;
-  int l2_bytes = 0;
-  bool clusters = false;
-};
-
-DeviceInfo device_info(int index) {
-  static std::mutex mu;
-  static std::map<int, DeviceInfo> infos;
-  std::lock_guard<std::mutex> lock(mu);
-  DeviceInfo& info = infos[index];
-  if (info.sms == 0) {
-    int major = 0, cluster_launch = 0;
-    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index),
-                   "reading the compute capability of cuda:{}", index);
-    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, index),
-                   "reading cluster support of cuda:{}", index);
-    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, index),
-                   "reading the SM count of cuda:{}", index);
-    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&info.l2_bytes, cudaDevAttrL2CacheSize, index),
-                   "reading the L2 size of cuda:{}", index);
-    info.clusters = major >= 9 && cluster_launch != 0;  // the sm_80 build has no cluster code
-  }
-  return info;
 }
 
 // Blocks per column tile: doubled while the grid stays within two blocks per SM (one wave) and
@@ -501,6 +372,13 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
   p.res_stride = f.res_stride;
   p.silu_inter = static_cast<int>(f.silu_inter);
   p.early_trigger = early_trigger(N * K * static_cast<int64_t>(dtype_size(in_dtype))) ? 1 : 0;
+  if (M > kGemvMaxRows) {  // 17..64 rows: the wide kernel, its own split (gemv_wide.cu)
+    launch_wide(d.index, stream, p, in_dtype == DType::BF16, info);
+    GRT_CUDA_CHECK_LAUNCH("linear (wide small M{}{}{}) M={} N={} K={} {} -> {}", norm_w ? ", rms_norm prologue" : "",
+                          residual ? ", residual epilogue" : "", f.silu_inter ? ", silu_and_mul epilogue" : "", M, N,
+                          K, dtype_name(in_dtype), dtype_name(out_dtype));
+    return;
+  }
   const int64_t blocks = tiles * p.cluster;
   p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
   if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8);
@@ -512,8 +390,19 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
 
 }  // namespace
 
+int64_t gemv_max_rows() {
+  static const int64_t rows = [] {
+    // Default 16: on the H100 the wide kernel lost to cuBLASLt at 32 and 64 rows (session 5,
+    // bench/results/h100_2026-11-23_s5_gemv64), so it is opt-in until its weight stream is
+    // decoupled from its mmas.
+    constexpr int64_t kRows[] = {kGemvMaxRows, kGemvMaxRows, 32, kGemvWideMaxRows};
+    return kRows[env_choice("GRAPHRT_GEMV_MAX_ROWS", {"16", "32", "64"}, -1) + 1];
+  }();
+  return rows;
+}
+
 bool small_m_fits(const void* x, int64_t x_stride, DType dtype, const void* w, int64_t M, int64_t N, int64_t K) {
-  if (M < 1 || M > kGemvMaxRows || (dtype != DType::BF16 && dtype != DType::F16)) return false;
+  if (M < 1 || M > gemv_max_rows() || (dtype != DType::BF16 && dtype != DType::F16)) return false;
   // 16-byte loads of every row of w and x (x_stride only matters with a second row).
   if (K % 8 != 0 || !dense::aligned16(w, K, 2) || !dense::aligned16(x, M > 1 ? x_stride : 0, 2)) return false;
   return N <= (int64_t{1} << 30) && K <= (int64_t{1} << 30);

@@ -10,12 +10,19 @@
 
 namespace grt::cuda {
 
-// Most rows of x the small-M kernel takes (two mma column tiles of 8); above, cuBLASLt.
+// Most rows of x the narrow small-M kernel takes (two mma column tiles of 8; MoE's shapes).
 constexpr int64_t kGemvMaxRows = 16;
+// Most rows the wide kernel (gemv_wide.cu, 17..64 rows) takes.
+constexpr int64_t kGemvWideMaxRows = 64;
+
+// Most rows of x the small-M path takes; above, cuBLASLt. GRAPHRT_GEMV_MAX_ROWS=16|32|64 (read
+// once; default 16: the wide kernel is opt-in, slower than cuBLASLt on the H100 so far). A row's bits depend on its class only: 1..16 rows (the narrow kernel) or
+// 17..64 (the wide one), never on M within a class.
+int64_t gemv_max_rows();
 
 // out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null), launched on
 // `stream` of device `d` (already current) when the small-M kernel handles the call: bf16/f16
-// inputs, output of the input dtype or f32, bias f32/bf16/f16, 1 <= M <= kGemvMaxRows,
+// inputs, output of the input dtype or f32, bias f32/bf16/f16, 1 <= M <= gemv_max_rows(),
 // K % 8 == 0, w and every row of x 16-byte aligned. Returns false, launching nothing, otherwise.
 bool linear_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride, DType in_dtype, const void* w,
                     const void* bias, DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K);

@@ -10,7 +10,7 @@
 namespace grt::cuda {
 
 // True when the small-M kernel takes x [M, K] (row stride x_stride) of `dtype` times w [N, K]:
-// bf16/f16, 1 <= M <= kGemvMaxRows (16), K % 8 == 0, w and every row of x 16-byte aligned.
+// bf16/f16, 1 <= M <= gemv_max_rows() (ops/cuda/gemv.h), K % 8 == 0, w and every row of x 16-byte aligned.
 bool small_m_fits(const void* x, int64_t x_stride, DType dtype, const void* w, int64_t M, int64_t N, int64_t K);
 
 // out[M, N] (contiguous, `dtype`) = rms_norm(x, norm_w, eps) · wᵀ + bias, one kernel: every block

@@ -14,10 +14,10 @@
 // Bias: the BIAS epilogue when the bias has the output's dtype (and an algorithm accepts it),
 // else a small broadcast-add kernel after the matmul.
 //
-// Decode-shaped calls (M <= kGemvMaxRows, bf16/f16) go to the weight-streaming kernel of gemv.cu
+// Decode-shaped calls (M <= gemv_max_rows(), 16 by default, bf16/f16) go to the weight-streaming kernel of gemv.cu
 // instead: there cuBLASLt reaches only about a third of the memory bandwidth.
 //
-// Algorithm choice by timing (prefill and large-batch decode shapes, M > kGemvMaxRows): shapes
+// Algorithm choice by timing (prefill and large-batch decode shapes, M > gemv_max_rows()): shapes
 // are grouped into "M buckets" (the power of two >= M). At the first non-capturing call of a
 // (N, K, dtypes, alignments) family, every bucket from 32 up to M's (at most kMaxTunedM) without
 // a choice is timed on the first rows of the real operands: the heuristic's first
@@ -594,11 +594,11 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
     std::get<0>(bkey) = m_bucket(M);
     // Timing synchronises the stream: never while this stream or this thread captures.
     const bool can_time = ws && !stream.is_capturing() && !this_thread_capture_stream();
-    if (can_time && tune_config().candidates > 1 && M > kGemvMaxRows)
+    if (can_time && tune_config().candidates > 1 && M > gemv_max_rows())
       tune_buckets(dev, c, key, want_epilogue, ws, ws_bytes, s);
     auto bit = dev.bucket_choice.find(bkey);
     const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
-    if (!bucket_algo && share_plans() && M > kGemvMaxRows) bucket_algo = shared_heuristic(dev, c, key, want_epilogue, ws_bytes);
+    if (!bucket_algo && share_plans() && M > gemv_max_rows()) bucket_algo = shared_heuristic(dev, c, key, want_epilogue, ws_bytes);
     std::unique_ptr<Plan> plan;
     if (want_epilogue) plan = make_plan(dev.handle, c, true, ws_bytes, bucket_algo);
     if (!plan) plan = make_plan(dev.handle, c, false, ws_bytes, bucket_algo);
