@@ -897,9 +897,8 @@ TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
           }
 }
 
-// A prefill's thousands of tokens take the lanes kernel's 4-rounds-per-lane launch (grid at least
-// 8 x 4 x the SM count blocks): same bits as the unfused ops there too, including the tail where
-// some rounds fall past the last unit.
+// A prefill's thousands of tokens in one flat grid of the lanes kernel: same bits as the unfused
+// ops there too.
 TEST(OpsCudaPrepareQkv, ManyTokensEqualUnfusedSequence) {
   uint32_t seed = 9100;
   for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 64}})

@@ -404,10 +404,12 @@ bool use_legacy(int base_blocks, int sms) {
 
 // auto: the tensor-core kernel where it measured faster on the H100 (bench/results/
 // h100_2026-11-23_s5_dattn/README.md, graph ms, ctx 1024, old path -> mma): groups of 4+ query
-// heads at any batch up to kMmaAutoPairsPerSm x SMs (qwen3-30b-a3b bs 1 4.470 -> 4.398, bs 8
-// 13.789 -> 12.990; llama-3.1-8b bs 1 6.087 -> 6.072, bs 64 11.422 -> 9.917), group 2 only from
-// batch x kv heads >= SMs (qwen3-0.6b bs 64 4.769 -> 4.442; bs 1 1.203 -> 1.211 stays legacy).
-// Batch 256 was not measured: above kMmaAutoPairsPerSm x SMs the fused path stays.
+// heads at any batch (qwen3-30b-a3b bs 1 4.470 -> 4.398, bs 8 13.789 -> 12.990; llama-3.1-8b
+// bs 1 6.087 -> 6.072, bs 64 11.422 -> 9.917), group 2 only from batch x kv heads >= SMs
+// (qwen3-0.6b bs 64 4.769 -> 4.442; bs 1 1.203 -> 1.211 stays legacy).
+// Large batches (bench/results/h100_2026-11-23_session5/run5, fused -> mma): groups of 4+ keep
+// winning (llama bs 128 15.257 -> 13.446, bs 256 23.427 -> 21.704), group 2 does not (qwen3-0.6b
+// bs 256 12.493 -> 13.226), so only group 2-3 stops at kMmaAutoPairsPerSm x SMs.
 constexpr int kMmaAutoPairsPerSm = 4;
 
 bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
@@ -415,7 +417,8 @@ bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
   const DecodeAttentionPath path = chosen_path();
   if (path != DecodeAttentionPath::automatic) return path == DecodeAttentionPath::mma;
   const int64_t pairs = static_cast<int64_t>(batch) * nkv;
-  return pairs <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms && (group >= 4 || pairs >= sms);
+  if (group >= 4) return true;
+  return pairs >= sms && pairs <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms;
 }
 
 // Tokens per split at least (GRAPHRT_DECODE_MMA_CHUNK, else by batch): 64 while batch x kv heads

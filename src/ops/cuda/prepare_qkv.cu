@@ -160,10 +160,10 @@ __global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k
 // The lanes kernel (see the top of the file). Unit u of the flat index: token u / per_token, head
 // u % per_token of [q heads, k heads, v heads] (every head is a unit: whether a q head has work
 // depends on its token's position, read on the device); lanes [g L, g L + L) of a warp take unit
-// w * (32 / L) + g of warp index w = warp + k * (warps in the grid), k < R. A lane first issues the
-// R chunk loads, then finishes the R units one after another (R > 1 keeps R loads of every lane
-// in flight where one per lane left the H100 at ~2 TB/s). Every lane reaches every shuffle (units
-// past the end compute on zeros).
+// warp * (32 / L) + g. Every lane reaches every shuffle (units past the end compute on zeros).
+// (Four units per lane with their four loads issued first measured slower on the H100 at 4096
+// tokens, 40.5 against 34.6 us a layer: fewer resident warps at 64 registers, bench/results/
+// h100_2026-11-23_session5/run5.)
 template <typename T, int L>
 struct LaneUnit {
   static constexpr int V = kChunk<T>;
@@ -197,7 +197,7 @@ struct LaneUnit {
   }
 };
 
-template <typename T, int L, int R>
+template <typename T, int L>
 __global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int per_token, int units) {
   using Unit = LaneUnit<T, L>;
   constexpr int V = Unit::V, hd = Unit::hd, half = hd / 2;
@@ -205,72 +205,63 @@ __global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvA
   pdl_trigger();
   const int lane = static_cast<int>(threadIdx.x % 32), sub = lane % L, c = sub * V, j0 = c % half;
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
-  const int warps = static_cast<int>(gridDim.x * blockDim.x / 32);
-  const auto unit_index = [&](int k) { return (warp + k * warps) * (32 / L) + lane / L; };
-  uint4 raw[R];
-#pragma unroll
-  for (int k = 0; k < R; ++k) {  // every chunk load first
-    const Unit un(a, unit_index(k), per_token, units);
-    raw[k] = un.active() ? *reinterpret_cast<const uint4*>(un.src(a) + c) : make_uint4(0, 0, 0, 0);
+  const Unit un(a, warp * (32 / L) + lane / L, per_token, units);
+  const bool active = un.active();
+  // Every load first: the chunk, the norm weight's chunk, this lane's cos and sin.
+  const uint4 raw = active ? *reinterpret_cast<const uint4*>(un.src(a) + c) : make_uint4(0, 0, 0, 0);
+  const T* w = un.is_q ? static_cast<const T*>(a.q_norm) : un.is_v ? nullptr : static_cast<const T*>(a.k_norm);
+  const int64_t pos = a.positions[un.t];
+  const bool rope = !un.is_v && pos >= 0 && pos < a.max_positions;  // else no rope, as the heads kernel
+  T* dst = un.dst(a);
+  if (un.is_v) {  // a copy of the dtype's bits
+    if (active) *reinterpret_cast<uint4*>(dst + c) = raw;
   }
+  uint4 wraw = make_uint4(0, 0, 0, 0);
+  if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
+  float cs_c[V], cs_s[V];
+  if (active && rope) {
+    const float* row = a.cos_sin + pos * hd;
 #pragma unroll
-  for (int k = 0; k < R; ++k) {
-    const Unit un(a, unit_index(k), per_token, units);
-    const bool active = un.active();
-    const T* w = un.is_q ? static_cast<const T*>(a.q_norm) : un.is_v ? nullptr : static_cast<const T*>(a.k_norm);
-    const int64_t pos = a.positions[un.t];
-    const bool rope = !un.is_v && pos >= 0 && pos < a.max_positions;  // else no rope, as the heads kernel
-    T* dst = un.dst(a);
-    if (un.is_v) {  // a copy of the dtype's bits
-      if (active) *reinterpret_cast<uint4*>(dst + c) = raw[k];
+    for (int j = 0; j < V; j += 4) {
+      const float4 cv = *reinterpret_cast<const float4*>(row + j0 + j);
+      const float4 sv = *reinterpret_cast<const float4*>(row + half + j0 + j);
+      cs_c[j] = cv.x, cs_c[j + 1] = cv.y, cs_c[j + 2] = cv.z, cs_c[j + 3] = cv.w;
+      cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
     }
-    uint4 wraw = make_uint4(0, 0, 0, 0);
-    if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
-    float cs_c[V], cs_s[V];
-    if (active && rope) {
-      const float* row = a.cos_sin + pos * hd;
-#pragma unroll
-      for (int j = 0; j < V; j += 4) {
-        const float4 cv = *reinterpret_cast<const float4*>(row + j0 + j);
-        const float4 sv = *reinterpret_cast<const float4*>(row + half + j0 + j);
-        cs_c[j] = cv.x, cs_c[j + 1] = cv.y, cs_c[j + 2] = cv.z, cs_c[j + 3] = cv.w;
-        cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
-      }
-    }
-    float x[V];
-    const T* xe = reinterpret_cast<const T*>(&raw[k]);
-#pragma unroll
-    for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
-    float ss = 0.0f;
-#pragma unroll
-    for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
-#pragma unroll
-    for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (w) {
-      const float inv = rsqrtf(ss / static_cast<float>(hd) + a.eps);
-      const T* we = reinterpret_cast<const T*>(&wraw);
-#pragma unroll
-      for (int j = 0; j < V; ++j) x[j] = round_to<T>(to_float(we[j]) * round_to<T>(x[j] * inv));
-    }
-    float partner[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
-    // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
-    if (!active || un.is_v || (un.is_q && !w && !rope)) continue;
-    const bool low = sub < L / 2;  // holds elements j < half: keeps rope's lo, its partner hi
-    float y[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      if (rope) {
-        float lo, hi;
-        rope_rotate(low ? x[j] : partner[j], low ? partner[j] : x[j], cs_c[j], cs_s[j], lo, hi);
-        y[j] = low ? lo : hi;
-      } else {
-        y[j] = x[j];
-      }
-    }
-    store_chunk(dst, c, hd, true, y);
   }
+  float x[V];
+  const T* xe = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (w) {
+    const float inv = rsqrtf(ss / static_cast<float>(hd) + a.eps);
+    const T* we = reinterpret_cast<const T*>(&wraw);
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[j] = round_to<T>(to_float(we[j]) * round_to<T>(x[j] * inv));
+  }
+  float partner[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
+  // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
+  if (!active || un.is_v || (un.is_q && !w && !rope)) return;
+  const bool low = sub < L / 2;  // holds elements j < half: keeps rope's lo, its partner hi
+  float y[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (rope) {
+      float lo, hi;
+      rope_rotate(low ? x[j] : partner[j], low ? partner[j] : x[j], cs_c[j], cs_s[j], lo, hi);
+      y[j] = low ? lo : hi;
+    } else {
+      y[j] = x[j];
+    }
+  }
+  store_chunk(dst, c, hd, true, y);
 }
 
 // Lanes per head of the lanes kernel, or 0 where it does not apply.
@@ -291,39 +282,25 @@ int lanes_per_head(const ops::PrepareQkvArgs& a) {
   return aligned ? static_cast<int>(L) : 0;
 }
 
-// Rounds per lane: 4 once the grid would still fill every SM 8 times over with them (a
-// prefill's thousands of tokens), else 1 (decode: a few hundred units, latency first).
-constexpr int kRounds = 4;
 template <typename T, int L>
-void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a, int sms) {
+void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const int per_token = static_cast<int>(a.q_heads + 2 * a.kv_heads);
   const int units = static_cast<int>(a.tokens * per_token);  // < 2^30: lanes_per_head checks it
   constexpr int kThreads = 256;
   constexpr int per_block = kThreads / 32 * (32 / L);
   const int blocks = (units + per_block - 1) / per_block;
-  if (blocks >= 8 * kRounds * sms) {
-    (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L, kRounds>, dim3((blocks + kRounds - 1) / kRounds),
-                     dim3(kThreads), 0, s, 1, a, per_token, units);
-  } else {
-    (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L, 1>, dim3(blocks), dim3(kThreads), 0, s, 1, a, per_token,
-                     units);
-  }
+  (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L>, dim3(blocks), dim3(kThreads), 0, s, 1, a, per_token, units);
 }
 
 template <typename T>
 bool try_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
-  const int L = lanes_per_head<T>(a);
-  if (L == 0) return false;
-  int sms = 0;
-  GRT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "reading the SM count of cuda:{}",
-                 dev);
-  switch (L) {
-    case 4: launch_lanes<T, 4>(dev, s, a, sms); break;
-    case 8: launch_lanes<T, 8>(dev, s, a, sms); break;
-    case 16: launch_lanes<T, 16>(dev, s, a, sms); break;
-    default: launch_lanes<T, 32>(dev, s, a, sms); break;
+  switch (lanes_per_head<T>(a)) {
+    case 4: launch_lanes<T, 4>(dev, s, a); return true;
+    case 8: launch_lanes<T, 8>(dev, s, a); return true;
+    case 16: launch_lanes<T, 16>(dev, s, a); return true;
+    case 32: launch_lanes<T, 32>(dev, s, a); return true;
+    default: return false;
   }
-  return true;
 }
 
 template <typename T>
