@@ -257,16 +257,22 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
   const auto name = [](const cuda::ExtendParams& p, DType dt) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
-  // bf16 and f16 at head dims 64 and 128, strided q included: the overlapped wgmma kernel on
-  // sm_90 GPUs (128-row tiles on long prompts, 64-row ones on short), else FA2.
+  // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
+  // multiprocessors) fa3-wg2 (head_dim 128) or the overlapped fa3-ov (64) on long prompts, fa3-ov
+  // where the 128-row grid has between half and all of the multiprocessors, fa3-ov64 below; else
+  // FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
-      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-ov" : "fa2-v2") << hd;
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-wg2" : "fa3-ov") : "fa2-v2")
+          << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
-      short_prompt.max_extend_len = 256;
+      short_prompt.max_extend_len = 256;  // 2 tiles x 16 heads: 32 blocks
       EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+      cuda::ExtendParams mid_prompt = params_for(hd, 16 * hd, buf);
+      mid_prompt.max_extend_len = 768;  // 6 tiles x 16 heads: 96 blocks
+      EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-ov" : "fa2-v2q64") << hd;
       {
         ForceExtendKernel s4("auto-s4");  // the session-4 choice
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;

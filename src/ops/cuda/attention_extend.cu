@@ -300,15 +300,20 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // each, two per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
     // "auto-v1" keeps the session-3 choice, "auto-fa2" the FA2 choice on any GPU, "auto-s4" the
     // session-4 choice (fa3-wg2 / fa3-wg), for A/B.
-    // Session 5 (prediction, bench/results/h100_2026-11-23_s5_fa3): the overlapped fa3-ov where
-    // the 128-row grid has more blocks than multiprocessors, else fa3-ov64 (twice the blocks).
+    // Session 5 (measured, bench/results/h100_2026-11-23_s5_fa3): by the 128-row grid's blocks B
+    // (pairs counted once) against the multiprocessors M. B <= M/2: fa3-ov64 (twice the blocks;
+    // 91 vs 71 TFLOP/s at 256 tokens after a 4k prefix, 16/8/128). M/2 < B <= M: fa3-ov (its
+    // softmax overlapped with its GEMMs; 297 vs 234 at 1k tokens after a 4k prefix). B > M:
+    // fa3-wg2 at head_dim 128 (two blocks per multiprocessor beat one overlapped block: 335 vs
+    // 298 at 4k), fa3-ov at head_dim 64 (128 registers: two overlapped blocks fit; 344 vs 316).
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
       if (!fa2_only && wgmma_supports(p, dtype)) {
-        const bool many = wgmma_blocks(p) > multiprocessors();
-        if (s4) return many ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
-        return many ? ExtendKernel::kWgmmaOv : ExtendKernel::kWgmmaOv64;
+        const int64_t blocks = wgmma_blocks(p), sms = multiprocessors();
+        if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
+        if (2 * blocks <= sms) return ExtendKernel::kWgmmaOv64;
+        return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
       }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }

@@ -10,6 +10,10 @@
 // is per row): the softmax of one warpgroup overlaps the MMAs of the other and of the second
 // block on the multiprocessor. H100, 16/8/128 causal at 4k tokens: 345 TFLOP/s with registers
 // for 2 blocks per multiprocessor, 286 with 1 (bench/results/h100_2026-11-23_s4_fa2).
+// fa3-ov / fa3-ovq / fa3-ov64 (session 5, wg_tile_ov): each warpgroup's softmax overlapped with
+// its own next S and current O GEMM, a deeper ring; at head_dim 128 one block per multiprocessor
+// (160 registers), so fa3-wg2 stays ahead on large grids: 335 vs 298 TFLOP/s at 4k; ahead on
+// grids of <= 1 block per multiprocessor and at head_dim 64 (bench/results/h100_2026-11-23_s5_fa3).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
