@@ -97,13 +97,19 @@ ExtendCheck extend_check(const PagedCase& c0, DType dt, float scale) {
   return x;
 }
 
-// Runs the CUDA op (the kernel GRAPHRT_EXTEND_KERNEL picks) on the check's case.
-void expect_cuda_matches(const ExtendCheck& x) {
+// The CUDA op's output (the kernel GRAPHRT_EXTEND_KERNEL picks) on the check's case.
+std::vector<float> cuda_output(const ExtendCheck& x) {
   const PagedCase& c = x.c;
   auto tg = upload(c, x.dt, kGpu);
   Tensor out = ops::attention_extend(tg.q, tg.k_cache, tg.v_cache, tg.extend, c.nq, c.nkv, c.hd, x.scale);
-  ASSERT_EQ(out.shape(), (Shape{c.rows, c.q_width()}));
-  std::vector<float> got = to_host_floats(out);
+  EXPECT_EQ(out.shape(), (Shape{c.rows, c.q_width()}));
+  return to_host_floats(out);
+}
+
+void expect_cuda_matches(const ExtendCheck& x) {
+  const PagedCase& c = x.c;
+  std::vector<float> got = cuda_output(x);
+  ASSERT_EQ(got.size(), static_cast<size_t>(c.rows * c.q_width()));
   for (float v : got) ASSERT_TRUE(std::isfinite(v));
   EXPECT_LT(max_abs_diff(got, x.want), tolerance(x.dt))
       << c.nq << "/" << c.nkv << " hd " << c.hd << " reqs " << c.num_reqs() << " " << dtype_name(x.dt);
@@ -251,16 +257,27 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
   const auto name = [](const cuda::ExtendParams& p, DType dt) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
-  // bf16 and f16 at head dims 64 and 128, strided q included: the wgmma kernel on sm_90 GPUs
-  // (registers for 2 blocks per multiprocessor on long prompts, for 1 on short ones), else FA2.
+  // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
+  // multiprocessors) fa3-wg2 (head_dim 128) or the overlapped fa3-ov (64) on long prompts, fa3-ov
+  // where the 128-row grid has between half and all of the multiprocessors, fa3-ov64 below; else
+  // FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
-      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-wg2" : "fa3-ov") : "fa2-v2")
+          << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
-      short_prompt.max_extend_len = 256;
-      EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wg" : "fa2-v2q64") << hd;
+      short_prompt.max_extend_len = 256;  // 2 tiles x 16 heads: 32 blocks
+      EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+      cuda::ExtendParams mid_prompt = params_for(hd, 16 * hd, buf);
+      mid_prompt.max_extend_len = 768;  // 6 tiles x 16 heads: 96 blocks
+      EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-ov" : "fa2-v2q64") << hd;
+      {
+        ForceExtendKernel s4("auto-s4");  // the session-4 choice
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wg" : "fa2-v2q64") << hd;
+      }
       {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-v2") << hd;
@@ -300,8 +317,11 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
   EXPECT_FALSE(cuda::fa2_pair_q_tiles(short_extend, 64));
 }
 
-// The wgmma kernel (sm_90 only; elsewhere forcing it is an Error): the FA2 cases above, both
-// register budgets. Its own test so that a fault in it leaves the FA2 results readable.
+// The wgmma kernels (sm_90 only; elsewhere forcing one is an Error): the FA2 cases above, both
+// register budgets of fa3-wg and the overlapped fa3-ov / fa3-ovq / fa3-ov64, whose 4- and
+// 3-stage rings get key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a
+// prefix); every fourth case runs twice with bitwise equal results. Its own test so that a fault
+// in it leaves the FA2 results readable.
 TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
   std::vector<ExtendCheck> checks;
   for (int hd : {64, 128})
@@ -315,6 +335,8 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
   checks.push_back(extend_check(make_case(32, 8, 64, {64, 0}, {191, 128}, 1, 32), DType::F16, 0.125f));
   for (int hd : {64, 128}) {
     checks.push_back(growing_scores_check(hd));
+    checks.push_back(extend_check(make_case(8, 2, hd, {0, 0, 0, 0, 70}, {64, 129, 250, 300, 330}, 1, 40 + hd),
+                                  DType::BF16, 1.0f / std::sqrt(static_cast<float>(hd))));
   }
   alignas(16) static char buf[64];
   const cuda::ExtendParams probe = params_for(128, 16 * 128, buf);
@@ -324,12 +346,13 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
     GTEST_SKIP() << "no sm_90 GPU: the wgmma kernel is refused";
   }
   for (const char* pairing : {"0", "1"})
-    for (const char* kernel : {"fa3-wg", "fa3-wg2"}) {
+    for (const char* kernel : {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
         SCOPED_TRACE(std::string(kernel) + " pairing " + pairing + " case " + std::to_string(i));
         expect_cuda_matches(checks[i]);
+        if (i % 4 == 0) EXPECT_EQ(cuda_output(checks[i]), cuda_output(checks[i]));  // deterministic
       }
     }
 }

@@ -237,6 +237,9 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kFa2V2Exp: return "fa2-v2e";
     case ExtendKernel::kWgmma: return "fa3-wg";
     case ExtendKernel::kWgmma2: return "fa3-wg2";
+    case ExtendKernel::kWgmmaOv: return "fa3-ov";
+    case ExtendKernel::kWgmmaOv64: return "fa3-ov64";
+    case ExtendKernel::kWgmmaOvQ: return "fa3-ovq";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -265,25 +268,53 @@ Fa2Tile fa2_tile_of(ExtendKernel k) {
   GRT_FAIL("attention_extend: {} is no FA2 kernel", extend_kernel_name(k));
 }
 
+bool is_wgmma(ExtendKernel k) {
+  return k == ExtendKernel::kWgmma || k == ExtendKernel::kWgmma2 || k == ExtendKernel::kWgmmaOv ||
+         k == ExtendKernel::kWgmmaOv64 || k == ExtendKernel::kWgmmaOvQ;
+}
+
+WgVariant wg_variant_of(ExtendKernel k) {
+  switch (k) {
+    case ExtendKernel::kWgmma: return WgVariant::kWg;
+    case ExtendKernel::kWgmma2: return WgVariant::kWg2;
+    case ExtendKernel::kWgmmaOv: return WgVariant::kOv;
+    case ExtendKernel::kWgmmaOv64: return WgVariant::kOv64;
+    case ExtendKernel::kWgmmaOvQ: return WgVariant::kOvQ;
+    default: break;
+  }
+  GRT_FAIL("attention_extend: {} is no wgmma kernel", extend_kernel_name(k));
+}
+
 }  // namespace
 
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
-  const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2";
-  if (forced.empty() || forced == "auto" || v1 || fa2_only) {
+  const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4) {
     // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
     // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
     // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
     // each block has a multiprocessor to itself). Elsewhere FA2: 128-row tiles of 4 warps x 32
     // rows read half the shared memory per FLOP and win wherever their blocks (a pair of q tiles
     // each, two per multiprocessor) fill >= 90% of the GPU; else 64-row tiles.
-    // "auto-v1" keeps the session-3 choice, "auto-fa2" the FA2 choice on any GPU, for A/B.
+    // "auto-v1" keeps the session-3 choice, "auto-fa2" the FA2 choice on any GPU, "auto-s4" the
+    // session-4 choice (fa3-wg2 / fa3-wg), for A/B.
+    // Session 5 (measured, bench/results/h100_2026-11-23_s5_fa3): by the 128-row grid's blocks B
+    // (pairs counted once) against the multiprocessors M. B <= M/2: fa3-ov64 (twice the blocks;
+    // 91 vs 71 TFLOP/s at 256 tokens after a 4k prefix, 16/8/128). M/2 < B <= M: fa3-ov (its
+    // softmax overlapped with its GEMMs; 297 vs 234 at 1k tokens after a 4k prefix). B > M:
+    // fa3-wg2 at head_dim 128 (two blocks per multiprocessor beat one overlapped block: 335 vs
+    // 298 at 4k), fa3-ov at head_dim 64 (128 registers: two overlapped blocks fit; 344 vs 316).
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
-      if (!fa2_only && wgmma_supports(p, dtype))
-        return wgmma_blocks(p) > multiprocessors() ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
+      if (!fa2_only && wgmma_supports(p, dtype)) {
+        const int64_t blocks = wgmma_blocks(p), sms = multiprocessors();
+        if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
+        if (2 * blocks <= sms) return ExtendKernel::kWgmmaOv64;
+        return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
+      }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }
     if (tc_supports(p, dtype)) return ExtendKernel::kTensorCore;
@@ -292,19 +323,21 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   for (ExtendKernel k :
        {ExtendKernel::kFa2Q64, ExtendKernel::kFa2Q128, ExtendKernel::kFa2Q128W4, ExtendKernel::kFa2V2Q64,
         ExtendKernel::kFa2V2, ExtendKernel::kFa2V2K64, ExtendKernel::kFa2V2Exp, ExtendKernel::kWgmma,
-        ExtendKernel::kWgmma2, ExtendKernel::kTensorCore, ExtendKernel::kSimt}) {
+        ExtendKernel::kWgmma2, ExtendKernel::kWgmmaOv, ExtendKernel::kWgmmaOv64, ExtendKernel::kWgmmaOvQ,
+        ExtendKernel::kTensorCore,
+        ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
     bool ok = fa2_supports(p, dtype);
     if (k == ExtendKernel::kSimt) ok = true;
     else if (k == ExtendKernel::kTensorCore) ok = tc_supports(p, dtype);
-    else if (k == ExtendKernel::kWgmma || k == ExtendKernel::kWgmma2) ok = wgmma_supports(p, dtype);
+    else if (is_wgmma(k)) ok = wgmma_supports(p, dtype);
     GRT_CHECK(ok, "GRAPHRT_EXTEND_KERNEL={}: that kernel does not serve dtype {} head_dim {} (or unaligned rows)",
               forced, dtype_name(dtype), p.hd);
     return k;
   }
   GRT_FAIL(
-      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, "
-      "fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, tc, simt",
+      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, fa2-q64, fa2-q128, fa2-q128w4, "
+      "fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, tc, simt",
       forced);
 }
 
@@ -341,9 +374,10 @@ void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
             static_cast<unsigned>(e.num_reqs));
   cudaStream_t st = native_stream(stream);
   const ExtendKernel k = choose_extend_kernel(p, a.dtype);
-  if (k == ExtendKernel::kWgmma || k == ExtendKernel::kWgmma2) {
-    p.pair_q_tiles = fa2_pair_q_tiles(p, 128);
-    launch_extend_wgmma(st, p, a.dtype, k == ExtendKernel::kWgmma2 ? 2 : 1);
+  if (is_wgmma(k)) {
+    const WgVariant v = wg_variant_of(k);
+    p.pair_q_tiles = fa2_pair_q_tiles(p, wgmma_q_tile(v));
+    launch_extend_wgmma(st, p, a.dtype, v);
     GRT_CUDA_CHECK_LAUNCH("attention_extend ({}) reqs={} max_extend_len={} heads {}/{} head_dim {}",
                           extend_kernel_name(k), e.num_reqs, e.max_extend_len, p.nq, p.nkv, p.hd);
     return;

@@ -43,11 +43,19 @@ enum class Fa2Tile { kQ64, kQ128, kQ128W4, kV2Q64, kV2, kV2K64, kV2Exp };
 // Launches the FA2 kernel; an unsupported case (fa2_supports false) is an Error.
 void launch_extend_fa2(cudaStream_t stream, const ExtendParams& p, DType dtype, Fa2Tile tile);
 
-// The wgmma kernel (attention_extend_wgmma.cu, "fa3-wg"): sm_90 GPUs, otherwise as fa2_supports.
+// The wgmma kernels (attention_extend_wgmma.cu): sm_90 GPUs, otherwise as fa2_supports.
 bool wgmma_supports(const ExtendParams& p, DType dtype);
-// Launches it (128-row q tiles, pairing as the FA2 kernels) with registers for `occupancy` (1 or
-// 2) blocks per multiprocessor; an unsupported case is an Error.
-void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, int occupancy);
+// fa3-wg / fa3-wg2: 128-row q tiles (2 warpgroups), 2 stages, no overlap of softmax and GEMMs,
+// registers for 1 / 2 blocks per multiprocessor. fa3-ov (issue 18, session 5): 128-row tiles,
+// 4 stages, each warpgroup's softmax overlapped with its own O GEMM and the next S GEMM, 1 block
+// per multiprocessor. fa3-ov64: the same loop on 64-row tiles (1 warpgroup, 3 stages) for short
+// prompts, twice the blocks. fa3-ovq: fa3-ov with Q in registers (S reads only K from shared
+// memory).
+enum class WgVariant { kWg, kWg2, kOv, kOv64, kOvQ };
+// Rows of a variant's q tile (the unit of pairing and of the grid).
+int wgmma_q_tile(WgVariant v);
+// Launches it (pairing as the FA2 kernels: p.pair_q_tiles); an unsupported case is an Error.
+void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
 
 enum class ExtendKernel {
   kFa2Q64,
@@ -59,6 +67,9 @@ enum class ExtendKernel {
   kFa2V2Exp,
   kWgmma,
   kWgmma2,
+  kWgmmaOv,
+  kWgmmaOv64,
+  kWgmmaOvQ,
   kTensorCore,
   kSimt
 };
@@ -69,14 +80,16 @@ const char* extend_kernel_name(ExtendKernel k);
 // GRAPHRT_EXTEND_PAIRING=0/1 forces it (tests).
 bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
-// The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU the wgmma
-// kernel (fa3-wg2 when its grid has more blocks than multiprocessors, else fa3-wg), elsewhere
-// FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64); else the
-// WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL forces
-// one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64,
-// fa2-v2e, fa3-wg, fa3-wg2, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64);
-// "auto-fa2": the FA2 choice on any GPU; unset or "auto": the default choice. Forcing a kernel
-// that cannot serve the case is an Error.
+// The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU a wgmma
+// kernel by the blocks B of the 128-row grid against the multiprocessors M (fa3-ov64 where
+// B <= M/2, fa3-ov where M/2 < B <= M or at head_dim 64, fa3-wg2 where B > M at head_dim 128),
+// elsewhere FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64);
+// else the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
+// forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
+// fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, tc, simt; "auto-v1": the session-3
+// choice (fa2-q128w4 or fa2-q64); "auto-fa2": the FA2 choice on any GPU; "auto-s4": the
+// session-4 choice (fa3-wg2 where B > M, else fa3-wg); unset or "auto":
+// the default choice. Forcing a kernel that cannot serve the case is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 
 }  // namespace grt::cuda

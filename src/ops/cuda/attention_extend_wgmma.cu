@@ -10,6 +10,10 @@
 // is per row): the softmax of one warpgroup overlaps the MMAs of the other and of the second
 // block on the multiprocessor. H100, 16/8/128 causal at 4k tokens: 345 TFLOP/s with registers
 // for 2 blocks per multiprocessor, 286 with 1 (bench/results/h100_2026-11-23_s4_fa2).
+// fa3-ov / fa3-ovq / fa3-ov64 (session 5, wg_tile_ov): each warpgroup's softmax overlapped with
+// its own next S and current O GEMM, a deeper ring; at head_dim 128 one block per multiprocessor
+// (160 registers), so fa3-wg2 stays ahead on large grids: 335 vs 298 TFLOP/s at 4k; ahead on
+// grids of <= 1 block per multiprocessor and at head_dim 64 (bench/results/h100_2026-11-23_s5_fa3).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -35,15 +39,16 @@ using attn::kv_slot;
 using attn::pack2;
 using attn::smem_addr;
 
-template <int HD>
+// GROUPS warpgroups of 64 q rows per block; STAGES K/V tiles of 64 keys in shared memory.
+template <int HD, int GROUPS = 2, int STAGES = 2>
 struct WgCfg {
-  static constexpr int kGroups = 2;  // warpgroups per block, 64 q rows each
+  static constexpr int kGroups = GROUPS;
   static constexpr int kThreads = 128 * kGroups;
   static constexpr int kBQ = 64 * kGroups;
   static constexpr int kBK = 64;  // keys per tile
   static constexpr uint32_t kQBytes = kBQ * HD * 2;
   static constexpr uint32_t kTileBytes = kBK * HD * 2;
-  static constexpr size_t kSmem = size_t{kQBytes} + 4 * kTileBytes + 1024;  // Q, 2 stages of K, V; alignment
+  static constexpr size_t kSmem = size_t{kQBytes} + 2 * STAGES * kTileBytes + 1024;  // Q, stages of K, V; alignment
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -101,7 +106,7 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
                "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" GRT_WGMMA_D_REGS                   \
                "}, {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"                                                  \
                : GRT_WGMMA_D_OUT(d)                                                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TB), "r"(1))
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TB), "r"(acc))
 
 // D (64 x 64 f32; this thread's 32 values) (+)= A (64 x 16, shared-memory descriptor, K-major)
 // x B (16 x 64, descriptor, K-major); D is overwritten where acc == 0. Issued by a whole
@@ -112,10 +117,11 @@ __device__ __forceinline__ void wgmma_ss(float d[32], uint64_t a, uint64_t b, in
   else GRT_WGMMA_SS("f16");
 }
 
-// D += A (64 x 16 from registers: per warp, 16 rows in the mma.sync m16n8k16 A layout) x B
-// (descriptor; TB = 1: B is stored MN-major, each of its 16 k rows with n contiguous).
+// D (+)= A (64 x 16 from registers: per warp, 16 rows in the mma.sync m16n8k16 A layout) x B
+// (descriptor; TB = 1: B is stored MN-major, each of its 16 k rows with n contiguous; TB = 0:
+// K-major); D is overwritten where acc == 0.
 template <typename T, int TB>
-__device__ __forceinline__ void wgmma_rs(float d[32], const uint32_t a[4], uint64_t b) {
+__device__ __forceinline__ void wgmma_rs(float d[32], const uint32_t a[4], uint64_t b, int acc = 1) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) GRT_WGMMA_RS("bf16");
   else GRT_WGMMA_RS("f16");
 }
@@ -124,37 +130,65 @@ __device__ __forceinline__ void wgmma_rs(float d[32], const uint32_t a[4], uint6
 #undef GRT_WGMMA_D_OUT
 #undef GRT_WGMMA_D_REGS
 
-// Query tile `qt` (128 rows) of request blockIdx.z, head blockIdx.y; ext: the request's clamped
-// extend length. smem: 1024-aligned.
-template <typename T, int HD>
-__device__ __forceinline__ void wg_tile(const ExtendParams& p, int qt, int ext, unsigned char* smem) {
-  using C = WgCfg<HD>;
-  constexpr int kBK = C::kBK;
-  constexpr int kCB = HD / 64;  // 128-byte column blocks of a row
-  constexpr int kChunks = HD / 8;
-  constexpr int kRowsPerPass = C::kThreads / kChunks;
-  constexpr int kKvRows = kBK / kRowsPerPass;
-  constexpr int kQRows = C::kBQ / kRowsPerPass;
-  const uint32_t qs = smem_addr(smem);
-  const uint32_t kvs = qs + C::kQBytes;  // stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
+// One q tile of a block (C::kBQ rows) of request blockIdx.z, head blockIdx.y: its K/V gather
+// through req_to_token (cp.async into the 128-byte-swizzled layout; every thread copies
+// kKvRows rows' chunk per tile), the Q tile, the wgmma issue of S and O, and the output store.
+template <typename T, int HD, typename C>
+struct WgTile {
+  static constexpr int kBK = C::kBK;
+  static constexpr int kCB = HD / 64;  // 128-byte column blocks of a row
+  static constexpr int kChunks = HD / 8;
+  static constexpr int kRowsPerPass = C::kThreads / kChunks;
+  static constexpr int kKvRows = kBK / kRowsPerPass;
+  static constexpr int kQRows = C::kBQ / kRowsPerPass;
 
-  const int b = blockIdx.z, h = blockIdx.y, kvh = h / p.group;
-  const int q0 = qt * C::kBQ;
-  const int64_t prefix = max(p.prefix_lens[b], 0);
-  const int64_t start = p.extend_start_loc[b];
-  const int32_t req = p.req_pool_indices[b];
-  const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
-  const int rows = min(C::kBQ, ext - q0);
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int kv_end = static_cast<int>(min(prefix + q0 + rows, p.max_context));
-  const int num_tiles = (kv_end + kBK - 1) / kBK;
+  const ExtendParams& p;
+  uint32_t qs, kvs;  // Q, then stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
+  int q0, rows, kv_end, num_tiles;
+  int64_t start;
+  const int32_t* table;
+  int chunk, crow;
+  int64_t width;
+  const T* kc;
+  const T* vc;
+  int32_t slots[kKvRows];
+  // Warpgroup, warp in it, lane's row group and column pair; the warpgroup's first row, and the
+  // (clamped, as in the FA2 kernel: rows past kv_end see every key either way) positions of the
+  // warpgroup's and the warp's first row.
+  int wg, wq, g, t4, grow0, gpos0, wpos0;
 
-  const int chunk = tid % kChunks, crow = tid / kChunks;
-  const int64_t width = static_cast<int64_t>(p.nkv) * HD;
-  const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
-  const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
-  {
-    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(h) * HD + chunk * 8;
+  __device__ __forceinline__ WgTile(const ExtendParams& prm, int qt, int ext, unsigned char* smem) : p(prm) {
+    qs = smem_addr(smem);
+    kvs = qs + C::kQBytes;
+    const int b = blockIdx.z, h = blockIdx.y, kvh = h / p.group;
+    q0 = qt * C::kBQ;
+    const int64_t prefix = max(p.prefix_lens[b], 0);
+    start = p.extend_start_loc[b];
+    const int32_t req = p.req_pool_indices[b];
+    table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
+    rows = min(C::kBQ, ext - q0);
+    kv_end = static_cast<int>(min(prefix + q0 + rows, p.max_context));
+    num_tiles = (kv_end + kBK - 1) / kBK;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    chunk = tid % kChunks;
+    crow = tid / kChunks;
+    width = static_cast<int64_t>(p.nkv) * HD;
+    kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+    vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+    wg = warp / 4;
+    wq = warp % 4;
+    g = lane / 4;
+    t4 = lane % 4;
+    grow0 = wg * 64;
+    gpos0 = static_cast<int>(min(prefix + q0 + grow0, static_cast<int64_t>(kv_end)));
+    wpos0 = gpos0 + 16 * wq;
+  }
+  // Key tiles this warpgroup needs (tiles 0 .. n - 1): none past its last row's causal limit.
+  __device__ __forceinline__ int group_tiles() const {
+    return grow0 < rows ? min(num_tiles, (gpos0 + 63) / kBK + 1) : 0;
+  }
+  __device__ __forceinline__ void load_q() {
+    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(blockIdx.y) * HD + chunk * 8;
 #pragma unroll
     for (int i = 0; i < kQRows; ++i) {
       const int r = crow + i * kRowsPerPass;
@@ -163,16 +197,18 @@ __device__ __forceinline__ void wg_tile(const ExtendParams& p, int qt, int ext, 
       cp_async16(qs + sw128(r, chunk, C::kBQ), ok ? q + row * p.q_stride : q, ok);
     }
   }
-  int32_t slots[kKvRows];
-  auto load_slots = [&](int t) {
+  __device__ __forceinline__ void load_slots(int t) {
 #pragma unroll
     for (int i = 0; i < kKvRows; ++i) {
       const int pos = t * kBK + crow + i * kRowsPerPass;
       slots[i] = pos < kv_end ? static_cast<int32_t>(kv_slot(table, pos, p.num_slots)) : -1;
     }
-  };
-  auto issue_tile = [&](int stage) {
-    const uint32_t ks = kvs + 2 * stage * C::kTileBytes, vs = ks + C::kTileBytes;
+  }
+  __device__ __forceinline__ uint32_t k_stage(int stage) const { return kvs + 2 * stage * C::kTileBytes; }
+  __device__ __forceinline__ uint32_t v_stage(int stage) const { return k_stage(stage) + C::kTileBytes; }
+  // cp.async of the tile whose slots were loaded last into `stage` (no commit).
+  __device__ __forceinline__ void issue_tile(int stage) {
+    const uint32_t ks = k_stage(stage), vs = v_stage(stage);
 #pragma unroll
     for (int i = 0; i < kKvRows; ++i) {
       const int r = crow + i * kRowsPerPass;
@@ -181,20 +217,205 @@ __device__ __forceinline__ void wg_tile(const ExtendParams& p, int qt, int ext, 
       cp_async16(ks + sw128(r, chunk, kBK), kc + off, ok);
       cp_async16(vs + sw128(r, chunk, kBK), vc + off, ok);
     }
-  };
-  load_slots(0);
-  issue_tile(0);
-  cp_async_commit();  // Q and tile 0
-  if (num_tiles > 1) load_slots(1);
+  }
+  // S = Q · Kᵀ (64 x 64 for this warpgroup) from `stage`; issued, not committed.
+  __device__ __forceinline__ void issue_s(float (&s)[32], int stage) const {
+    const uint32_t ks = k_stage(stage);
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      const int cb = kk / 4, kin = kk % 4;
+      wgmma_ss<T>(s, sw128_desc(qs + cb * (C::kBQ * 128) + grow0 * 128 + kin * 32),
+                  sw128_desc(ks + cb * (kBK * 128) + kin * 32), kk > 0);
+    }
+  }
+  // This warp's 16 Q rows as wgmma A fragments (the m16n8k16 A layout per 16 head dims), read
+  // straight from global memory once per q tile; rows past the request or the output are zeros.
+  __device__ __forceinline__ void load_q_regs(uint32_t (&qf)[HD / 16][4]) const {
+    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(blockIdx.y) * HD + 2 * t4;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int r = grow0 + 16 * wq + g + 8 * i;
+      const int64_t row = start + q0 + r;
+      const bool ok = r < rows && row >= 0 && row < p.num_rows;
+      const uint32_t* src = reinterpret_cast<const uint32_t*>(q + (ok ? row * p.q_stride : 0));
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        qf[kk][i] = ok ? src[8 * kk] : 0u;
+        qf[kk][2 + i] = ok ? src[8 * kk + 4] : 0u;
+      }
+    }
+  }
+  // S = Q · Kᵀ with Q from registers (load_q_regs): the tensor cores read only K from shared memory.
+  __device__ __forceinline__ void issue_s_rs(float (&s)[32], const uint32_t (&qf)[HD / 16][4], int stage) const {
+    const uint32_t ks = k_stage(stage);
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      const int cb = kk / 4, kin = kk % 4;
+      wgmma_rs<T, 0>(s, qf[kk], sw128_desc(ks + cb * (kBK * 128) + kin * 32), kk > 0);
+    }
+  }
+  // O += P · V from `stage`: V rows are keys (the k of this product) with head dims contiguous:
+  // MN-major. Issued, not committed.
+  __device__ __forceinline__ void issue_o(float (&o)[kCB][32], const uint32_t (&pf)[kBK / 16][4], int stage) const {
+    const uint32_t vs = v_stage(stage);
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk)
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) wgmma_rs<T, 1>(o[cb], pf[kk], sw128_desc(vs + cb * (kBK * 128) + kk * 16 * 128));
+  }
+  // Scores of keys past a row's causal limit or past kv_end set to -inf (tiles crossing the
+  // diagonal or the end only). Accumulator layout (per warp, as mma.sync m16n8): this lane holds
+  // rows g and g + 8 of its warp's 16, columns 8j + 2t, 8j + 2t + 1 at [4j + 0/1] (row g) and
+  // [4j + 2/3] (row g + 8).
+  __device__ __forceinline__ void mask(float (&s)[32], int t) const {
+    const int k0 = t * kBK;
+    if (k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + 8 * j + 2 * t4 + (e & 1);
+          const int qpos = wpos0 + g + 8 * (e / 2);
+          if (key > qpos || key >= kv_end) s[4 * j + e] = -INFINITY;
+        }
+    }
+  }
+  // mask with the decision taken by a warp vote (warp-uniform for ptxas).
+  __device__ __forceinline__ void mask_voted(float (&s)[32], int t) const {
+    const int k0 = t * kBK;
+    if (__any_sync(0xffffffffu, k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end)) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + 8 * j + 2 * t4 + (e & 1);
+          const int qpos = wpos0 + g + 8 * (e / 2);
+          if (key > qpos || key >= kv_end) s[4 * j + e] = -INFINITY;
+        }
+    }
+  }
+  __device__ __forceinline__ void store(float (&o)[kCB][32], const float (&l)[2]) const {
+    T* out = static_cast<T*>(p.out) + static_cast<int64_t>(blockIdx.y) * HD + 2 * t4;
+    const int64_t out_stride = static_cast<int64_t>(p.nq) * HD;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float lt = l[i];
+      lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+      lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+      const int r = grow0 + 16 * wq + g + 8 * i;
+      const int64_t row = start + q0 + r;
+      if (r >= rows || row < 0 || row >= p.num_rows) continue;
+      const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+      T* dst = out + row * out_stride;
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          *reinterpret_cast<uint32_t*>(dst + 64 * cb + 8 * j) =
+              pack2<T>(o[cb][4 * j + 2 * i] * inv, o[cb][4 * j + 2 * i + 1] * inv);
+    }
+  }
+};
 
-  // Accumulator layout (per warp, as mma.sync m16n8): this lane holds rows g and g + 8 of its
-  // warp's 16, columns 8j + 2t, 8j + 2t + 1 at [4j + 0/1] (row g) and [4j + 2/3] (row g + 8).
-  const int wg = warp / 4, wq = warp % 4, g = lane / 4, t4 = lane % 4;
-  const int grow0 = wg * 64;
-  const bool group_active = grow0 < rows;
-  // Positions clamped to kv_end as in the FA2 kernel (rows past it see every key either way).
-  const int gpos0 = static_cast<int>(min(prefix + q0 + grow0, static_cast<int64_t>(kv_end)));
-  const int wpos0 = gpos0 + 16 * wq;
+// Online softmax of one masked 64-key tile, in steps so that the overlapped kernel can run them
+// while an O GEMM is in flight. Row i of the lane (g, g + 8): running max m (log2 units), sum l.
+// The tile's row maxima (log2 units) into mx; true where some row of the warp outgrew its running
+// max by more than kLazyRescaleLog2 (then new_max must run, and O be scaled by alpha).
+__device__ __forceinline__ bool tile_max(const float (&s)[32], float sl2, const float (&m)[2], float (&mx)[2]) {
+  bool grow = false;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float x = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) x = fmaxf(x, fmaxf(s[4 * j + 2 * i], s[4 * j + 2 * i + 1]));
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+    mx[i] = x * sl2;
+    grow |= mx[i] > m[i] + kLazyRescaleLog2;
+  }
+  return __any_sync(0xffffffffu, grow);
+}
+__device__ __forceinline__ void new_max(float (&m)[2], float (&l)[2], const float (&mx)[2], float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float mn = fmaxf(m[i], mx[i]);
+    alpha[i] = fast_exp2(m[i] - (mn == -INFINITY ? 0.0f : mn));
+    m[i] = mn;
+    l[i] *= alpha[i];
+  }
+}
+// new_max without a branch, per row: a row takes the tile's max only where it exceeds the
+// running max by more than kLazyRescaleLog2 (elsewhere alpha = 1 exactly, P stays <= 2^8); the
+// caller scales O where tile_max's vote says some row grew.
+__device__ __forceinline__ void new_max_lazy(float (&m)[2], float (&l)[2], const float (&mx)[2], float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float mn = mx[i] > m[i] + kLazyRescaleLog2 ? mx[i] : m[i];
+    alpha[i] = fast_exp2(m[i] - (mn == -INFINITY ? 0.0f : mn));
+    m[i] = mn;
+    l[i] *= alpha[i];
+  }
+}
+template <int KCB>
+__device__ __forceinline__ void scale_o(float (&o)[KCB][32], const float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int cb = 0; cb < KCB; ++cb)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        o[cb][4 * j + 2 * i] *= alpha[i];
+        o[cb][4 * j + 2 * i + 1] *= alpha[i];
+      }
+}
+// P = exp2(s * sl2 - m) in place; l += its row sums.
+__device__ __forceinline__ void exp_rows(float (&s)[32], const float (&m)[2], float (&l)[2], float sl2) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float mu = m[i] == -INFINITY ? 0.0f : m[i];
+    float rs = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      s[4 * j + 2 * i] = fast_exp2(fmaf(s[4 * j + 2 * i], sl2, -mu));
+      s[4 * j + 2 * i + 1] = fast_exp2(fmaf(s[4 * j + 2 * i + 1], sl2, -mu));
+      rs += s[4 * j + 2 * i] + s[4 * j + 2 * i + 1];
+    }
+    l[i] += rs;
+  }
+}
+// P as the A operand of wgmma from registers (per warp the mma.sync m16n8k16 A layout).
+template <typename T>
+__device__ __forceinline__ void pack_p(const float (&s)[32], uint32_t (&pf)[4][4]) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    pf[kk][0] = pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+    pf[kk][1] = pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+    pf[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+    pf[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+  }
+}
+template <int N>
+__device__ __forceinline__ void fence_regs(uint32_t (&r)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
+}
+
+// fa3-wg / fa3-wg2: query tile `qt` (128 rows); ext: the request's clamped extend length; smem:
+// 1024-aligned. Two stages, one barrier per tile; each warpgroup waits for its S GEMM before the
+// softmax and for its O GEMM before the next tile.
+template <typename T, int HD>
+__device__ __forceinline__ void wg_tile(const ExtendParams& p, int qt, int ext, unsigned char* smem) {
+  using C = WgCfg<HD>;
+  WgTile<T, HD, C> w(p, qt, ext, smem);
+  constexpr int kCB = WgTile<T, HD, C>::kCB;
+  const int num_tiles = w.num_tiles, my_tiles = w.group_tiles();
+  w.load_q();
+  w.load_slots(0);
+  w.issue_tile(0);
+  cp_async_commit();  // Q and tile 0
+  if (num_tiles > 1) w.load_slots(1);
 
   float o[kCB][32];
   float s[32];
@@ -211,93 +432,31 @@ __device__ __forceinline__ void wg_tile(const ExtendParams& p, int qt, int ext, 
     cp_async_wait<0>();
     fence_proxy_async();
     __syncthreads();  // tile t landed for all; every warpgroup is done with tile t - 1's stage
-    if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
+    if (t + 1 < num_tiles) w.issue_tile((t + 1) & 1);
     cp_async_commit();
-    if (t + 2 < num_tiles) load_slots(t + 2);
-    const uint32_t ks = kvs + 2 * (t & 1) * C::kTileBytes, vs = ks + C::kTileBytes;
-    const int k0 = t * kBK;
-    if (group_active && k0 <= gpos0 + 63) {  // else every key is in the warpgroup's future
-      // S = Q · Kᵀ (64 x 64 per warpgroup).
+    if (t + 2 < num_tiles) w.load_slots(t + 2);
+    if (t < my_tiles) {  // else every key is in the warpgroup's future
       fence_regs(s);
       wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < HD / 16; ++kk) {
-        const int cb = kk / 4, kin = kk % 4;
-        wgmma_ss<T>(s, sw128_desc(qs + cb * (C::kBQ * 128) + grow0 * 128 + kin * 32),
-                    sw128_desc(ks + cb * (kBK * 128) + kin * 32), kk > 0);
-      }
+      w.issue_s(s, t & 1);
       wgmma_commit();
       wgmma_wait<0>();
       fence_regs(s);
 
-      if (k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = k0 + 8 * j + 2 * t4 + (e & 1);
-            const int qpos = wpos0 + g + 8 * (e / 2);
-            if (key > qpos || key >= kv_end) s[4 * j + e] = -INFINITY;
-          }
+      w.mask(s, t);
+      float mx[2], alpha[2];
+      if (tile_max(s, sl2, m, mx)) {
+        new_max(m, l, mx, alpha);
+        scale_o(o, alpha);
       }
-      float mx[2];
-      bool grow = false;
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        float x = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) x = fmaxf(x, fmaxf(s[4 * j + 2 * i], s[4 * j + 2 * i + 1]));
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-        mx[i] = x * sl2;
-        grow |= mx[i] > m[i] + kLazyRescaleLog2;
-      }
-      if (__any_sync(0xffffffffu, grow)) {
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const float mn = fmaxf(m[i], mx[i]);
-          const float alpha = fast_exp2(m[i] - (mn == -INFINITY ? 0.0f : mn));
-          m[i] = mn;
-          l[i] *= alpha;
-#pragma unroll
-          for (int cb = 0; cb < kCB; ++cb)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) {
-              o[cb][4 * j + 2 * i] *= alpha;
-              o[cb][4 * j + 2 * i + 1] *= alpha;
-            }
-        }
-      }
-      uint32_t pf[kBK / 16][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const float mu = m[i] == -INFINITY ? 0.0f : m[i];
-        float rs = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          s[4 * j + 2 * i] = fast_exp2(fmaf(s[4 * j + 2 * i], sl2, -mu));
-          s[4 * j + 2 * i + 1] = fast_exp2(fmaf(s[4 * j + 2 * i + 1], sl2, -mu));
-          rs += s[4 * j + 2 * i] + s[4 * j + 2 * i + 1];
-        }
-        l[i] += rs;
-      }
-#pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) {
-        pf[kk][0] = pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
-        pf[kk][1] = pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
-        pf[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
-        pf[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
-      }
+      exp_rows(s, m, l, sl2);
+      uint32_t pf[4][4];
+      pack_p<T>(s, pf);
 
-      // O += P · V: V rows are keys (the k of this product) with head dims contiguous: MN-major.
 #pragma unroll
       for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
       wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk)
-#pragma unroll
-        for (int cb = 0; cb < kCB; ++cb)
-          wgmma_rs<T, 1>(o[cb], pf[kk], sw128_desc(vs + cb * (kBK * 128) + kk * 16 * 128));
+      w.issue_o(o, pf, t & 1);
       wgmma_commit();
       wgmma_wait<0>();
 #pragma unroll
@@ -305,35 +464,135 @@ __device__ __forceinline__ void wg_tile(const ExtendParams& p, int qt, int ext, 
     }
   }
   cp_async_wait<0>();
+  w.store(o, l);
+}
 
-  T* out = static_cast<T*>(p.out) + static_cast<int64_t>(h) * HD + 2 * t4;
-  const int64_t out_stride = static_cast<int64_t>(p.nq) * HD;
+// fa3-ov / fa3-ov64 / fa3-ovq: as wg_tile with GROUPS warpgroups (64 q rows each) and a ring of STAGES
+// (>= 3) K/V tiles, loaded STAGES - 1 tiles ahead; each warpgroup overlaps its softmax with its
+// own GEMMs: it issues S(t + 1) = Q·K(t + 1)ᵀ and O += P(t)·V(t) back to back, waits for S only
+// (wgmma.wait_group 1), runs the softmax of tile t + 1 while the O GEMM runs, then waits for O
+// (rescaling it where the lazy rule says so) and packs P(t + 1). One barrier per tile. QREG
+// (fa3-ovq): Q in registers (32 more at head_dim 128), so that S reads only K from shared memory
+// (a 64 x 64 S GEMM with both operands there needs the whole shared-memory bandwidth).
+template <typename T, int HD, int GROUPS, int STAGES, bool QREG>
+__device__ __forceinline__ void wg_tile_ov(const ExtendParams& p, int qt, int ext, unsigned char* smem) {
+  static_assert(STAGES >= 3, "tile t + 1 is read while tile t + STAGES - 1 is loaded");
+  using C = WgCfg<HD, GROUPS, STAGES>;
+  WgTile<T, HD, C> w(p, qt, ext, smem);
+  constexpr int kCB = WgTile<T, HD, C>::kCB;
+  const int num_tiles = w.num_tiles;
+  uint32_t qf[QREG ? HD / 16 : 1][4];
+  if constexpr (QREG) w.load_q_regs(qf);
+  else w.load_q();
+  const auto issue_s = [&](float(&sv)[32], int stage) {
+    if constexpr (QREG) w.issue_s_rs(sv, qf, stage);
+    else w.issue_s(sv, stage);
+  };
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float lt = l[i];
-    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-    const int r = grow0 + 16 * wq + g + 8 * i;
-    const int64_t row = start + q0 + r;
-    if (r >= rows || row < 0 || row >= p.num_rows) continue;
-    const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
-    T* dst = out + row * out_stride;
-#pragma unroll
-    for (int cb = 0; cb < kCB; ++cb)
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        *reinterpret_cast<uint32_t*>(dst + 64 * cb + 8 * j) =
-            pack2<T>(o[cb][4 * j + 2 * i] * inv, o[cb][4 * j + 2 * i + 1] * inv);
+  for (int i = 0; i < STAGES - 1; ++i) {
+    w.load_slots(i);
+    if (i < num_tiles) w.issue_tile(i);
+    cp_async_commit();  // group i: tile i (Q with tile 0)
   }
+  w.load_slots(STAGES - 1);
+
+  float o[kCB][32];
+  float s[32];
+  uint32_t pf[4][4];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    s[i] = 0.0f;
+#pragma unroll
+    for (int cb = 0; cb < kCB; ++cb) o[cb][i] = 0.0f;
+  }
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) pf[kk][j] = 0u;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const float sl2 = p.scale_log2;
+
+  cp_async_wait<STAGES - 2>();  // Q and tile 0
+  fence_proxy_async();
+  __syncthreads();
+  if (num_tiles > 0) {  // S(0) and P(0); O is zero, so a rescale changes nothing
+    fence_regs(s);
+    wgmma_fence();
+    issue_s(s, 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(s);
+    w.mask_voted(s, 0);
+    float mx[2], alpha[2];
+    tile_max(s, sl2, m, mx);
+    new_max_lazy(m, l, mx, alpha);
+    exp_rows(s, m, l, sl2);
+    pack_p<T>(s, pf);
+  }
+
+  // Each wgmma's issue and wait sit in one branch (ptxas serializes every wgmma when a branch it
+  // cannot prove uniform separates them): both warpgroups run every tile of the block (a tile
+  // wholly in a warpgroup's future is masked to nothing: at most one per q tile), the mask
+  // decision is a warp vote, and the running max and row sum update without a branch (only O's
+  // rescale follows the vote, after its GEMM).
+  for (int t = 0; t < num_tiles; ++t) {
+    // Tile t + 1 landed for all; every warpgroup is done with tile t - 1, whose stage is refilled.
+    cp_async_wait<STAGES - 3>();
+    fence_proxy_async();
+    __syncthreads();
+    if (t + STAGES - 1 < num_tiles) w.issue_tile((t + STAGES - 1) % STAGES);
+    cp_async_commit();
+    w.load_slots(t + STAGES);
+    if (t + 1 < num_tiles) {
+      fence_regs(s);
+      wgmma_fence();
+      issue_s(s, (t + 1) % STAGES);
+      wgmma_commit();
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+      fence_regs(pf);
+      wgmma_fence();
+      w.issue_o(o, pf, t % STAGES);
+      wgmma_commit();
+      wgmma_wait<1>();  // S(t + 1); O(t) may still run
+      fence_regs(s);
+      w.mask_voted(s, t + 1);
+      float mx[2], alpha[2];
+      const bool grow = tile_max(s, sl2, m, mx);
+      new_max_lazy(m, l, mx, alpha);
+      exp_rows(s, m, l, sl2);
+      wgmma_wait<0>();
+      // O(t) done: its accumulators and the P(t) registers it read are free again.
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+      fence_regs(pf);
+      if (grow) scale_o(o, alpha);
+      pack_p<T>(s, pf);
+    } else {  // the last tile: O only
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+      fence_regs(pf);
+      wgmma_fence();
+      w.issue_o(o, pf, t % STAGES);
+      wgmma_commit();
+      wgmma_wait<0>();
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+    }
+  }
+  cp_async_wait<0>();
+  w.store(o, l);
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // Tile pairing and heavy-first order as extend_fa2_kernel. OCC: blocks per multiprocessor the
-// register budget aims at (1: 174 registers at head_dim 128; 2: 128, with a few spills).
-template <typename T, int HD, int OCC>
-__global__ void __launch_bounds__(WgCfg<HD>::kThreads, OCC) extend_wgmma_kernel(ExtendParams p) {
+// register budget aims at (fa3-wg 1: 174 registers at head_dim 128; fa3-wg2 2: 128, with a few
+// spills); MODE 0: wg_tile; 1: the overlapped tile loop (wg_tile_ov) with GROUPS warpgroups and
+// STAGES stages; 2: the same with Q in registers.
+template <typename T, int HD, int OCC, int GROUPS, int STAGES, int MODE>
+__global__ void __launch_bounds__(WgCfg<HD, GROUPS, STAGES>::kThreads, OCC) extend_wgmma_kernel(ExtendParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WgCfg<HD>;
+  using C = WgCfg<HD, GROUPS, STAGES>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
   const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
@@ -347,17 +606,18 @@ __global__ void __launch_bounds__(WgCfg<HD>::kThreads, OCC) extend_wgmma_kernel(
     const int qt = pass == 0 ? first : second;
     if (qt < 0) break;
     if (pass == 1) __syncthreads();
-    wg_tile<T, HD>(p, qt, ext, smem);
+    if constexpr (MODE > 0) wg_tile_ov<T, HD, GROUPS, STAGES, MODE == 2>(p, qt, ext, smem);
+    else wg_tile<T, HD>(p, qt, ext, smem);
   }
 #else
   __trap();  // launch_extend_wgmma refuses devices other than sm_90
 #endif
 }
 
-template <typename T, int HD, int OCC>
+template <typename T, int HD, int OCC, int GROUPS, int STAGES, int MODE>
 void launch_wg(cudaStream_t st, const ExtendParams& p) {
-  using C = WgCfg<HD>;
-  auto kernel = extend_wgmma_kernel<T, HD, OCC>;
+  using C = WgCfg<HD, GROUPS, STAGES>;
+  auto kernel = extend_wgmma_kernel<T, HD, OCC, GROUPS, STAGES, MODE>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend wgmma (head_dim {})", C::kSmem, HD);
   const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
@@ -386,14 +646,14 @@ bool device_is_sm90() {
 #endif
 }
 
-template <typename T>
-void launch_wg_typed(cudaStream_t st, const ExtendParams& p, int occupancy) {
-  if (p.hd == 64) {
-    if (occupancy == 2) launch_wg<T, 64, 2>(st, p);
-    else launch_wg<T, 64, 1>(st, p);
-  } else {
-    if (occupancy == 2) launch_wg<T, 128, 2>(st, p);
-    else launch_wg<T, 128, 1>(st, p);
+template <typename T, int HD>
+void launch_wg_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
+  switch (v) {
+    case WgVariant::kWg: launch_wg<T, HD, 1, 2, 2, 0>(st, p); return;
+    case WgVariant::kWg2: launch_wg<T, HD, 2, 2, 2, 0>(st, p); return;
+    case WgVariant::kOv: launch_wg<T, HD, 1, 2, 4, 1>(st, p); return;
+    case WgVariant::kOv64: launch_wg<T, HD, 2, 1, 3, 1>(st, p); return;
+    case WgVariant::kOvQ: launch_wg<T, HD, 1, 2, 4, 2>(st, p); return;
   }
 }
 
@@ -401,14 +661,21 @@ void launch_wg_typed(cudaStream_t st, const ExtendParams& p, int occupancy) {
 
 bool wgmma_supports(const ExtendParams& p, DType dtype) { return fa2_supports(p, dtype) && device_is_sm90(); }
 
-void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, int occupancy) {
+int wgmma_q_tile(WgVariant v) { return v == WgVariant::kOv64 ? 64 : 128; }
+
+void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v) {
   GRT_CHECK(wgmma_supports(p, dtype),
             "attention_extend wgmma: unsupported case (dtype {}, head_dim {}; needs an sm_90 GPU, bf16/f16, head_dim "
             "64 or 128, 16-byte aligned rows)",
             dtype_name(dtype), p.hd);
-  GRT_CHECK(occupancy == 1 || occupancy == 2, "attention_extend wgmma: occupancy {} must be 1 or 2", occupancy);
-  if (dtype == DType::BF16) launch_wg_typed<__nv_bfloat16>(stream, p, occupancy);
-  else launch_wg_typed<__half>(stream, p, occupancy);
+  const bool bf16 = dtype == DType::BF16;
+  if (p.hd == 64) {
+    if (bf16) launch_wg_variant<__nv_bfloat16, 64>(stream, p, v);
+    else launch_wg_variant<__half, 64>(stream, p, v);
+  } else {
+    if (bf16) launch_wg_variant<__nv_bfloat16, 128>(stream, p, v);
+    else launch_wg_variant<__half, 128>(stream, p, v);
+  }
 }
 
 }  // namespace grt::cuda
