@@ -355,7 +355,8 @@ int sm_count(Device device) {
 // GRAPHRT_DECODE_MMA_SPLITS (mma path: most splits a request uses, default 16, at most 64),
 // GRAPHRT_DECODE_MMA_CLUSTER (mma path: -1 by batch, see mma_cluster (default); 0 the global merge;
 // 2..16 clusters of that many blocks whenever they launch) and GRAPHRT_DECODE_MMA_CARVEOUT (mma
-// path: preferred shared-memory carveout in percent, default 100; -1 the driver's choice).
+// path: preferred shared-memory carveout in percent; default -2: by kernel, see launch_decode_mma;
+// -1 the driver's choice).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -365,7 +366,7 @@ struct DecodeKnobs {
   int mma_chunk = 0;  // 0: by batch
   int mma_splits = 16;
   int mma_cluster = -1;  // -1: by batch
-  int mma_carveout = 100;
+  int mma_carveout = -2;  // by kernel
 };
 
 DecodeKnobs read_knobs() {
@@ -381,7 +382,7 @@ DecodeKnobs read_knobs() {
   k.mma_cluster = env_int("GRAPHRT_DECODE_MMA_CLUSTER", k.mma_cluster, -1, kDecodeMmaMaxCluster);
   GRT_CHECK(k.mma_cluster != 1, "GRAPHRT_DECODE_MMA_CLUSTER=1: use 0 (global merge), -1 (by batch) or 2..{}",
             kDecodeMmaMaxCluster);
-  k.mma_carveout = env_int("GRAPHRT_DECODE_MMA_CARVEOUT", k.mma_carveout, -1, 100);
+  k.mma_carveout = env_int("GRAPHRT_DECODE_MMA_CARVEOUT", k.mma_carveout, -2, 100);
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
             "GRAPHRT_DECODE_HEADS_PER_BLOCK={} must be 0 (by batch), 1, 2, 4 or 8", k.heads_per_block);
   return k;
@@ -445,7 +446,11 @@ int mma_chunk(int64_t pairs, int sms) {
 // 16 blocks (non-portable size: one split each, the same splits as the global merge) where all
 // the launch's clusters of 16 are resident at once, else 8 with two splits each where those are;
 // otherwise, and from SMs pairs on, the global merge, whose cost is small against the KV
-// bandwidth there. Any size gives the same bits (same splits, same merge order), so the rule may
+// bandwidth there. Measured (bench/results/h100_2026-11-23_s5_dattn2, H200, graph ms, ctx 1024):
+// qwen3-30b-a3b bs 1 3.602 / 3.603 -> 3.461 / 3.459 (clusters of 16; of 8: 3.669); bs 8 (32 pairs,
+// 14 clusters of 16 and 30 of 8 resident: global merge) 10.75-10.81, forced 16 / 8 11.05 / 11.04;
+// llama-3.1-8b bs 1 4.889 -> 4.584 with the cluster kernel's carveout left to the driver (4.971
+// with the whole carveout preferred, see launch_decode_mma). Any size gives the same bits (same splits, same merge order), so the rule may
 // change with the batch without changing any row.
 int mma_cluster(int dev, DType dtype, int head_dim, int64_t pairs, int sms, int max_splits, int* slots) {
   int want = g_cluster_override.load(std::memory_order_relaxed);

@@ -445,12 +445,16 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
   const size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                  "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", smem, HD);
-  // The whole carveout as shared memory by default: kOcc blocks of ~73 KB (head_dim 128) fit only
-  // in it. GRAPHRT_DECODE_MMA_CARVEOUT=-1 leaves the driver's choice (an A/B of whether changing
-  // the carveout next to the L1-heavy GEMVs costs the PDL overlap).
-  if (carveout >= 0)
-    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout),
-                   "preferring the shared-memory carveout {} for attention_decode mma (head_dim {})", carveout, HD);
+  // carveout -2 (default), by instance, as measured (bench/results/h100_2026-11-23_s5_dattn2):
+  // the global-merge kernel prefers the whole carveout as shared memory (kOcc blocks of ~73 KB at
+  // head_dim 128 fit only in it; its large-batch points were measured so); the cluster kernel
+  // (small batch, 1-2 blocks a SM) leaves the choice to the driver, which then can run it beside
+  // the neighbouring kernels' blocks instead of draining SMs to change their carveout (llama-3.1-8b
+  // bs 1 4.971 -> 4.584 ms, H200). -1: no preference for both; 0..100: that preference for both.
+  const int prefer = carveout == -2 ? (cluster ? -1 : 100) : carveout;
+  if (prefer >= 0)
+    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, prefer),
+                   "preferring the shared-memory carveout {} for attention_decode mma (head_dim {})", prefer, HD);
   if (cluster)
     GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                    "allowing clusters of {} blocks for attention_decode mma (head_dim {})", p.cluster, HD);
@@ -534,7 +538,8 @@ void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, D
               "attention_decode mma: a cluster of {} blocks (allowed 2..{}, = grid x {}) with {} slots each must hold "
               "the {} splits",
               p.cluster, kDecodeMmaMaxCluster, grid.x, p.cluster_slots, p.max_splits);
-  GRT_CHECK(carveout >= -1 && carveout <= 100, "attention_decode mma: carveout {} (allowed -1: none, 0..100)", carveout);
+  GRT_CHECK(carveout >= -2 && carveout <= 100,
+            "attention_decode mma: carveout {} (allowed -2: by kernel, -1: no preference, 0..100)", carveout);
   if (dtype == DType::BF16) launch_hd<__nv_bfloat16>(dev, stream, p, grid, carveout);
   else launch_hd<__half>(dev, stream, p, grid, carveout);
 }

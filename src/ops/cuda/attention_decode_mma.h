@@ -55,9 +55,9 @@ int decode_mma_cluster_fits(int dev, DType dtype, int head_dim, int size, int sl
 
 // Launches on `stream` (device `dev` current) with the PDL attribute; grid (splits, nkv, B), or
 // (p.cluster, nkv, B) as clusters along x. carveout: the preferred shared-memory carveout in
-// percent, -1 to leave the driver's.
+// percent; -1 none (the driver's choice); -2 by kernel (global merge 100, cluster merge none).
 void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, DType dtype, dim3 grid,
-                       int carveout = 100);
+                       int carveout = -2);
 
 // The mma path's cluster mode (defined in attention_decode.cu, which decides): -2 the
 // environment's GRAPHRT_DECODE_MMA_CLUSTER, -1 by batch, 0 the global merge, 2..16 that cluster
