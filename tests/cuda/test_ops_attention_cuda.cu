@@ -483,8 +483,8 @@ TEST(OpsAttentionCuda, DecodeEveryPathEqualsCpuAcrossLengthsGroupsAndHeadDims) {
 TEST(OpsAttentionCuda, DecodeFusedAndMmaRepeatedLaunchesStayCorrect) {
   std::vector<std::pair<cuda::DecodeAttentionPath, int>> runs = {{cuda::DecodeAttentionPath::fused, -1},
                                                                  {cuda::DecodeAttentionPath::mma, 0}};
-  if (clusters_launch())  // the cluster merge (by batch: 16 blocks) and 8 blocks of 2 splits
-    for (int mode : {-1, 8}) runs.emplace_back(cuda::DecodeAttentionPath::mma, mode);
+  if (clusters_launch())  // the cluster merge: 16 blocks of 1 split, 8 blocks of 2
+    for (int mode : {16, 8}) runs.emplace_back(cuda::DecodeAttentionPath::mma, mode);
   for (auto [path, mode] : runs) {
     SCOPED_TRACE(std::string(path_name(path)) + " cluster mode " + std::to_string(mode));
     DecodePathScope scope(path);
@@ -585,7 +585,8 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     check_decode_graph_replays(path, 2, {4100, 1000}, 24);
   }
   // The mma path at the MoE shape (8 query heads per kv head) and at head_dim 64, with the global
-  // merge and with the cluster merge (by batch: clusters of 16 here; 8 blocks of 2 splits; 4 of 4).
+  // merge and with the cluster merge (by batch: clusters of 16 at batch 1 and 2, the global merge
+  // at 5 and 8; forced: 8 blocks of 2 splits, 4 of 4).
   std::vector<int> modes = {0};
   if (clusters_launch()) modes.insert(modes.end(), {-1, 8, 4});
   for (int mode : modes) {
@@ -628,7 +629,7 @@ TEST(OpsAttentionCuda, DecodeMmaEqualsCpuAcrossGroupsHeadDimsDtypesAndLengths) {
 TEST(OpsAttentionCuda, DecodeMmaPaddedRowsChangeNoRealRow) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   std::vector<int> modes = {0};
-  if (clusters_launch()) modes.push_back(-1);  // by batch: the cluster merge at these batches
+  if (clusters_launch()) modes.push_back(16);  // the cluster merge
   for (int mode : modes)
   for (Shape3 sh : {Shape3{32, 4, 128}, Shape3{16, 8, 64}}) {
     ClusterScope cluster(mode);

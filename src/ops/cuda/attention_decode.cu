@@ -442,9 +442,9 @@ int mma_chunk(int64_t pairs, int sms) {
 
 // Cluster size of the mma path (0: the global merge), GRAPHRT_DECODE_MMA_CLUSTER or by batch.
 // By batch: while batch x kv heads is below the SM count (the chunk-64 side: a few blocks per
-// (request, kv head), latency bound at bs 1) the splits of a (request, kv head) form one cluster,
-// 16 blocks (non-portable size: one split each, the same splits as the global merge) where all
-// the launch's clusters of 16 are resident at once, else 8 with two splits each where those are;
+// (request, kv head), latency bound at bs 1) the splits of a (request, kv head) form one cluster
+// of one block per split (16 at most: a non-portable size; the same splits as the global merge)
+// where all the launch's clusters are resident at once (14 of 16 on an H200 at head_dim 128);
 // otherwise, and from SMs pairs on, the global merge, whose cost is small against the KV
 // bandwidth there. Measured (bench/results/h100_2026-11-23_s5_dattn2, H200, graph ms, ctx 1024):
 // qwen3-30b-a3b bs 1 3.602 / 3.603 -> 3.461 / 3.459 (clusters of 16; of 8: 3.669); bs 8 (32 pairs,
@@ -466,10 +466,9 @@ int mma_cluster(int dev, DType dtype, int head_dim, int64_t pairs, int sms, int 
               *slots);
     return want;
   }
-  // By batch: the largest size whose clusters (one per pair) are all resident at once.
-  const int first = std::min(max_splits, kDecodeMmaMaxCluster);
-  for (int size : {first, std::min(first, 8)})
-    if (size > 1 && resident(size) >= pairs) return size;
+  // By batch: one block per split (two splits a block measured slower than the global merge),
+  // where every pair's cluster is resident at once.
+  if (max_splits <= kDecodeMmaMaxCluster && resident(max_splits) >= pairs) return max_splits;
   *slots = 0;
   return 0;
 }
