@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -23,6 +24,7 @@
 #include "memory/tensor_alloc.h"
 #include "ops/attention.h"
 #include "ops/cuda/attention_cuda.h"
+#include "ops/cuda/attention_decode_mma.h"
 #include "ops/cuda/attention_extend_params.h"
 #include "ops/kv_store.h"
 #include "ops/sampling.h"
@@ -442,6 +444,22 @@ class DecodePathScope {
   cuda::DecodeAttentionPath old_;
 };
 
+// Selects the mma path's cluster mode for a scope (-1 by batch, 0 the global merge, 2..16 that
+// size) and restores the previous one.
+class ClusterScope {
+ public:
+  explicit ClusterScope(int mode) : old_(cuda::decode_mma_cluster()) { cuda::set_decode_mma_cluster(mode); }
+  ~ClusterScope() { cuda::set_decode_mma_cluster(old_); }
+  ClusterScope(const ClusterScope&) = delete;
+  ClusterScope& operator=(const ClusterScope&) = delete;
+
+ private:
+  int old_;
+};
+
+// Whether clusters of 16 blocks (one split each, head_dim 128) launch on this GPU (sm_90).
+bool clusters_launch() { return cuda::decode_mma_cluster_fits(0, DType::BF16, 128, 16, 1) > 0; }
+
 const char* path_name(cuda::DecodeAttentionPath p) {
   return p == cuda::DecodeAttentionPath::fused    ? "fused"
          : p == cuda::DecodeAttentionPath::legacy ? "legacy"
@@ -486,9 +504,14 @@ TEST(OpsAttentionCuda, DecodeEveryPathEqualsCpuAcrossLengthsGroupsAndHeadDims) {
 // of one shape with other lengths each time (a counter left at k would make the wrong block
 // merge, or none: stale or partial outputs) all match the CPU op.
 TEST(OpsAttentionCuda, DecodeFusedAndMmaRepeatedLaunchesStayCorrect) {
-  for (auto path : {cuda::DecodeAttentionPath::fused, cuda::DecodeAttentionPath::mma}) {
-    SCOPED_TRACE(path_name(path));
+  std::vector<std::pair<cuda::DecodeAttentionPath, int>> runs = {{cuda::DecodeAttentionPath::fused, -1},
+                                                                 {cuda::DecodeAttentionPath::mma, 0}};
+  if (clusters_launch())  // the cluster merge: 16 blocks of 1 split, 8 blocks of 2
+    for (int mode : {16, 8}) runs.emplace_back(cuda::DecodeAttentionPath::mma, mode);
+  for (auto [path, mode] : runs) {
+    SCOPED_TRACE(std::string(path_name(path)) + " cluster mode " + std::to_string(mode));
     DecodePathScope scope(path);
+    ClusterScope cluster(mode);
     DecodeSetup s = mixed_setup({16, 8, 128}, 9, 400);
     const PagedCase& c = s.c;
     auto tc = upload(c, DType::F32, kCpu);
@@ -584,10 +607,19 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     check_decode_graph_replays(path, 37, {1, 17, 1000, 4100}, 14);
     check_decode_graph_replays(path, 2, {4100, 1000}, 24);
   }
-  // The mma path at the MoE shape (8 query heads per kv head) and at head_dim 64.
-  check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 1, {1030}, 34, {32, 4, 128});
-  check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 8, {1, 7, 64, 1000, 4097}, 44, {32, 4, 128});
-  check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 5, {1, 7, 64, 1000, 4097}, 54, {16, 8, 64});
+  // The mma path at the MoE shape (8 query heads per kv head) and at head_dim 64, with the global
+  // merge and with the cluster merge (by batch: clusters of 16 at batch 1 and 2, the global merge
+  // at 5 and 8; forced: 8 blocks of 2 splits, 4 of 4).
+  std::vector<int> modes = {0};
+  if (clusters_launch()) modes.insert(modes.end(), {-1, 8, 4});
+  for (int mode : modes) {
+    SCOPED_TRACE("cluster mode " + std::to_string(mode));
+    ClusterScope cluster(mode);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 1, {1030}, 34, {32, 4, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 8, {1, 7, 64, 1000, 4097}, 44, {32, 4, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 5, {1, 7, 64, 1000, 4097}, 54, {16, 8, 64});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 2, {4097, 17}, 64, {32, 2, 128});  // group 16
+  }
 }
 
 // The mma path (tensor cores, the query heads of a kv head as the rows of an mma tile) against
@@ -619,8 +651,13 @@ TEST(OpsAttentionCuda, DecodeMmaEqualsCpuAcrossGroupsHeadDimsDtypesAndLengths) {
 // row equals the CPU op (padding rows of length 0 are zeros, not NaN).
 TEST(OpsAttentionCuda, DecodeMmaPaddedRowsChangeNoRealRow) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  std::vector<int> modes = {0};
+  if (clusters_launch()) modes.push_back(16);  // the cluster merge
+  for (int mode : modes)
   for (Shape3 sh : {Shape3{32, 4, 128}, Shape3{16, 8, 64}}) {
-    SCOPED_TRACE("heads " + std::to_string(sh.nq) + "/" + std::to_string(sh.nkv) + " hd " + std::to_string(sh.hd));
+    ClusterScope cluster(mode);
+    SCOPED_TRACE("cluster mode " + std::to_string(mode) + " heads " + std::to_string(sh.nq) + "/" +
+                 std::to_string(sh.nkv) + " hd " + std::to_string(sh.hd));
     const int real = 5, padded = 12;
     DecodeSetup s = decode_setup(sh, padded, {1, 7, 64, 1000, 4097, 5, 5, 5, 5, 5, 5, 5}, 800);
     PagedCase& c = s.c;
@@ -646,6 +683,66 @@ TEST(OpsAttentionCuda, DecodeMmaPaddedRowsChangeNoRealRow) {
                                                                     sh.hd, 0.088f));
     ASSERT_EQ(alone.size(), static_cast<size_t>(real * c.q_width()));
     EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin())) << "a real row changed with the padding";
+  }
+}
+
+// The cluster merge (the splits of a (request, kv head) as one thread-block cluster merging
+// through distributed shared memory) against the global merge (partials in scratch, the last
+// block merges): the same splits and the same merge order, so bit for bit the same output, for
+// every cluster size (16: one split a block; 8, 4, 2: 2, 4, 8 splits a block; idle blocks where a
+// request has fewer splits), groups 2, 4, 8 and 16, head dims 128 and 64, bf16 and f16, lengths
+// 1..4097 (0 included: zeros); and the CPU op within tolerance. Then repeated launches of one
+// shape with new lengths each time stay equal to the global merge.
+TEST(OpsAttentionCuda, DecodeMmaClusterMergeEqualsGlobalMergeBitForBit) {
+  if (!clusters_launch()) GTEST_SKIP() << "clusters of 16 blocks do not launch here (sm_90 only)";
+  // For the record (the rule by batch uses these): clusters resident at once at head_dim 128.
+  std::printf("[   INFO   ] resident clusters, hd 128 bf16: 16 x 1 split %d, 8 x 2 splits %d\n",
+              cuda::decode_mma_cluster_fits(0, DType::BF16, 128, 16, 1),
+              cuda::decode_mma_cluster_fits(0, DType::BF16, 128, 8, 2));
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  const std::vector<int32_t> lens = {1, 2, 63, 64, 65, 129, 700, 1024, 1025, 2049, 4097};
+  const auto run = [](const DecodeSetup& s, const testing::PagedTensors& tg, int mode, const std::vector<int32_t>& seq) {
+    ClusterScope cluster(mode);
+    const PagedCase& c = s.c;
+    return to_host_floats(
+        ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, seq, kGpu), c.nq, c.nkv, c.hd, 0.088f));
+  };
+  for (int hd : {128, 64})
+    for (int group : {2, 4, 8, 16})
+      for (DType dt : {DType::BF16, DType::F16}) {
+        const int nkv = group == 16 ? 2 : group == 8 ? 4 : 8;
+        const uint32_t seed = 900 + static_cast<uint32_t>(group * 3 + hd);
+        // Batch 1 per length (up to 16 splits) and all lengths in one batch, plus a 0.
+        std::vector<DecodeSetup> setups;
+        if (dt == DType::BF16)
+          for (int32_t len : lens) setups.push_back(decode_setup({nkv * group, nkv, hd}, 1, {len}, seed + static_cast<uint32_t>(len)));
+        setups.push_back(decode_setup({nkv * group, nkv, hd}, static_cast<int>(lens.size()), lens, seed));
+        setups.back().seq_lens[3] = 0;
+        for (const DecodeSetup& s : setups) {
+          SCOPED_TRACE("group " + std::to_string(group) + " hd " + std::to_string(hd) + " " + dtype_name(dt) +
+                       " batch " + std::to_string(s.seq_lens.size()) + " first len " + std::to_string(s.seq_lens[0]));
+          auto tg = upload(s.c, dt, kGpu);
+          const std::vector<float> global = run(s, tg, 0, s.seq_lens);
+          for (float x : global) ASSERT_TRUE(std::isfinite(x));
+          for (int mode : {16, 8, 4, 2}) {
+            if (hd == 128 && mode == 2) continue;  // 8 slots of 8 KB: fits, but one size of many is enough
+            EXPECT_EQ(run(s, tg, mode, s.seq_lens), global) << "cluster " << mode;
+          }
+          if (s.seq_lens.size() > 1) {
+            ClusterScope cluster(16);
+            expect_decode_matches(s, dt, 0.088f);
+          }
+        }
+      }
+  // Repeated launches with new lengths: no state is left between launches.
+  DecodeSetup s = decode_setup({32, 4, 128}, 3, {4097, 1030, 70}, 950);
+  auto tg = upload(s.c, DType::BF16, kGpu);
+  std::mt19937 rng(951);
+  for (int round = 0; round < 8; ++round) {
+    std::vector<int32_t> seq = s.seq_lens;
+    for (size_t b = 0; b < seq.size(); ++b)
+      seq[b] = std::uniform_int_distribution<int32_t>(0, s.c.prefix[b] + 1)(rng);
+    EXPECT_EQ(run(s, tg, 16, seq), run(s, tg, 0, seq)) << "round " << round;
   }
 }
 

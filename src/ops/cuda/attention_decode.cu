@@ -352,7 +352,11 @@ int sm_count(Device device) {
 // to: 1, 2, 4 or 8; a larger group is split into chunks of that many; default 0: by batch, see
 // heads_per_block);
 // GRAPHRT_DECODE_MMA_CHUNK (mma path: tokens per split at least; default 0: by batch, see mma_chunk) and
-// GRAPHRT_DECODE_MMA_SPLITS (mma path: most splits a request uses, default 16, at most 64).
+// GRAPHRT_DECODE_MMA_SPLITS (mma path: most splits a request uses, default 16, at most 64),
+// GRAPHRT_DECODE_MMA_CLUSTER (mma path: -1 by batch, see mma_cluster (default); 0 the global merge;
+// 2..16 clusters of that many blocks whenever they launch) and GRAPHRT_DECODE_MMA_CARVEOUT (mma
+// path: preferred shared-memory carveout in percent; default -2: by kernel, see launch_decode_mma;
+// -1 the driver's choice).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -361,6 +365,8 @@ struct DecodeKnobs {
   int heads_per_block = 0;  // 0: by batch
   int mma_chunk = 0;  // 0: by batch
   int mma_splits = 16;
+  int mma_cluster = -1;  // -1: by batch
+  int mma_carveout = -2;  // by kernel
 };
 
 DecodeKnobs read_knobs() {
@@ -373,6 +379,10 @@ DecodeKnobs read_knobs() {
   k.heads_per_block = env_int("GRAPHRT_DECODE_HEADS_PER_BLOCK", k.heads_per_block, 0, 8);
   k.mma_chunk = env_int("GRAPHRT_DECODE_MMA_CHUNK", k.mma_chunk, 0, 1 << 20);
   k.mma_splits = env_int("GRAPHRT_DECODE_MMA_SPLITS", k.mma_splits, 1, kDecodeMmaMaxSplits);
+  k.mma_cluster = env_int("GRAPHRT_DECODE_MMA_CLUSTER", k.mma_cluster, -1, kDecodeMmaMaxCluster);
+  GRT_CHECK(k.mma_cluster != 1, "GRAPHRT_DECODE_MMA_CLUSTER=1: use 0 (global merge), -1 (by batch) or 2..{}",
+            kDecodeMmaMaxCluster);
+  k.mma_carveout = env_int("GRAPHRT_DECODE_MMA_CARVEOUT", k.mma_carveout, -2, 100);
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
             "GRAPHRT_DECODE_HEADS_PER_BLOCK={} must be 0 (by batch), 1, 2, 4 or 8", k.heads_per_block);
   return k;
@@ -384,6 +394,7 @@ const DecodeKnobs& knobs() {
 }
 
 std::atomic<int> g_path_override{-1};  // -1: the environment's path; else DecodeAttentionPath
+std::atomic<int> g_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_MMA_CLUSTER
 
 DecodeAttentionPath chosen_path() {
   const int o = g_path_override.load(std::memory_order_relaxed);
@@ -432,6 +443,39 @@ int mma_chunk(int64_t pairs, int sms) {
   return pairs < sms ? 64 : 256;
 }
 
+// Cluster size of the mma path (0: the global merge), GRAPHRT_DECODE_MMA_CLUSTER or by batch.
+// By batch: while batch x kv heads is below the SM count (the chunk-64 side: a few blocks per
+// (request, kv head), latency bound at bs 1) the splits of a (request, kv head) form one cluster
+// of one block per split (16 at most: a non-portable size; the same splits as the global merge)
+// where all the launch's clusters are resident at once (14 of 16 on an H200 at head_dim 128);
+// otherwise, and from SMs pairs on, the global merge, whose cost is small against the KV
+// bandwidth there. Measured (bench/results/h100_2026-11-23_s5_dattn2, H200, graph ms, ctx 1024):
+// qwen3-30b-a3b bs 1 3.602 / 3.603 -> 3.461 / 3.459 (clusters of 16; of 8: 3.669); bs 8 (32 pairs,
+// 14 clusters of 16 and 30 of 8 resident: global merge) 10.75-10.81, forced 16 / 8 11.05 / 11.04;
+// llama-3.1-8b bs 1 4.889 -> 4.584 with the cluster kernel's carveout left to the driver (4.971
+// with the whole carveout preferred, see launch_decode_mma). Any size gives the same bits (same splits, same merge order), so the rule may
+// change with the batch without changing any row.
+int mma_cluster(int dev, DType dtype, int head_dim, int64_t pairs, int sms, int max_splits, int* slots) {
+  int want = g_cluster_override.load(std::memory_order_relaxed);
+  if (want < -1) want = knobs().mma_cluster;
+  if (max_splits < 2 || want == 0 || (want < 0 && pairs >= sms)) return 0;
+  const auto resident = [&](int size) {  // clusters of `size` resident at once
+    *slots = (max_splits + size - 1) / size;
+    return decode_mma_cluster_fits(dev, dtype, head_dim, size, *slots);
+  };
+  if (want > 1) {
+    GRT_CHECK(resident(want) > 0,
+              "GRAPHRT_DECODE_MMA_CLUSTER={}: clusters of {} blocks ({} splits each) cannot launch here", want, want,
+              *slots);
+    return want;
+  }
+  // By batch: one block per split (two splits a block measured slower than the global merge),
+  // where every pair's cluster is resident at once.
+  if (max_splits <= kDecodeMmaMaxCluster && resident(max_splits) >= pairs) return max_splits;
+  *slots = 0;
+  return 0;
+}
+
 // The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
 // the most splits while batch x kv heads x splits stays within blocks_per_sm x SMs (else blocks
 // loop over splits; the bits are the same either way).
@@ -458,20 +502,23 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
   p.max_splits = static_cast<int>(std::min<int64_t>(knobs().mma_splits, by_ctx));
   p.scale_log2 = a.scale * kLog2e;
+  const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
+  p.cluster = mma_cluster(device.index, a.dtype, p.hd, pairs, sms, p.max_splits, &p.cluster_slots);
   Tensor part_o, part_lse;
-  if (p.max_splits > 1) {
+  if (p.max_splits > 1 && p.cluster == 0) {
     part_o = empty(Shape{d.batch, p.nq, p.max_splits, p.hd}, DType::F32, device);
     part_lse = empty(Shape{d.batch, p.nq, p.max_splits}, DType::F32, device);
     p.part_o = part_o.data_as<float>();
     p.part_lse = part_lse.data_as<float>();
   }
-  const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
   const int64_t by_gpu = std::max<int64_t>(1, (static_cast<int64_t>(sms) * knobs().blocks_per_sm + pairs - 1) / pairs);
-  const int64_t grid_x = std::min<int64_t>(p.max_splits, by_gpu);
+  const int64_t grid_x = p.cluster > 1 ? p.cluster : std::min<int64_t>(p.max_splits, by_gpu);
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
-                    dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv), static_cast<unsigned>(d.batch)));
-  GRT_CUDA_CHECK_LAUNCH("attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {})", d.batch,
-                        p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk);
+                    dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv), static_cast<unsigned>(d.batch)),
+                    knobs().mma_carveout);
+  GRT_CUDA_CHECK_LAUNCH(
+      "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots)",
+      d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots);
 }
 
 template <typename T, bool kFused>
@@ -594,5 +641,17 @@ void set_decode_attention_path(DecodeAttentionPath path) {
 }
 
 DecodeAttentionPath decode_attention_path() { return chosen_path(); }
+
+void set_decode_mma_cluster(int mode) {
+  GRT_CHECK(mode >= -2 && mode != 1 && mode <= kDecodeMmaMaxCluster,
+            "set_decode_mma_cluster({}): -2 (environment), -1 (by batch), 0 (global merge) or 2..{}", mode,
+            kDecodeMmaMaxCluster);
+  g_cluster_override.store(mode, std::memory_order_relaxed);
+}
+
+int decode_mma_cluster() {
+  const int o = g_cluster_override.load(std::memory_order_relaxed);
+  return o < -1 ? knobs().mma_cluster : o;
+}
 
 }  // namespace grt::cuda

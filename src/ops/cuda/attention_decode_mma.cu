@@ -28,13 +28,26 @@
 //    whichever block is last — and resets the counter to 0, so every launch, eager or replayed,
 //    finds it at 0. The counters are this module's zero-initialised __device__ array (per device):
 //    as for the fused path, two decode attentions must not run concurrently on one device.
+//  - Cluster merge (p.cluster > 1, small batch): the grid's x is one thread-block cluster per
+//    (request, kv head); the normalised partials and log2-sum-exps stay in each block's shared
+//    memory (one slot per split it does), and after cluster.sync the cluster's threads share the
+//    output elements, read every split's partial through distributed shared memory (map_shared_rank)
+//    and merge them in split order with the global merge's arithmetic: the same bits, without the
+//    scratch store, fence, counter atomic and the merging block's L2 reads on the dependent chain
+//    (at bs 1 the kernel is a chain of memory trips, not bandwidth: 2 MB of KV in 12.9 us).
+//    Blocks past a request's splits stay for the two cluster barriers (the second keeps every
+//    block's shared memory alive until all reads are done).
 //  - PDL (ops/cuda/pdl.cuh): everything is read after pdl_wait; pdl_trigger after the main loop.
 #include "ops/cuda/attention_decode_mma.h"
 
 #include <cuda_bf16.h>
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "core/error.h"
 #include "device/cuda/cuda_check.h"
@@ -76,6 +89,10 @@ struct MmaCfg {
   // The warp merge (4 x 16 x HD floats) and the split weights (16 x 64 floats) reuse the stages.
   static_assert(size_t{kWarps} * 16 * HD * 4 <= size_t{4} * kTileElems * 2);
   static_assert(size_t{16} * kDecodeMmaMaxSplits * 4 <= size_t{4} * kTileElems * 2);
+  // Cluster path: each split's normalised partial (16 x HD floats) and log2-sum-exp (16 floats)
+  // stay in the block's shared memory after kSmem, one slot per split the block does.
+  static constexpr size_t kSlotFloats = size_t{16} * HD + 16;
+  static size_t smem_bytes(int slots) { return kSmem + static_cast<size_t>(slots) * kSlotFloats * 4; }
 };
 
 template <typename T>
@@ -90,7 +107,7 @@ __device__ __forceinline__ float4 fma4(float w, float4 x, float4 acc) {
   return make_float4(fmaf(w, x.x, acc.x), fmaf(w, x.y, acc.y), fmaf(w, x.z, acc.z), fmaf(w, x.w, acc.w));
 }
 
-template <typename T, int HD>
+template <typename T, int HD, bool kCluster>
 __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
   using C = MmaCfg<HD>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -100,6 +117,9 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   T* qs = reinterpret_cast<T*>(smem_raw);
   T* kvs = qs + 16 * C::kPitch;  // stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
   float* scratch = reinterpret_cast<float*>(kvs);  // after the loop: warp partials, split weights
+  // Cluster path: [slots][16][HD] partials, then [slots][16] log2-sum-exps (MmaCfg::smem_bytes).
+  float* keep = reinterpret_cast<float*>(smem_raw + C::kSmem);
+  float* keep_lse = keep + static_cast<size_t>(p.cluster_slots) * 16 * HD;
 
   pdl_wait();
   const int kvh = blockIdx.y, b = blockIdx.z;
@@ -108,7 +128,11 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   const int64_t len = min(max(static_cast<int64_t>(p.seq_lens[b]), int64_t{0}), p.max_context);
   const int splits =
       static_cast<int>(min(static_cast<int64_t>(p.max_splits), max(int64_t{1}, (len + p.chunk - 1) / p.chunk)));
-  if (static_cast<int>(blockIdx.x) >= splits) return;  // uniform over the block; after pdl_wait
+  // Uniform over the block, and over a cluster (one request and kv head) when splits == 1.
+  // Cluster blocks past the splits of a longer request stay for the cluster barriers below.
+  const bool idle = static_cast<int>(blockIdx.x) >= splits;
+  if (idle && (!kCluster || splits == 1)) return;
+  if (idle) pdl_trigger();  // (the loop below, where the others trigger, is empty for this block)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int G = p.group;  // rows of the 16-row tile in use
@@ -123,8 +147,8 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
 
   // Q tile: row r = query head first_head + r; rows past the group zero-filled. Committed with
-  // the first split's first tile (one cp.async group).
-  {
+  // the first split's first tile (one cp.async group). Not for idle blocks (no copy left behind).
+  if (!idle) {
     const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride +
                  static_cast<int64_t>(first_head) * HD + chunk * 8;
 #pragma unroll
@@ -309,14 +333,63 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
       if (splits == 1) {
         store4(out + bh * HD + d, acc);
       } else {
-        *reinterpret_cast<float4*>(p.part_o + (bh * p.max_splits + split) * HD + d) = acc;
-        if (d == 0) p.part_lse[bh * p.max_splits + split] = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
+        const float lse = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
+        if constexpr (kCluster) {  // slot `done` of this block's keep region
+          *reinterpret_cast<float4*>(keep + (done * 16 + r) * HD + d) = acc;
+          if (d == 0) keep_lse[done * 16 + r] = lse;
+        } else {
+          *reinterpret_cast<float4*>(p.part_o + (bh * p.max_splits + split) * HD + d) = acc;
+          if (d == 0) p.part_lse[bh * p.max_splits + split] = lse;
+        }
       }
     }
     ++done;
     __syncthreads();  // scratch and sh_m/sh_l are reused by the next split
   }
   if (splits == 1) return;
+
+#if defined(_CG_HAS_CLUSTER_GROUP)
+  if constexpr (kCluster) {
+    // The splits of this (request, kv head) are the blocks of this cluster: split s lies in slot
+    // s / cluster of block (rank) s % cluster. After the barrier every partial is in shared memory;
+    // the cluster's threads share the output elements and merge them in split order with the
+    // arithmetic of the global merge below (merged bits equal that path's, whichever block reads).
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    const int csize = static_cast<int>(gridDim.x);
+    cluster.sync();
+    float* sh_lse = scratch;  // [16][kDecodeMmaMaxSplits]: every split's lse, fetched once
+    for (int e = tid; e < G * splits; e += C::kThreads) {
+      const int r = e / splits, s2 = e % splits;
+      const float* src = cluster.map_shared_rank(keep_lse, s2 % csize);
+      sh_lse[r * kDecodeMmaMaxSplits + s2] = src[(s2 / csize) * 16 + r];
+    }
+    __syncthreads();
+    for (int e = static_cast<int>(blockIdx.x) * C::kThreads + tid; e < G * (HD / 4); e += csize * C::kThreads) {
+      const int r = e / (HD / 4), d = (e % (HD / 4)) * 4;
+      const float* lse = sh_lse + r * kDecodeMmaMaxSplits;
+      float mx = -INFINITY;
+      for (int s2 = 0; s2 < splits; ++s2) mx = fmaxf(mx, lse[s2]);
+      float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (mx != -INFINITY) {
+        float wsum = 0.0f;
+#pragma unroll 4
+        for (int s2 = 0; s2 < splits; ++s2) {
+          const float w = exp2f(lse[s2] - mx);
+          wsum += w;
+          const float* po = cluster.map_shared_rank(keep, s2 % csize) + ((s2 / csize) * 16 + r) * HD + d;
+          acc = fma4(w, *reinterpret_cast<const float4*>(po), acc);
+        }
+        acc = make_float4(acc.x / wsum, acc.y / wsum, acc.z / wsum, acc.w / wsum);
+      }
+      store4(out + (static_cast<int64_t>(b) * p.nq + first_head + r) * HD + d, acc);
+    }
+    cluster.sync();  // no block leaves while another may still read its shared memory
+    return;
+  }
+#else
+  if constexpr (kCluster) __trap();  // clusters need sm_90 (the host only launches them there)
+#endif
 
   // The block that completes this (request, kv head)'s count merges the partials.
   __threadfence();
@@ -365,21 +438,63 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
 }
 
 template <typename T, int HD>
-void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid) {
+void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid, int carveout) {
   using C = MmaCfg<HD>;
-  auto kernel = decode_mma_kernel<T, HD>;
-  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
-                 "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", C::kSmem, HD);
-  // The whole carveout as shared memory: kOcc blocks of ~73 KB (head_dim 128) fit only in it.
-  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100),
-                 "preferring the shared-memory carveout for attention_decode mma (head_dim {})", HD);
-  (void)launch_pdl(dev, kernel, grid, dim3(C::kThreads), C::kSmem, st, 1, p);
+  const bool cluster = p.cluster > 1;
+  auto kernel = cluster ? decode_mma_kernel<T, HD, true> : decode_mma_kernel<T, HD, false>;
+  const size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                 "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", smem, HD);
+  // carveout -2 (default), by instance, as measured (bench/results/h100_2026-11-23_s5_dattn2):
+  // the global-merge kernel prefers the whole carveout as shared memory (kOcc blocks of ~73 KB at
+  // head_dim 128 fit only in it; its large-batch points were measured so); the cluster kernel
+  // (small batch, 1-2 blocks a SM) leaves the choice to the driver, which then can run it beside
+  // the neighbouring kernels' blocks instead of draining SMs to change their carveout (llama-3.1-8b
+  // bs 1 4.971 -> 4.584 ms, H200). -1: no preference for both; 0..100: that preference for both.
+  const int prefer = carveout == -2 ? (cluster ? -1 : 100) : carveout;
+  if (prefer >= 0)
+    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, prefer),
+                   "preferring the shared-memory carveout {} for attention_decode mma (head_dim {})", prefer, HD);
+  if (cluster)
+    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                   "allowing clusters of {} blocks for attention_decode mma (head_dim {})", p.cluster, HD);
+  (void)launch_pdl(dev, kernel, grid, dim3(C::kThreads), smem, st, cluster ? static_cast<unsigned>(p.cluster) : 1u, p);
 }
 
 template <typename T>
-void launch_hd(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid) {
-  if (p.hd == 64) launch_typed<T, 64>(dev, st, p, grid);
-  else launch_typed<T, 128>(dev, st, p, grid);
+void launch_hd(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid, int carveout) {
+  if (p.hd == 64) launch_typed<T, 64>(dev, st, p, grid, carveout);
+  else launch_typed<T, 128>(dev, st, p, grid, carveout);
+}
+
+// Clusters of `size` blocks of `smem` bytes that can be resident at once (0: the size cannot launch).
+template <typename T, int HD>
+int active_clusters(int size, int slots) {
+  using C = MmaCfg<HD>;
+  auto kernel = decode_mma_kernel<T, HD, true>;
+  const size_t smem = C::smem_bytes(slots);
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(size), 1, 1);
+  cfg.blockDim = dim3(C::kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(size);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
 }
 
 }  // namespace
@@ -395,12 +510,38 @@ bool decode_mma_supports(DType dtype, int head_dim, int group, int batch, int nu
 
 int decode_mma_blocks_per_sm(int head_dim) { return head_dim == 64 ? MmaCfg<64>::kOcc : MmaCfg<128>::kOcc; }
 
-void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, DType dtype, dim3 grid) {
+int decode_mma_cluster_fits(int dev, DType dtype, int head_dim, int size, int slots) {
+  if (size < 2 || size > kDecodeMmaMaxCluster || slots < 1 || static_cast<int64_t>(size) * slots > kDecodeMmaMaxSplits)
+    return 0;
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int, int>, int> known;  // (device, dtype, head_dim, size, slots)
+  const auto key = std::make_tuple(dev, static_cast<int>(dtype), head_dim, size, slots);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int n = 0;
+  if (dtype == DType::BF16) n = head_dim == 64 ? active_clusters<__nv_bfloat16, 64>(size, slots)
+                                               : active_clusters<__nv_bfloat16, 128>(size, slots);
+  else n = head_dim == 64 ? active_clusters<__half, 64>(size, slots) : active_clusters<__half, 128>(size, slots);
+  known.emplace(key, n);
+  return n;
+}
+
+void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, DType dtype, dim3 grid, int carveout) {
   GRT_CHECK(p.max_splits >= 1 && p.max_splits <= kDecodeMmaMaxSplits && p.chunk >= 1,
             "attention_decode mma: {} splits at most (allowed 1..{}), chunk {} (>= 1)", p.max_splits,
             kDecodeMmaMaxSplits, p.chunk);
-  if (dtype == DType::BF16) launch_hd<__nv_bfloat16>(dev, stream, p, grid);
-  else launch_hd<__half>(dev, stream, p, grid);
+  if (p.cluster > 1)
+    GRT_CHECK(p.cluster <= kDecodeMmaMaxCluster && grid.x == static_cast<unsigned>(p.cluster) &&
+                  static_cast<int64_t>(p.cluster) * p.cluster_slots >= p.max_splits &&
+                  static_cast<int64_t>(p.cluster) * p.cluster_slots <= kDecodeMmaMaxSplits,
+              "attention_decode mma: a cluster of {} blocks (allowed 2..{}, = grid x {}) with {} slots each must hold "
+              "the {} splits",
+              p.cluster, kDecodeMmaMaxCluster, grid.x, p.cluster_slots, p.max_splits);
+  GRT_CHECK(carveout >= -2 && carveout <= 100,
+            "attention_decode mma: carveout {} (allowed -2: by kernel, -1: no preference, 0..100)", carveout);
+  if (dtype == DType::BF16) launch_hd<__nv_bfloat16>(dev, stream, p, grid, carveout);
+  else launch_hd<__half>(dev, stream, p, grid, carveout);
 }
 
 }  // namespace grt::cuda

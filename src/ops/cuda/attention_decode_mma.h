@@ -13,6 +13,7 @@ namespace grt::cuda {
 
 constexpr int kDecodeMmaMaxSplits = 64;            // most splits one request may use
 constexpr int64_t kDecodeMmaCounters = 1 << 16;    // one per (request, kv head)
+constexpr int kDecodeMmaMaxCluster = 16;           // most blocks of one cluster (non-portable above 8)
 
 struct DecodeMmaParams {
   const void* q;
@@ -32,6 +33,12 @@ struct DecodeMmaParams {
   // rows, so padding rows never change its bits. Blocks loop over splits when the grid has fewer.
   int max_splits, chunk;
   float scale_log2;  // scale * log2(e)
+  // cluster > 1: the splits of one (request, kv head) are one thread-block cluster of `cluster`
+  // blocks (grid x = cluster), each doing splits x, x + cluster, ... (cluster_slots of them at
+  // most), merging through distributed shared memory in split order: no part_o / part_lse, fence
+  // or counter, and the same output bits as the global merge (cluster <= 1) for the same
+  // max_splits and chunk.
+  int cluster, cluster_slots;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -42,7 +49,20 @@ bool decode_mma_supports(DType dtype, int head_dim, int group, int batch, int nu
 // Blocks of the kernel resident per multiprocessor (shared memory bound).
 int decode_mma_blocks_per_sm(int head_dim);
 
-// Launches on `stream` (device `dev` current) with the PDL attribute; grid (splits, nkv, B).
-void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, DType dtype, dim3 grid);
+// Clusters of `size` blocks with `slots` splits each that can be resident at once on device `dev`
+// (current), 0 where that size cannot launch (size 2..kDecodeMmaMaxCluster; cached per shape).
+int decode_mma_cluster_fits(int dev, DType dtype, int head_dim, int size, int slots);
+
+// Launches on `stream` (device `dev` current) with the PDL attribute; grid (splits, nkv, B), or
+// (p.cluster, nkv, B) as clusters along x. carveout: the preferred shared-memory carveout in
+// percent; -1 none (the driver's choice); -2 by kernel (global merge 100, cluster merge none).
+void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, DType dtype, dim3 grid,
+                       int carveout = -2);
+
+// The mma path's cluster mode (defined in attention_decode.cu, which decides): -2 the
+// environment's GRAPHRT_DECODE_MMA_CLUSTER, -1 by batch, 0 the global merge, 2..16 that cluster
+// size (an Error at launch where it cannot run). For tests and A/B; process-wide.
+void set_decode_mma_cluster(int mode);
+int decode_mma_cluster();  // the mode in force (-1, 0 or 2..16)
 
 }  // namespace grt::cuda
