@@ -48,7 +48,7 @@ template <int kDepth, int kV>
 __global__ void __launch_bounds__(kLdgThreads, 2) ldg_kernel(const uint4* __restrict__ p, int64_t n, uint32_t* partials) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kLdgThreads;
   uint32_t x = 0;
-#pragma unroll 1  // exactly kDepth loads in flight: no unrolling that would hoist the next round's
+#pragma unroll 1  // exactly kDepth loads in flight: unrolling would hoist the next round's loads
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * kLdgThreads + threadIdx.x; base < n; base += stride * kDepth) {
     uint4 v[kDepth];
 #pragma unroll
