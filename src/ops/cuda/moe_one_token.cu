@@ -21,12 +21,14 @@
 // Measured (H100, qwen3-30b-a3b, bench/results/h100_2026-11-23_s5_moe): bs-1 step 4.45 -> 4.23
 // ms with the one-token router; ncu isolated gate_up1 22.8 us (old 25.7; 50 MB at ~2.2 TB/s, not
 // the ~2.8 predicted), down1 19.4 us (old 24.8; its cp.async copy of 25 MB runs at ~1.3-1.5
-// TB/s with 216 KB of shared memory on the SM). Both looked bounded by the loads in flight an SM
-// can hold, so (session 5, s5-stream) both may now stream by TMA bulk copies instead, which need
-// no registers or L1 lines per 16 bytes: down1 by default (GRAPHRT_MOE_DOWN1_COPY=cp-async for
-// the A/B), gate_up1 as gate_up1_bulk_kernel where GRAPHRT_MOE_GATE_UP1_COPY=bulk (see
-// moe_one_token.h; bench/results/h100_2026-11-23_s5_stream measures them and `graphrt bench
-// stream` the three ways of streaming).
+// TB/s with 216 KB of shared memory on the SM). Both looked bounded by the loads in flight, so
+// (session 5, s5-stream) both can stream by TMA bulk copies instead: down1 by default
+// (GRAPHRT_MOE_DOWN1_COPY=cp-async for the A/B), gate_up1 as gate_up1_bulk_kernel where
+// GRAPHRT_MOE_GATE_UP1_COPY=bulk. Measured (bench/results/h100_2026-11-23_s5_stream): no gain
+// worth the name (down1 19.45 -> 19.07 us isolated, the step -0.01 ms; gate_up1 bulk 23.0 -> 23.8
+// us, slower): `graphrt bench stream` shows LDG, cp.async and bulk copies all stream at ~3.1 TB/s
+// once an SM has >= 32 KB in flight, whatever the carveout, so the ~9 us (down1) and ~4.5 us
+// (gate_up1) these kernels take above that floor come from elsewhere (see that README).
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -106,7 +108,8 @@ __global__ void __launch_bounds__(kGuThreads, 4)
 // the gate rows and the up rows of its units (two contiguous runs per expert it touches) into one
 // of `depth` shared stages, completed on that stage's mbarrier; thread 0 keeps every stage in
 // flight. Warp w computes unit w of a full tile from shared memory, with x staged once in
-// shared memory: the same per-lane order, fmaf chain and warp sum as gate_up1_kernel.
+// shared memory: the same per-lane order, fmaf chain and warp sum as gate_up1_kernel. Measured
+// slower than gate_up1_kernel on an H100 (23.8 against 23.0 us isolated): kept for the A/B only.
 // Shared memory (dynamic): x [chunks] (uint4), then stages [depth][2][tile][chunks] (uint4).
 constexpr int kGuMaxDepth = 8;
 __global__ void __launch_bounds__(kGuThreads, 1)
@@ -308,9 +311,11 @@ void allow_down1_smem(Kernel kernel, int dyn, int index) {
 // Per device, once: the SM count, and down1's shared memory limit raised to the opt-in maximum.
 // down1 prefers the largest shared-memory carveout (it needs it). gate_up1 asks for it only when
 // `shared_carveout` (GRAPHRT_MOE_ONE_TOKEN=shared-carveout): then down1's blocks fit beside
-// gate_up1's and copy while it streams, but gate_up1 keeps 28 KB of L1, which on the H100
-// measured slower (4.36-4.44 against 4.23 ms a step): its loads in flight seem bounded by the L1
-// left to them. Without it, down1's blocks start as gate_up1's leave their SMs.
+// gate_up1's and copy while it streams, which on the H100 measured slower (4.36-4.44 against
+// 4.23 ms a step, one sample each). Not because of gate_up1's smaller L1: `graphrt bench stream`
+// streams as fast with either carveout (bench/results/h100_2026-11-23_s5_stream); most likely
+// the two kernels then split each SM's bandwidth instead of running in turn. Without it, down1's
+// blocks start as gate_up1's leave their SMs.
 OneTokenInfo one_token_info(int index, bool shared_carveout) {
   static std::mutex mu;
   static std::map<int, OneTokenInfo> infos;
