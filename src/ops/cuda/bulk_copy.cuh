@@ -1,8 +1,9 @@
 // One-dimensional TMA bulk copies (cp.async.bulk, sm_90+) from global into shared memory,
-// completed on a shared-memory mbarrier. Unlike 16-byte loads (LDG) or cp.async (LDGSTS) they
-// need no registers and no L1 lines per request: one thread hands the copy engine a whole run of
-// bytes, so an SM can keep as many bytes in flight as it has shared memory for. Used by weight
-// streams that read each byte once (moe_one_token.cu's down kernel, the stream probe).
+// completed on a shared-memory mbarrier: one thread hands the copy engine a whole contiguous run
+// of bytes, with no registers or instructions per 16 bytes. On an H100 they stream no faster than
+// 16-byte loads with >= 32 KB in flight an SM, and a kernel with a ring of them starts ~1 us later
+// (bench/results/h100_2026-11-23_s5_stream); used by moe_one_token.cu's down kernel and the
+// stream probe. Namespace tma: attention_mma.cuh has its own smem_addr.
 //
 // Rules: addresses and sizes 16-byte aligned, sizes < 2^20 per mbarrier phase (its transaction
 // count). On architectures before sm_90 these compile to a trap: callers launch them only where
@@ -12,7 +13,7 @@
 
 #include <cstdint>
 
-namespace grt::cuda {
+namespace grt::cuda::tma {
 
 // Whether device `major`.x runs the bulk copies below (compute capability 9.0 or newer).
 inline bool bulk_copy_supported(int major) { return major >= 9; }
@@ -72,4 +73,4 @@ __device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32
 #endif
 }
 
-}  // namespace grt::cuda
+}  // namespace grt::cuda::tma

@@ -48,6 +48,11 @@ namespace {
 using bf16 = __nv_bfloat16;
 using moe::dot8;
 using moe::warp_sum;
+using tma::bulk_copy_g2s;
+using tma::bulk_copy_supported;
+using tma::mbar_arrive_expect_tx;
+using tma::mbar_init;
+using tma::mbar_wait;
 
 constexpr int kGuWarps = 8, kGuThreads = kGuWarps * 32;
 constexpr int kGuBlocksPerSm = 3;  // gate_up blocks an SM (<= 64 registers a thread): down1 fits beside them

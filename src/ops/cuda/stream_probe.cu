@@ -14,6 +14,12 @@ namespace grt::cuda {
 namespace {
 
 constexpr int kLdgThreads = 512;
+using tma::bulk_copy_g2s;
+using tma::bulk_copy_supported;
+using tma::mbar_arrive_expect_tx;
+using tma::mbar_init;
+using tma::mbar_wait;
+using tma::smem_addr;
 constexpr int kSmemThreads = 256;
 constexpr int kStageChunks = 1024;  // 16-byte chunks in a 16 KB stage
 constexpr int kStageBytes = kStageChunks * 16;
