@@ -46,4 +46,6 @@ void register_bench_memory(CLI::App& bench);
 void register_bench_serving(CLI::App& bench);
 // `graphrt bench tokenizer` (bench/bench_tokenizer.cpp).
 void register_bench_tokenizer(CLI::App& bench);
+// `graphrt bench stream` (bench/bench_stream.cpp).
+void register_bench_stream(CLI::App& bench);
 }  // namespace grt

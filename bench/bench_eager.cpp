@@ -174,6 +174,7 @@ void register_bench(CLI::App& app) {
   register_bench_memory(*bench);
   register_bench_serving(*bench);
   register_bench_tokenizer(*bench);
+  register_bench_stream(*bench);
 }
 
 }  // namespace grt

@@ -123,9 +123,10 @@ bool moe_fused_experts_enabled();
 // once): unset, "" or "1": yes; "0": the session-4 fused kernels (A/B); "shared-carveout": the
 // one-token kernels with gate_up asking for the largest shared-memory carveout, so that down's
 // blocks (216 KB of shared memory on qwen3-30b-a3b) fit beside it; measured slower on an H100
-// (bench/results/h100_2026-11-23_s5_moe: 4.36-4.44 against 4.23 ms a bs-1 step), most likely
-// because it leaves gate_up 28 KB of L1 for its loads in flight. Same results bit for bit in
-// every case. Anything else is an error.
+// (bench/results/h100_2026-11-23_s5_moe: 4.36-4.44 against 4.23 ms a bs-1 step). Not because
+// the carveout caps loads in flight, as first thought: `graphrt bench stream` streamed at the same
+// rate with either carveout (bench/results/h100_2026-11-23_s5_stream); the cause is not
+// established. Same results bit for bit in every case. Anything else is an error.
 bool moe_one_token_kernels_enabled();
 bool moe_one_token_shared_carveout();
 

@@ -19,6 +19,7 @@
 #include "moe_reference.h"
 #include "ops/copy.h"
 #include "ops/linear.h"
+#include "ops/cuda/moe_one_token.h"
 #include "ops/moe.h"
 #include "runtime/engine.h"
 #include "runtime_test_util.h"
@@ -414,9 +415,9 @@ TEST(MoeFusedCuda, CapturedFusedBlockEqualsEager) {
 // and reductions) and the CPU reference, over random routings of several shapes: qwen3-30b-a3b's
 // proportions, chunk counts that leave partial lane groups, 32 choices, one chunk a row, and a
 // token that routes nowhere (all zeros).
-TEST(MoeFusedCuda, OneTokenExpertsMatchSeparateOpsBitwise) {
-  REQUIRE_GPU();
-  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "environment overrides the GEMV rule";
+// Run once per way down1 copies its weight rows (TMA bulk copies, the default on sm_90+, and
+// cp.async): both must give these bits.
+static void one_token_experts_vs_separate_ops(const char* mode) {
   struct Shape5 {
     int E, k, H, I;
   };
@@ -452,16 +453,51 @@ TEST(MoeFusedCuda, OneTokenExpertsMatchSeparateOpsBitwise) {
       ++runs;
     }
   }
-  std::printf("[ one token ] moe_experts_combine equals the separate GEMV ops bit for bit in %d of %d runs\n",
-              bitwise, runs);
+  std::printf("[ one token, down %s ] moe_experts_combine equals the separate GEMV ops bit for bit in %d of %d runs\n",
+              mode, bitwise, runs);
+}
+
+namespace {
+// Forces how the one-token kernels stream their weights for one test, and restores the
+// environment's choice when it ends, however it ends.
+struct OneTokenCopyScope {
+  OneTokenCopyScope(cuda::Down1Copy down, cuda::GateUp1Copy gate_up) {
+    cuda::set_down1_copy_override(down);
+    cuda::set_gate_up1_copy_override(gate_up);
+  }
+  ~OneTokenCopyScope() {
+    cuda::set_down1_copy_override(cuda::Down1Copy::kEnv);
+    cuda::set_gate_up1_copy_override(cuda::GateUp1Copy::kEnv);
+  }
+};
+}  // namespace
+
+TEST(MoeFusedCuda, OneTokenExpertsMatchSeparateOpsBitwise) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "environment overrides the GEMV rule";
+  OneTokenCopyScope scope(cuda::Down1Copy::kBulk, cuda::GateUp1Copy::kLoads);
+  one_token_experts_vs_separate_ops("bulk, gate_up loads");
+}
+
+TEST(MoeFusedCuda, OneTokenExpertsBulkGateUpMatchSeparateOpsBitwise) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "environment overrides the GEMV rule";
+  OneTokenCopyScope scope(cuda::Down1Copy::kBulk, cuda::GateUp1Copy::kBulk);
+  one_token_experts_vs_separate_ops("bulk, gate_up bulk");
+}
+
+TEST(MoeFusedCuda, OneTokenExpertsCpAsyncDownMatchSeparateOpsBitwise) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "environment overrides the GEMV rule";
+  OneTokenCopyScope scope(cuda::Down1Copy::kCpAsync, cuda::GateUp1Copy::kLoads);
+  one_token_experts_vs_separate_ops("cp.async, gate_up loads");
 }
 
 // The one-token block (router + experts) captured once: each replay over a new token (new
 // experts, some shared with the round before) equals the eager run bit for bit, its routing
 // equals the CPU route of its logits, its output the CPU reference within bf16 tolerance; a
 // replay with no real token gives zeros.
-TEST(MoeFusedCuda, CapturedOneTokenBlockEqualsEager) {
-  REQUIRE_GPU();
+static void captured_one_token_block_equals_eager() {
   const int T = 1, E = 32, k = 8, H = 1024, I = 256;
   const Device d = Device::cuda(0), cpu = Device::cpu();
   auto gu = bf16_round(randoms("ogu", int64_t{E} * 2 * I * H, 5.0f));
@@ -509,4 +545,22 @@ TEST(MoeFusedCuda, CapturedOneTokenBlockEqualsEager) {
     if (real == 0)
       for (float v : got) ASSERT_EQ(v, 0.0f) << "a token routed nowhere";
   }
+}
+
+TEST(MoeFusedCuda, CapturedOneTokenBlockEqualsEager) {
+  REQUIRE_GPU();
+  OneTokenCopyScope scope(cuda::Down1Copy::kBulk, cuda::GateUp1Copy::kLoads);
+  captured_one_token_block_equals_eager();
+}
+
+TEST(MoeFusedCuda, CapturedOneTokenBlockBulkGateUpEqualsEager) {
+  REQUIRE_GPU();
+  OneTokenCopyScope scope(cuda::Down1Copy::kBulk, cuda::GateUp1Copy::kBulk);
+  captured_one_token_block_equals_eager();
+}
+
+TEST(MoeFusedCuda, CapturedOneTokenBlockCpAsyncDownEqualsEager) {
+  REQUIRE_GPU();
+  OneTokenCopyScope scope(cuda::Down1Copy::kCpAsync, cuda::GateUp1Copy::kLoads);
+  captured_one_token_block_equals_eager();
 }

@@ -21,13 +21,22 @@
 // Measured (H100, qwen3-30b-a3b, bench/results/h100_2026-11-23_s5_moe): bs-1 step 4.45 -> 4.23
 // ms with the one-token router; ncu isolated gate_up1 22.8 us (old 25.7; 50 MB at ~2.2 TB/s, not
 // the ~2.8 predicted), down1 19.4 us (old 24.8; its cp.async copy of 25 MB runs at ~1.3-1.5
-// TB/s with 216 KB of shared memory on the SM). Both look bounded by the loads in flight an SM
-// can hold, not by the grid: the next step is copies that do not stage through L1 (TMA bulk
-// copies into shared memory) rather than more warps.
+// TB/s with 216 KB of shared memory on the SM). Both looked bounded by the loads in flight, so
+// (session 5, s5-stream) both can stream by TMA bulk copies instead: down1 by default
+// (GRAPHRT_MOE_DOWN1_COPY=cp-async for the A/B), gate_up1 as gate_up1_bulk_kernel where
+// GRAPHRT_MOE_GATE_UP1_COPY=bulk. Measured (bench/results/h100_2026-11-23_s5_stream): no gain
+// worth the name (down1 19.45 -> 19.07 us isolated, the step -0.01 ms; gate_up1 bulk 23.0 -> 23.8
+// us, slower): `graphrt bench stream` shows LDG, cp.async and bulk copies all stream at ~3.1 TB/s
+// once an SM has >= 32 KB in flight, whatever the carveout, so the ~9 us (down1) and ~4.5 us
+// (gate_up1) these kernels take above that floor come from elsewhere (see that README).
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <utility>
 #include <mutex>
 
+#include "core/env_switch.h"
+#include "ops/cuda/bulk_copy.cuh"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/moe_common.cuh"
 #include "ops/cuda/moe_one_token.h"
@@ -39,6 +48,11 @@ namespace {
 using bf16 = __nv_bfloat16;
 using moe::dot8;
 using moe::warp_sum;
+using tma::bulk_copy_g2s;
+using tma::bulk_copy_supported;
+using tma::mbar_arrive_expect_tx;
+using tma::mbar_init;
+using tma::mbar_wait;
 
 constexpr int kGuWarps = 8, kGuThreads = kGuWarps * 32;
 constexpr int kGuBlocksPerSm = 3;  // gate_up blocks an SM (<= 64 registers a thread): down1 fits beside them
@@ -94,6 +108,93 @@ __global__ void __launch_bounds__(kGuThreads, 4)
   }
 }
 
+// gate_up1 by TMA bulk copies: one persistent block an SM owns the contiguous units [u0, u1) (runs
+// differ by at most one unit) and streams them in tiles of `tile` units (<= kGuWarps), each tile
+// the gate rows and the up rows of its units (two contiguous runs per expert it touches) into one
+// of `depth` shared stages, completed on that stage's mbarrier; thread 0 keeps every stage in
+// flight. Warp w computes unit w of a full tile from shared memory, with x staged once in
+// shared memory: the same per-lane order, fmaf chain and warp sum as gate_up1_kernel. Measured
+// slower than gate_up1_kernel on an H100 (23.8 against 23.0 us isolated): kept for the A/B only.
+// Shared memory (dynamic): x [chunks] (uint4), then stages [depth][2][tile][chunks] (uint4).
+constexpr int kGuMaxDepth = 8;
+__global__ void __launch_bounds__(kGuThreads, 1)
+    gate_up1_bulk_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ ids, const bf16* __restrict__ w,
+                         bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_block, int tile,
+                         int depth) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ int sid[32];
+  __shared__ __align__(8) uint64_t full[kGuMaxDepth];
+  pdl_wait();     // x and ids come from the kernels before
+  pdl_trigger();  // down1's blocks may be scheduled as these leave their SMs
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int chunks = K / 8, units = top_k * I;
+  auto* xs = reinterpret_cast<uint4*>(smem);
+  auto* st = xs + chunks;
+  const int64_t stage_chunks = int64_t{2} * tile * chunks;
+  const int u0 = min(static_cast<int>(blockIdx.x) * units_per_block, units), u1 = min(u0 + units_per_block, units);
+  const int tiles = (u1 - u0 + tile - 1) / tile;
+  if (warp == 0) {
+    int e = lane < top_k ? ids[lane] : -1;
+    sid[lane] = valid_expert(e, experts) ? e : -1;
+    if (lane < depth) mbar_init(&full[lane], 1);
+  }
+  const auto* x4 = reinterpret_cast<const uint4*>(x);
+  for (int c = threadIdx.x; c < chunks; c += kGuThreads) xs[c] = x4[c];
+  __syncthreads();
+  const auto* w4 = reinterpret_cast<const uint4*>(w);
+  // Thread 0: tile i into stage i % depth, split where the units change expert.
+  auto issue = [&](int i) {
+    const int s = i % depth, ta = u0 + i * tile, tb = min(ta + tile, u1);
+    uint32_t bytes = 0;
+    for (int ua = ta; ua < tb;) {
+      const int j = ua / I, ub = min(tb, (j + 1) * I);
+      if (sid[j] >= 0) bytes += static_cast<uint32_t>(2 * (ub - ua) * chunks * 16);
+      ua = ub;
+    }
+    mbar_arrive_expect_tx(&full[s], bytes);  // 0 bytes (no expert) completes the phase at once
+    uint4* dst = st + s * stage_chunks;
+    for (int ua = ta; ua < tb;) {
+      const int j = ua / I, ub = min(tb, (j + 1) * I), e = sid[j];
+      if (e >= 0) {
+        const uint32_t run = static_cast<uint32_t>((ub - ua) * chunks * 16);
+        const uint4* g = w4 + (static_cast<int64_t>(e) * 2 * I + (ua - j * I)) * chunks;
+        bulk_copy_g2s(dst + static_cast<int64_t>(ua - ta) * chunks, g, run, &full[s]);
+        bulk_copy_g2s(dst + static_cast<int64_t>(tile + ua - ta) * chunks, g + static_cast<int64_t>(I) * chunks, run,
+                      &full[s]);
+      }
+      ua = ub;
+    }
+  };
+  if (threadIdx.x == 0)
+    for (int i = 0; i < min(depth, tiles); ++i) issue(i);
+  for (int i = 0; i < tiles; ++i) {
+    const int s = i % depth, u = u0 + i * tile + warp;
+    mbar_wait(&full[s], static_cast<uint32_t>((i / depth) & 1));
+    if (warp < tile && u < u1) {
+      const int j = u / I, n = u - j * I;
+      if (sid[j] >= 0) {  // warp-uniform: a choice that routes nowhere has no act row
+        const uint4* wg = st + s * stage_chunks + static_cast<int64_t>(warp) * chunks;
+        const uint4* wu = wg + static_cast<int64_t>(tile) * chunks;
+        float g = 0.0f, up = 0.0f;
+        for (int c = lane; c < chunks; c += 32) {
+          const uint4 xv = xs[c];
+          g = dot8(wg[c], xv, g);
+          up = dot8(wu[c], xv, up);
+        }
+        g = warp_sum(g);
+        up = warp_sum(up);
+        if (lane == 0) {  // moe_gemv.cu's epilogue
+          const float gr = dense::round_to<bf16>(g), ur = dense::round_to<bf16>(up);
+          const float v = dense::round_to<bf16>(gr / (1.0f + expf(-gr))) * ur;
+          act[static_cast<int64_t>(j) * I + n] = __float2bfloat16_rn(v);
+        }
+      }
+    }
+    __syncthreads();  // stage s read by every warp: it may be refilled
+    if (threadIdx.x == 0 && i + depth < tiles) issue(i + depth);
+  }
+}
+
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
@@ -103,12 +204,17 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 
 // Shared memory (dynamic): the weights [top_k][R][chunks] (uint4), then act as float32 in two
 // halves per chunk, [top_k][2][chunks] (float4): consecutive lanes read consecutive 16 bytes.
+// kBulk: the k runs of weight rows come by TMA bulk copies (one per expert, issued by thread 0,
+// completed on one mbarrier) instead of 16-byte cp.async by every thread: no L1 lines or
+// instructions per 16 bytes, so the SM's whole 192 KB of them can be in flight at once.
+template <bool kBulk>
 __global__ void __launch_bounds__(kDnThreads, 4)
     down1_kernel(const bf16* __restrict__ act, const int32_t* __restrict__ ids, const float* __restrict__ weights,
                  const bf16* __restrict__ w, bf16* __restrict__ out, int top_k, int experts, int N, int K, int R) {
-  extern __shared__ __align__(16) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int sid[32];
   __shared__ float swt[32];
+  __shared__ __align__(8) uint64_t full;  // kBulk: the weight rows have all arrived
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int chunks = K / 8;
   const int n0 = blockIdx.x * R, rows = min(R, N - n0);
@@ -119,15 +225,30 @@ __global__ void __launch_bounds__(kDnThreads, 4)
     int e = lane < top_k ? ids[lane] : -1;
     sid[lane] = valid_expert(e, experts) ? e : -1;
     swt[lane] = lane < top_k ? weights[lane] : 0.0f;
+    if (kBulk && lane == 0) mbar_init(&full, 1);
   }
   __syncthreads();
   const auto* w4 = reinterpret_cast<const uint4*>(w);
-  for (int j = 0; j < top_k; ++j) {
-    const int e = sid[j];
-    if (e < 0) continue;
-    const uint4* src = w4 + (static_cast<int64_t>(e) * N + n0) * chunks;  // rows n0.. of expert e: contiguous
-    uint4* dst = sw + static_cast<int64_t>(j) * R * chunks;
-    for (int q = threadIdx.x; q < rows * chunks; q += kDnThreads) cp_async16(dst + q, src + q);
+  if constexpr (kBulk) {
+    if (threadIdx.x == 0) {
+      uint32_t total = 0;
+      for (int j = 0; j < top_k; ++j) total += sid[j] < 0 ? 0u : static_cast<uint32_t>(rows * chunks * 16);
+      mbar_arrive_expect_tx(&full, total);  // 0 bytes (no expert) completes the phase at once
+      for (int j = 0; j < top_k; ++j) {
+        const int e = sid[j];
+        if (e < 0) continue;
+        bulk_copy_g2s(sw + static_cast<int64_t>(j) * R * chunks, w4 + (static_cast<int64_t>(e) * N + n0) * chunks,
+                      static_cast<uint32_t>(rows * chunks * 16), &full);
+      }
+    }
+  } else {
+    for (int j = 0; j < top_k; ++j) {
+      const int e = sid[j];
+      if (e < 0) continue;
+      const uint4* src = w4 + (static_cast<int64_t>(e) * N + n0) * chunks;  // rows n0.. of expert e: contiguous
+      uint4* dst = sw + static_cast<int64_t>(j) * R * chunks;
+      for (int q = threadIdx.x; q < rows * chunks; q += kDnThreads) cp_async16(dst + q, src + q);
+    }
   }
   pdl_wait();  // gate_up's act rows are written
   pdl_trigger();
@@ -142,7 +263,11 @@ __global__ void __launch_bounds__(kDnThreads, 4)
     sa[(2 * j) * chunks + c] = make_float4(p0.x, p0.y, p1.x, p1.y);
     sa[(2 * j + 1) * chunks + c] = make_float4(p2.x, p2.y, p3.x, p3.y);
   }
-  cp_async_wait_all();
+  if constexpr (kBulk) {
+    mbar_wait(&full, 0);
+  } else {
+    cp_async_wait_all();
+  }
   __syncthreads();
   for (int r = warp; r < rows; r += kDnWarps) {
     float acc = 0.0f;
@@ -173,47 +298,97 @@ __global__ void __launch_bounds__(kDnThreads, 4)
 
 struct OneTokenInfo {
   int sms = 0;
-  int64_t down_smem = 0;  // the most dynamic shared memory down1 may take
+  bool bulk = false;      // the device runs TMA bulk copies (sm_90+)
+  int64_t down_smem = 0;  // the most dynamic shared memory down1 may take (either variant)
+  int64_t gu_smem = 0;    // the same for gate_up1_bulk_kernel
 };
+
+// Raises `kernel`'s dynamic shared memory limit to `dyn` and asks for the largest carveout.
+template <typename Kernel>
+void allow_down1_smem(Kernel kernel, int dyn, int index) {
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn),
+                 "allowing {} bytes of shared memory to the MoE down1 kernel on cuda:{}", dyn, index);
+  GRT_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+      "setting the carveout of the MoE down1 kernel on cuda:{}", index);
+}
 
 // Per device, once: the SM count, and down1's shared memory limit raised to the opt-in maximum.
 // down1 prefers the largest shared-memory carveout (it needs it). gate_up1 asks for it only when
 // `shared_carveout` (GRAPHRT_MOE_ONE_TOKEN=shared-carveout): then down1's blocks fit beside
-// gate_up1's and copy while it streams, but gate_up1 keeps 28 KB of L1, which on the H100
-// measured slower (4.36-4.44 against 4.23 ms a step): its loads in flight seem bounded by the L1
-// left to them. Without it, down1's blocks start as gate_up1's leave their SMs.
+// gate_up1's and copy while it streams, which on the H100 measured slower (4.36-4.44 against
+// 4.23 ms a step, one sample each). Not because of gate_up1's smaller L1: `graphrt bench stream`
+// streams as fast with either carveout (bench/results/h100_2026-11-23_s5_stream); most likely
+// the two kernels then split each SM's bandwidth instead of running in turn. Without it, down1's
+// blocks start as gate_up1's leave their SMs.
 OneTokenInfo one_token_info(int index, bool shared_carveout) {
   static std::mutex mu;
   static std::map<int, OneTokenInfo> infos;
   std::lock_guard<std::mutex> lock(mu);
   OneTokenInfo& info = infos[index];
   if (info.sms == 0) {
-    int sms = 0, optin = 0;
+    int sms = 0, optin = 0, major = 0;
     GRT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, index),
                    "reading the SM count of cuda:{} (MoE one-token kernels)", index);
     GRT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, index),
                    "reading the shared memory limit of cuda:{} (MoE one-token kernels)", index);
-    cudaFuncAttributes fa{};
-    GRT_CUDA_CHECK(cudaFuncGetAttributes(&fa, down1_kernel), "reading the attributes of the MoE down1 kernel");
-    const int dyn = optin - static_cast<int>(fa.sharedSizeBytes);
-    GRT_CUDA_CHECK(cudaFuncSetAttribute(down1_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn),
-                   "allowing {} bytes of shared memory to the MoE down1 kernel on cuda:{}", dyn, index);
-    GRT_CUDA_CHECK(cudaFuncSetAttribute(down1_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        cudaSharedmemCarveoutMaxShared),
-                   "setting the carveout of the MoE down1 kernel on cuda:{}", index);
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index),
+                   "reading the compute capability of cuda:{} (MoE one-token kernels)", index);
+    cudaFuncAttributes fa{}, fb{};
+    GRT_CUDA_CHECK(cudaFuncGetAttributes(&fa, down1_kernel<false>), "reading the attributes of the MoE down1 kernel");
+    GRT_CUDA_CHECK(cudaFuncGetAttributes(&fb, down1_kernel<true>), "reading the attributes of the MoE down1 kernel");
+    const int dyn = optin - static_cast<int>(std::max(fa.sharedSizeBytes, fb.sharedSizeBytes));
+    allow_down1_smem(down1_kernel<false>, dyn, index);
+    allow_down1_smem(down1_kernel<true>, dyn, index);
+    cudaFuncAttributes fg{};
+    GRT_CUDA_CHECK(cudaFuncGetAttributes(&fg, gate_up1_bulk_kernel),
+                   "reading the attributes of the MoE gate_up1 bulk kernel");
+    info.gu_smem = optin - static_cast<int>(fg.sharedSizeBytes);
+    allow_down1_smem(gate_up1_bulk_kernel, static_cast<int>(info.gu_smem), index);
     if (shared_carveout)
       GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up1_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                           cudaSharedmemCarveoutMaxShared),
                      "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
     info.down_smem = dyn;
+    info.bulk = bulk_copy_supported(major);
     info.sms = sms;
   }
   return info;
 }
 
+std::atomic<int> g_down1_copy_override{static_cast<int>(Down1Copy::kEnv)};
+std::atomic<int> g_gate_up1_copy_override{static_cast<int>(GateUp1Copy::kEnv)};
+
+// GRAPHRT_MOE_GATE_UP1_COPY as an index of {"loads", "bulk"}, read once.
+GateUp1Copy gate_up1_copy_from_env() {
+  static const int v = env_choice("GRAPHRT_MOE_GATE_UP1_COPY", {"loads", "bulk"}, 0);
+  return v == 0 ? GateUp1Copy::kLoads : GateUp1Copy::kBulk;
+}
+
+// gate_up1_bulk_kernel's tile (units a stage) and depth (stages) for rows of K elements within
+// `budget` bytes of dynamic shared memory (x first): tiles of kGuWarps units, as many stages as
+// fit, halving the tile while fewer than 2 fit. {0, 0} when not even 2 stages of 1 unit fit.
+std::pair<int, int> gate_up1_bulk_shape(int64_t K, int64_t budget) {
+  const int64_t row = K * 2, room = budget - row;
+  for (int tile = kGuWarps; tile >= 1; tile /= 2) {
+    const int64_t depth = std::min<int64_t>(kGuMaxDepth, room / (2 * tile * row));
+    if (depth >= 2) return {tile, static_cast<int>(depth)};
+  }
+  return {0, 0};
+}
+
+// GRAPHRT_MOE_DOWN1_COPY as an index of {"bulk", "cp-async"}, read once.
+Down1Copy down1_copy_from_env() {
+  static const int v = env_choice("GRAPHRT_MOE_DOWN1_COPY", {"bulk", "cp-async"}, 0);
+  return v == 0 ? Down1Copy::kBulk : Down1Copy::kCpAsync;
+}
+
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
+
+void set_down1_copy_override(Down1Copy c) { g_down1_copy_override.store(static_cast<int>(c)); }
+void set_gate_up1_copy_override(GateUp1Copy c) { g_gate_up1_copy_override.store(static_cast<int>(c)); }
 
 bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a) {
   const ops::MoeExpertsArgs& e = a.experts;
@@ -237,18 +412,34 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
   const int64_t warps = (units + per_warp - 1) / per_warp;
   const int64_t gu_blocks = (warps + kGuWarps - 1) / kGuWarps;
   cudaStream_t s = dense::launch_stream(d);
+  const auto og = static_cast<GateUp1Copy>(g_gate_up1_copy_override.load());
+  const auto [tile, depth] = gate_up1_bulk_shape(H, info.gu_smem);
+  if (info.bulk && tile > 0 && (og == GateUp1Copy::kEnv ? gate_up1_copy_from_env() : og) == GateUp1Copy::kBulk) {
+    const int64_t upb = (units + info.sms - 1) / info.sms, blocks = (units + upb - 1) / upb;
+    const size_t gsmem = static_cast<size_t>(H * 2 + int64_t{depth} * 2 * tile * H * 2);
+    (void)launch_pdl(d.index, gate_up1_bulk_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGuThreads), gsmem, s,
+                     1, static_cast<const bf16*>(e.x), a.topk_ids, static_cast<const bf16*>(e.gate_up),
+                     static_cast<bf16*>(e.act), static_cast<int>(k), static_cast<int>(a.num_experts),
+                     static_cast<int>(I), static_cast<int>(H), static_cast<int>(upb), tile, depth);
+    GRT_CUDA_CHECK_LAUNCH(
+        "moe_experts_combine (one token) gate_up (bulk) blocks={} units/block={} tile={} depth={} smem={} hidden={}",
+        blocks, upb, tile, depth, gsmem, H);
+  } else {
   (void)launch_pdl(d.index, gate_up1_kernel, dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
                    static_cast<const bf16*>(e.x), a.topk_ids, static_cast<const bf16*>(e.gate_up),
                    static_cast<bf16*>(e.act), static_cast<int>(k), static_cast<int>(a.num_experts),
                    static_cast<int>(I), static_cast<int>(H), static_cast<int>(per_warp));
   GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) gate_up blocks={} hidden={} inter={} top_k={}", gu_blocks, H,
                         I, k);
-  (void)launch_pdl(d.index, down1_kernel, dim3(static_cast<unsigned>(down_blocks)), dim3(kDnThreads), smem, s, 1,
+  }
+  const auto o = static_cast<Down1Copy>(g_down1_copy_override.load());
+  const bool bulk = info.bulk && (o == Down1Copy::kEnv ? down1_copy_from_env() : o) == Down1Copy::kBulk;
+  (void)launch_pdl(d.index, bulk ? down1_kernel<true> : down1_kernel<false>, dim3(static_cast<unsigned>(down_blocks)), dim3(kDnThreads), smem, s, 1,
                    static_cast<const bf16*>(e.act), a.topk_ids, a.topk_weights, static_cast<const bf16*>(e.down),
                    static_cast<bf16*>(a.out), static_cast<int>(k), static_cast<int>(a.num_experts),
                    static_cast<int>(H), static_cast<int>(I), static_cast<int>(R));
-  GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) down blocks={} rows={} smem={} hidden={} inter={}",
-                        down_blocks, R, smem, H, I);
+  GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) down blocks={} rows={} smem={} hidden={} inter={} bulk={}",
+                        down_blocks, R, smem, H, I, bulk);
   return true;
 }
 

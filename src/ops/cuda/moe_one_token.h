@@ -17,4 +17,22 @@ namespace grt::cuda {
 // one it takes (a down row block of k experts must fit in shared memory).
 bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a);
 
+// How the down kernel copies its weight rows into shared memory before its PDL wait: kBulk, TMA
+// bulk copies (one per expert, on sm_90+; elsewhere cp.async), or kCpAsync, 16-byte cp.async by
+// every thread (session 5's first kernel). kEnv: from GRAPHRT_MOE_DOWN1_COPY (read once): unset,
+// "" or "bulk": kBulk; "cp-async": kCpAsync; anything else is an error. Same bits either way; on
+// an H100 kBulk measured equal or slightly faster (19.07 against 19.45 us isolated).
+enum class Down1Copy { kEnv, kBulk, kCpAsync };
+// Tests and A/B: forces the choice for launches made after the call (kEnv: the environment again).
+void set_down1_copy_override(Down1Copy c);
+
+// How gate_up streams its weight rows: kLoads, 16-byte loads with kGuUnroll in flight per lane
+// over a grid of 3 blocks an SM (the default), or kBulk, one persistent block an SM that streams
+// tiles of its units (gate and up rows) by TMA bulk copies into a ring of shared stages (sm_90+,
+// where 2 stages of one unit fit). kEnv: GRAPHRT_MOE_GATE_UP1_COPY (read once): unset, "" or
+// "loads": kLoads; "bulk": kBulk; anything else is an error. Same bits either way. kBulk
+// measured slower on an H100 (bench/results/h100_2026-11-23_s5_stream).
+enum class GateUp1Copy { kEnv, kLoads, kBulk };
+void set_gate_up1_copy_override(GateUp1Copy c);
+
 }  // namespace grt::cuda

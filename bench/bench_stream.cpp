@@ -1,0 +1,191 @@
+// graphrt bench stream: how fast one kernel can stream a weight buffer that it reads once (the
+// decode kernels' situation), by 16-byte loads with k in flight per lane, cp.async into shared
+// stages, and TMA bulk copies into a shared ring (ops/cuda/stream_probe.h), with one or two
+// blocks an SM, for several sizes, against the device's copy bandwidth.
+//
+// Each size reads a different slice of a pool of >= 192 MB on every launch, so L2 (50 MB on an
+// H100) holds none of it. A CUDA graph of `--launches` back-to-back probes is replayed `--reps`
+// times; us per launch is the median replay over the launches (the gap between kernels
+// included, as in a graph without PDL). Every method's XOR of the words must equal the first's.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.h"
+#include "core/error.h"
+#include "device/device.h"
+#include "device/event.h"
+#include "device/graph.h"
+#include "device/stream.h"
+#include "memory/tensor_alloc.h"
+#include "ops/random_fill.h"
+#if defined(GRAPHRT_WITH_CUDA)
+#include "ops/cuda/stream_probe.h"
+#endif
+
+namespace grt {
+namespace {
+
+struct StreamOpts {
+  std::string device = "cuda:0";
+  std::string bytes = "4M,16M,64M,256M";
+  int launches = 20;
+  int reps = 7;
+  bool json = false;
+};
+
+int64_t parse_size(const std::string& t) {
+  GRT_CHECK(!t.empty(), "bench stream: empty size in --bytes");
+  int64_t mul = 1;
+  std::string num = t;
+  const char u = t.back();
+  if (u == 'K' || u == 'k') mul = int64_t{1} << 10;
+  if (u == 'M' || u == 'm') mul = int64_t{1} << 20;
+  if (u == 'G' || u == 'g') mul = int64_t{1} << 30;
+  if (mul != 1) num = t.substr(0, t.size() - 1);
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(num, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  GRT_CHECK(used == num.size() && v > 0, "bench stream: size '{}' in --bytes is not a positive number (K/M/G allowed)",
+            t);
+  const int64_t b = v * mul;
+  GRT_CHECK(b % 16 == 0 && b <= (int64_t{4} << 30), "bench stream: size '{}' must be a multiple of 16 bytes, <= 4G", t);
+  return b;
+}
+
+#if defined(GRAPHRT_WITH_CUDA)
+struct Config {
+  cuda::StreamMethod method;
+  const char* name;
+  int depth, bps;
+  bool max_shared;
+};
+
+std::vector<Config> configs() {
+  std::vector<Config> c;
+  for (bool ms : {false, true})
+    for (int bps : {1, 2})
+      for (int k : {1, 2, 4, 8}) c.push_back({cuda::StreamMethod::kLdg, "ldg", k, bps, ms});
+  for (int bps : {1, 2})
+    for (int k : {2, 4, 8})
+      if (k * 16 * bps <= 220) c.push_back({cuda::StreamMethod::kCpAsync, "cp.async", k, bps, false});
+  for (int bps : {1, 2})
+    for (int k : {2, 4, 8, 12})
+      if (k * 16 * bps <= 220) c.push_back({cuda::StreamMethod::kBulk, "bulk", k, bps, false});
+  return c;
+}
+
+uint32_t host_xor(const Tensor& partials) {
+  uint32_t x = 0;
+  for (int32_t v : to_host_vector<int32_t>(partials)) x ^= static_cast<uint32_t>(v);
+  return x;
+}
+
+void run_stream(const StreamOpts& o) {
+  const Device d = Device::parse(o.device);
+  GRT_CHECK(d.is_cuda(), "bench stream needs a CUDA device, got {}", o.device);
+  GRT_CHECK(o.launches >= 1 && o.reps >= 1, "bench stream: --launches and --reps must be >= 1");
+  std::vector<int64_t> sizes;
+  size_t pos = 0;
+  while (pos <= o.bytes.size()) {
+    size_t comma = o.bytes.find(',', pos);
+    if (comma == std::string::npos) comma = o.bytes.size();
+    sizes.push_back(parse_size(o.bytes.substr(pos, comma - pos)));
+    pos = comma + 1;
+  }
+  const int64_t floor_bytes = int64_t{192} << 20;
+  auto slices_of = [&](int64_t b) { return std::max<int64_t>(2, (floor_bytes + b - 1) / b); };
+  int64_t pool_bytes = 0;
+  for (int64_t b : sizes) pool_bytes = std::max(pool_bytes, slices_of(b) * b);
+  Tensor pool = empty(Shape{pool_bytes / 2}, DType::BF16, d);
+  ops::fill_hash_uniform_(pool, 7, 0.0f, 1.0f);
+  const double copy_gbps = bench::copy_bandwidth_gbps(d);
+  const int max_blocks = cuda::stream_probe_blocks(d.index, 2);
+  Tensor partials = zeros(Shape{max_blocks}, DType::I32, d);
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+
+  nlohmann::json j;
+  j["device"] = device_name(d);
+  j["copy_gbps"] = copy_gbps;
+  j["launches"] = o.launches;
+  j["reps"] = o.reps;
+  j["results"] = nlohmann::json::array();
+  if (!o.json) std::printf("copy bandwidth (read + write) %.0f GB/s\n", copy_gbps);
+  for (int64_t b : sizes) {
+    const int64_t slices = slices_of(b);
+    const auto* base = static_cast<const unsigned char*>(pool.data());
+    if (!o.json) std::printf("\n%lld bytes (%.1f MB), %lld slices\n%-9s %5s %3s %-8s %9s %9s %7s %s\n",
+                             static_cast<long long>(b), b / 1e6, static_cast<long long>(slices), "method", "depth",
+                             "bps", "carveout", "us", "GB/s", "x copy", "xor");
+    uint32_t want = 0;
+    bool first = true;
+    for (const Config& c : configs()) {
+      auto args = [&](int64_t slice) {
+        cuda::StreamProbeArgs a;
+        a.src = base + slice * b;
+        a.bytes = b;
+        a.method = c.method;
+        a.depth = c.depth;
+        a.blocks_per_sm = c.bps;
+        a.max_shared_carveout = c.max_shared;
+        a.partials = static_cast<uint32_t*>(partials.data());
+        return a;
+      };
+      // Correctness: slice 0's XOR (the partials of unused blocks stay 0 after a zero fill).
+      stream->memset_async(partials.data(), 0, partials.nbytes());
+      cuda::stream_probe(d, args(0));
+      const uint32_t got = host_xor(partials);
+      if (first) want = got, first = false;
+      stream->begin_capture();
+      for (int i = 0; i < o.launches; ++i) cuda::stream_probe(d, args(i % slices));
+      auto exec = stream->end_capture()->instantiate();
+      exec->launch(*stream);
+      stream->synchronize();
+      std::vector<double> us;
+      auto e0 = new_event(d, true), e1 = new_event(d, true);
+      for (int r = 0; r < o.reps; ++r) {
+        e0->record(*stream);
+        exec->launch(*stream);
+        e1->record(*stream);
+        e1->synchronize();
+        us.push_back(1000.0 * e0->elapsed_ms(*e1) / o.launches);
+      }
+      std::sort(us.begin(), us.end());
+      const double med = us[us.size() / 2];
+      const double gbps = static_cast<double>(b) / (med * 1e3);
+      const char* carve = c.method == cuda::StreamMethod::kLdg ? (c.max_shared ? "max-shm" : "default") : "-";
+      j["results"].push_back({{"bytes", b}, {"method", c.name}, {"depth", c.depth}, {"blocks_per_sm", c.bps},
+                              {"carveout", carve}, {"us", med}, {"gbps", gbps}, {"vs_copy", gbps / copy_gbps},
+                              {"xor_ok", got == want}, {"us_all", us}});
+      if (!o.json)
+        std::printf("%-9s %5d %3d %-8s %9.2f %9.0f %7.2f %s\n", c.name, c.depth, c.bps, carve, med, gbps,
+                    gbps / copy_gbps, got == want ? "ok" : "MISMATCH");
+    }
+  }
+  if (o.json) std::printf("%s\n", j.dump(1).c_str());
+}
+#else
+void run_stream(const StreamOpts&) { throw Error("bench stream needs a build with CUDA (GRAPHRT_WITH_CUDA)"); }
+#endif
+
+}  // namespace
+
+void register_bench_stream(CLI::App& bench) {
+  auto o = std::make_shared<StreamOpts>();
+  CLI::App* c = bench.add_subcommand("stream", "one kernel streaming a buffer once: loads vs cp.async vs TMA bulk");
+  c->add_option("--device", o->device, "CUDA device")->capture_default_str();
+  c->add_option("--bytes", o->bytes, "buffer sizes read by one launch (K/M/G suffixes)")->capture_default_str();
+  c->add_option("--launches", o->launches, "probe launches in the timed graph")->capture_default_str();
+  c->add_option("--reps", o->reps, "graph replays timed (median)")->capture_default_str();
+  c->add_flag("--json", o->json, "print JSON");
+  c->callback([o] { run_stream(*o); });
+}
+
+}  // namespace grt

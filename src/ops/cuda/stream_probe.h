@@ -1,0 +1,37 @@
+// The weight-streaming probe behind `graphrt bench stream` (bench/bench_stream.cpp): one kernel
+// reads a buffer once and XORs its 32-bit words (so nothing is optimised away, and every method
+// must give the same value), by one of three ways of moving the bytes. It tells the decode
+// kernels, which stream their weights once, what rate a single kernel can reach at 4-256 MB.
+// H100 (bench/results/h100_2026-11-23_s5_stream): ~1.7 us + bytes / 3.1 TB/s in a graph for any
+// of the three once an SM keeps >= 32 KB in flight; the shared-memory ones start ~0.5-1 us later.
+#pragma once
+#include <cstdint>
+
+#include "core/device_id.h"
+
+namespace grt::cuda {
+
+enum class StreamMethod {
+  kLdg,      // 16-byte ld.global.nc.L1::no_allocate, `depth` loads in flight per lane (1, 2, 4, 8)
+  kCpAsync,  // cp.async 16-byte into `depth` shared stages of 16 KB a block (2..8)
+  kBulk,     // cp.async.bulk (TMA, 1-D) into a ring of `depth` shared stages of 16 KB, mbarriers (2..12)
+};
+
+struct StreamProbeArgs {
+  const void* src = nullptr;  // 16-byte aligned
+  int64_t bytes = 0;          // a positive multiple of 16
+  StreamMethod method = StreamMethod::kLdg;
+  int depth = 4;                // see StreamMethod
+  int blocks_per_sm = 1;        // 1 or 2
+  bool max_shared_carveout = false;  // kLdg only: ask for the largest shared carveout (less L1)
+  uint32_t* partials = nullptr;      // stream_probe_blocks() words: each block's XOR
+};
+
+// Blocks the probe launches on device `index` (blocks_per_sm x the SM count).
+int stream_probe_blocks(int index, int blocks_per_sm);
+
+// Launches the probe on the device's current stream. Throws on arguments it does not take
+// (depth, blocks per SM, alignment, a method the device lacks, shared memory that does not fit).
+void stream_probe(Device d, const StreamProbeArgs& a);
+
+}  // namespace grt::cuda
