@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device/stream.h"
 #include "graph/breakable.h"
 #include "graph/split_ops.h"
 #include "model/moe_layer.h"
@@ -55,6 +56,11 @@ DecoderModel::DecoderModel(ModelConfig config, ModelWeights weights, Device devi
   }
   rope_cache_ = ops::rope_cos_sin_cache(rp, max_positions, device_);
   attn_scale_ = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  // The model is then used from other streams (each tensor-parallel rank thread, a capture
+  // stream): its tensors must be complete first. The CPU backend's host copies run on the
+  // stream's worker, so the rope table could still be in flight (a TpRuntime test read it
+  // half-written from another stream, about one run in four under load).
+  current_stream(device_).synchronize();
 }
 
 namespace {
