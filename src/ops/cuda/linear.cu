@@ -32,7 +32,8 @@
 // share the heuristic's pick at the bucket's top M when it fits them (GRAPHRT_LT_SHARE_PLANS=0:
 // the heuristic per exact M): fewer heuristic calls and fewer distinct kernels to load at capture.
 //
-// Persistent choices (GRAPHRT_LT_TUNE_CACHE=<file>, ops/lt_tune_cache.h; only while timing is on):
+// Persistent choices (GRAPHRT_LT_TUNE_CACHE=<file>, ops/lt_tune_cache.h; it turns timing on with
+// 16 candidates unless GRAPHRT_LT_TUNE says otherwise; with GRAPHRT_LT_TUNE <= 1 it is unused):
 // at a device's first timed family the file's entries for this GPU (name, SM count), cuBLASLt
 // version and tuning switches are read; a bucket with a stored entry runs it without timing when
 // cublasLtMatmulAlgoCheck accepts it on the bucket's descriptors (else it is timed, with a debug
@@ -254,6 +255,7 @@ struct TuneConfig {
 // product (qwen3-0.6b 1024-token prefill -2%, within noise); M <= 512 is not measured yet.
 constexpr int kDefaultTune = 1;
 constexpr int kMaxTune = 64;
+constexpr int kCacheTune = 16;  // candidates timed when GRAPHRT_LT_TUNE_CACHE is set and GRAPHRT_LT_TUNE is not
 // Largest bucket timed: above it cuBLASLt's first pick was within 5% of the fastest candidate on
 // the H100 (M = 1024, bench/results/h100_2026-11-23_s4_prefill), and timing big products costs
 // capture time.
@@ -278,7 +280,19 @@ bool env_flag(const char* name, bool fallback) {
 TuneConfig read_tune_config() {
   TuneConfig c{kDefaultTune, true, false};
   const char* v = std::getenv("GRAPHRT_LT_TUNE");
-  if (v && *v) c.candidates = std::clamp(std::atoi(v), 0, kMaxTune);
+  const char* cache = std::getenv("GRAPHRT_LT_TUNE_CACHE");
+  const bool has_cache = cache && *cache;
+  if (v && *v) {
+    c.candidates = std::clamp(std::atoi(v), 0, kMaxTune);
+    if (has_cache && c.candidates <= 1) {  // a store that would never be read or written: say so
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        GRT_WARN("GRAPHRT_LT_TUNE_CACHE={} has no effect with GRAPHRT_LT_TUNE={} (no timing)", cache, v);
+      });
+    }
+  } else if (has_cache) {
+    c.candidates = kCacheTune;  // asking for a store of timed choices turns timing on
+  }
   c.split_k = env_flag("GRAPHRT_LT_SPLITK", true);
   c.log = env_flag("GRAPHRT_LT_TUNE_LOG", false);
   return c;
