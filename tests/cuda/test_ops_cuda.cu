@@ -8,10 +8,13 @@
 //   linear with f32 output from bf16 inputs: 1e-3 (same exact products, another summation order).
 //   f32 kernels: 1e-5 (1e-4 for linear).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -31,9 +34,11 @@
 #include "ops/embedding.h"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/gemv_fused.h"
+#include "ops/cuda/linear_tune.h"
 #include "ops/fused_linear.h"
 #include "ops/gather.h"
 #include "ops/linear.h"
+#include "ops/lt_tune_cache.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 
@@ -541,6 +546,79 @@ TEST(OpsCudaCapture, TimedLinearChoiceMatchesCpuAndReplaysBitwise) {
     expect_close(replay, host(ops::linear(fresh[i].cpu, w.cpu)), 1e-2, "replayed timed linear " + m);
     EXPECT_EQ(replay, to_host_floats(ops::linear(xs[i].gpu, w.gpu))) << m;
   }
+}
+
+// The persistent store of timed choices (GRAPHRT_LT_TUNE_CACHE): a first "process" times buckets
+// 32..256 of a new family and writes them; after forgetting every choice (as a new process starts)
+// the same calls time nothing, run the stored algorithms and give the first run's bits, eagerly
+// and in a captured graph. Entries stored under another device key are not used: timed again.
+TEST(OpsCudaLinearTuneCache, StoredChoicesAreReusedWithoutTimingBitwise) {
+  const std::string path = ::testing::TempDir() + "lt_tune_cache_" + std::to_string(getpid()) + ".json";
+  std::remove(path.c_str());
+  ScopedEnv tune("GRAPHRT_LT_TUNE", "16"), split("GRAPHRT_LT_SPLITK", "1"), cache("GRAPHRT_LT_TUNE_CACHE", path.c_str());
+  const int64_t N = 1120, K = 2048;  // a family no other test meets
+  Pair w = random_pair(Shape{N, K}, 171, DType::BF16, -0.1f, 0.1f);
+  std::vector<Pair> xs;
+  for (int64_t M : {256, 100}) xs.push_back(random_pair(Shape{M, K}, static_cast<uint32_t>(172 + M)));
+  auto run_all = [&] {
+    std::vector<std::vector<float>> r;
+    for (const Pair& x : xs) r.push_back(to_host_floats(ops::linear(x.gpu, w.gpu)));
+    return r;
+  };
+  cuda::linear_forget_choices_for_test();
+  const cuda::LinearTuneStats s0 = cuda::linear_tune_stats();
+  const auto cold = run_all();
+  const cuda::LinearTuneStats s1 = cuda::linear_tune_stats();
+  EXPECT_EQ(s1.timed_buckets - s0.timed_buckets, 4);  // buckets 32, 64, 128, 256
+  EXPECT_EQ(s1.cache_hits - s0.cache_hits, 0);
+  for (size_t i = 0; i < xs.size(); ++i) expect_close(cold[i], host(ops::linear(xs[i].cpu, w.cpu)), 1e-2, "cold");
+  ops::LtTuneFile file = ops::load_lt_tune_file(path);
+  ASSERT_EQ(file.devices.size(), 1u);
+  const std::string device_key = file.devices.begin()->first;
+  EXPECT_EQ(file.devices.begin()->second.size(), 4u) << device_key;
+
+  cuda::linear_forget_choices_for_test();  // a new "process": reads the file back
+  const auto warm = run_all();
+  const cuda::LinearTuneStats s2 = cuda::linear_tune_stats();
+  EXPECT_EQ(s2.timed_buckets - s1.timed_buckets, 0);
+  EXPECT_EQ(s2.cache_hits - s1.cache_hits, 4);
+  EXPECT_EQ(s2.cache_rejected - s1.cache_rejected, 0);
+  EXPECT_EQ(warm, cold);
+  {  // captured calls run the stored choices too
+    auto stream = new_stream(kGpu);
+    StreamGuard guard(*stream);
+    (void)ops::linear(xs[0].gpu, w.gpu);  // the stream's workspace, outside the capture
+    auto pool = GraphPool::create(kGpu);
+    std::vector<Tensor> outs;
+    std::unique_ptr<Graph> graph;
+    stream->begin_capture();
+    {
+      PoolCaptureScope scope(pool, *stream);
+      for (const Pair& x : xs) outs.push_back(ops::linear(x.gpu, w.gpu));
+      graph = stream->end_capture();
+    }
+    auto exec = graph->instantiate();
+    exec->launch(*stream);
+    for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(to_host_floats(outs[i]), cold[i]) << "replay " << i;
+  }
+
+  // The same entries under a foreign device key: ignored, timed again, written under ours.
+  ops::LtTuneFile foreign;
+  foreign.devices["another GPU | 1 SMs | cuBLASLt 1"] = file.devices.begin()->second;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << ops::serialize_lt_tune_file(foreign);
+  }
+  cuda::linear_forget_choices_for_test();
+  (void)run_all();
+  const cuda::LinearTuneStats s3 = cuda::linear_tune_stats();
+  EXPECT_EQ(s3.timed_buckets - s2.timed_buckets, 4);
+  EXPECT_EQ(s3.cache_hits - s2.cache_hits, 0);
+  file = ops::load_lt_tune_file(path);
+  EXPECT_EQ(file.devices.size(), 2u);
+  EXPECT_EQ(file.devices.count(device_key), 1u);
+  cuda::linear_forget_choices_for_test();
+  std::remove(path.c_str());
 }
 
 // linear first met on a stream while it captures: no workspace is allocated inside the capture

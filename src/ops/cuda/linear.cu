@@ -31,10 +31,21 @@
 // each timed choice. Without a timed choice, the shapes of a half-octave bucket (m_heuristic_bucket)
 // share the heuristic's pick at the bucket's top M when it fits them (GRAPHRT_LT_SHARE_PLANS=0:
 // the heuristic per exact M): fewer heuristic calls and fewer distinct kernels to load at capture.
+//
+// Persistent choices (GRAPHRT_LT_TUNE_CACHE=<file>, ops/lt_tune_cache.h; it turns timing on with
+// 16 candidates unless GRAPHRT_LT_TUNE says otherwise; with GRAPHRT_LT_TUNE <= 1 it is unused):
+// at a device's first timed family the file's entries for this GPU (name, SM count), cuBLASLt
+// version and tuning switches are read; a bucket with a stored entry runs it without timing when
+// cublasLtMatmulAlgoCheck accepts it on the bucket's descriptors (else it is timed, with a debug
+// log), and newly timed choices are written back (atomically) after each family's timing. A warm
+// start therefore times nothing, and a stored choice is the same algorithm the timing process
+// ran, so results are bitwise those of the process that timed it.
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +61,8 @@
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/gemv.h"
+#include "ops/cuda/linear_tune.h"
+#include "ops/lt_tune_cache.h"
 
 namespace grt::cuda {
 namespace {
@@ -158,7 +171,15 @@ struct LtDevice {
   std::map<PlanKey, cublasLtMatmulAlgo_t> bucket_choice;  // timed choices, by key with M -> its bucket
   // The heuristic's first at a heuristic bucket's top M, by key with M -> that top (absent: none fits)
   std::map<PlanKey, cublasLtMatmulAlgo_t> bucket_heuristic;
+  // The persistent store (GRAPHRT_LT_TUNE_CACHE), read at this device's first timed family.
+  bool cache_read = false;
+  std::string cache_path, cache_device_key;  // path empty: no store
+  ops::LtTuneEntries cache_stored;  // this device's stored choices, not yet validated
+  ops::LtTuneEntries cache_timed;   // choices this process timed: written back
 };
+
+// Counters for tests and logs (linear_tune.h).
+std::atomic<int64_t> g_timed_buckets{0}, g_cache_hits{0}, g_cache_rejected{0};
 
 // Never destroyed: handles and device memory must not be released from static destructors,
 // after the CUDA runtime may already have shut down.
@@ -234,6 +255,7 @@ struct TuneConfig {
 // product (qwen3-0.6b 1024-token prefill -2%, within noise); M <= 512 is not measured yet.
 constexpr int kDefaultTune = 1;
 constexpr int kMaxTune = 64;
+constexpr int kCacheTune = 16;  // candidates timed when GRAPHRT_LT_TUNE_CACHE is set and GRAPHRT_LT_TUNE is not
 // Largest bucket timed: above it cuBLASLt's first pick was within 5% of the fastest candidate on
 // the H100 (M = 1024, bench/results/h100_2026-11-23_s4_prefill), and timing big products costs
 // capture time.
@@ -258,7 +280,19 @@ bool env_flag(const char* name, bool fallback) {
 TuneConfig read_tune_config() {
   TuneConfig c{kDefaultTune, true, false};
   const char* v = std::getenv("GRAPHRT_LT_TUNE");
-  if (v && *v) c.candidates = std::clamp(std::atoi(v), 0, kMaxTune);
+  const char* cache = std::getenv("GRAPHRT_LT_TUNE_CACHE");
+  const bool has_cache = cache && *cache;
+  if (v && *v) {
+    c.candidates = std::clamp(std::atoi(v), 0, kMaxTune);
+    if (has_cache && c.candidates <= 1) {  // a store that would never be read or written: say so
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        GRT_WARN("GRAPHRT_LT_TUNE_CACHE={} has no effect with GRAPHRT_LT_TUNE={} (no timing)", cache, v);
+      });
+    }
+  } else if (has_cache) {
+    c.candidates = kCacheTune;  // asking for a store of timed choices turns timing on
+  }
   c.split_k = env_flag("GRAPHRT_LT_SPLITK", true);
   c.log = env_flag("GRAPHRT_LT_TUNE_LOG", false);
   return c;
@@ -511,21 +545,95 @@ void add_bias(cudaStream_t s, const Call& c) {
 // on the first rows of this call's operands (the bucket's top row count, or M for M's own
 // bucket): a later shape of any of them, also one first met while capturing (graph runners warm
 // up only their largest shape), then runs a timed choice.
-void tune_buckets(LtDevice& dev, const Call& c, const PlanKey& key, bool want_epilogue, void* ws, size_t ws_bytes,
-                  cudaStream_t s) {
+// The store's name for a bucket's choice: every PlanKey field (M = the bucket).
+std::string cache_entry_key(const PlanKey& k) {
+  const auto& [m, n, kk, ldb, in, out, bias, al_w, al_x, al_y, al_b, ws] = k;
+  return fmt::format("N{} K{} ldb{} in{} out{} bias{} align{}.{}.{}.{} ws{} M{}", n, kk, ldb, in, out, bias, al_w,
+                     al_x, al_y, al_b, ws, m);
+}
+
+// Reads the store once per device (tests reset it through linear_forget_choices_for_test).
+void read_cache(LtDevice& dev, int device_index) {
+  if (dev.cache_read) return;
+  dev.cache_read = true;
+  dev.cache_path = ops::lt_tune_cache_path();
+  if (dev.cache_path.empty()) return;
+  cudaDeviceProp prop{};
+  GRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_index), "linear: reading cuda:{}'s name for the tuning cache",
+                 device_index);
+  const TuneConfig cfg = tune_config();
+  dev.cache_device_key = fmt::format("{} | {} SMs | cuBLASLt {} | tune {} splitK {}", prop.name,
+                                     prop.multiProcessorCount, cublasLtGetVersion(), cfg.candidates, cfg.split_k ? 1 : 0);
+  ops::LtTuneFile file = ops::load_lt_tune_file(dev.cache_path);
+  auto it = file.devices.find(dev.cache_device_key);
+  if (it != file.devices.end()) dev.cache_stored = std::move(it->second);
+  GRT_DEBUG("cuBLASLt tuning cache '{}': {} entries for '{}' ({} other device keys ignored)", dev.cache_path,
+            dev.cache_stored.size(), dev.cache_device_key, file.devices.size() - (it != file.devices.end() ? 1 : 0));
+}
+
+// The stored choice of bucket `bkey` when the file has one that cuBLASLt accepts for the
+// bucket's descriptors (with the bias epilogue when wanted, else without).
+bool stored_choice(LtDevice& dev, const PlanKey& bkey, const Call& part, bool want_epilogue, size_t ws_bytes,
+                   cublasLtMatmulAlgo_t& out) {
+  const std::string ekey = cache_entry_key(bkey);
+  auto it = dev.cache_stored.find(ekey);
+  if (it == dev.cache_stored.end()) return false;
+  static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(ops::LtAlgoWords), "cublasLtMatmulAlgo_t is 8 words");
+  cublasLtMatmulAlgo_t algo{};
+  std::memcpy(&algo, it->second.data(), sizeof(algo));
+  for (bool epi : {true, false}) {
+    if (epi && !want_epilogue) continue;
+    Plan probe;
+    build_descriptors(probe, part, epi);
+    if (algo_fits(dev.handle, probe, algo, ws_bytes)) {
+      out = algo;
+      ++g_cache_hits;
+      return true;
+    }
+  }
+  ++g_cache_rejected;
+  GRT_DEBUG("cuBLASLt tuning cache '{}': entry '{}' is not accepted by cublasLtMatmulAlgoCheck here: timed again",
+            dev.cache_path, ekey);
+  return false;
+}
+
+// Every bucket from 32 up to M's (at most kMaxTunedM) that has no timed choice yet is timed
+// on the first rows of this call's operands (the bucket's top row count, or M for M's own
+// bucket), unless the store holds an accepted choice: a later shape of any of them, also one
+// first met while capturing (graph runners warm up only their largest shape), then runs it.
+void tune_buckets(LtDevice& dev, int device_index, const Call& c, const PlanKey& key, bool want_epilogue, void* ws,
+                  size_t ws_bytes, cudaStream_t s) {
+  read_cache(dev, device_index);
   const int64_t top = std::min(m_bucket(c.sh.M), kMaxTunedM);
   std::unique_ptr<TimingScratch> scratch;
+  bool timed = false;
   for (int64_t b = 32; b <= top; b *= 2) {
     PlanKey bkey = key;
     std::get<0>(bkey) = b;
     if (dev.bucket_choice.count(bkey)) continue;
     Call part = c;
     part.sh.M = std::min(b, c.sh.M);
-    if (!scratch) scratch = std::make_unique<TimingScratch>();
     cublasLtMatmulAlgo_t algo{};
+    if (stored_choice(dev, bkey, part, want_epilogue, ws_bytes, algo)) {
+      dev.bucket_choice.emplace(bkey, algo);
+      continue;
+    }
+    if (!scratch) scratch = std::make_unique<TimingScratch>();
     bool ok = want_epilogue && tune_one(dev.handle, part, true, ws, ws_bytes, s, *scratch, algo);
     if (!ok) ok = tune_one(dev.handle, part, false, ws, ws_bytes, s, *scratch, algo);
-    if (ok) dev.bucket_choice.emplace(bkey, algo);
+    if (!ok) continue;
+    dev.bucket_choice.emplace(bkey, algo);
+    ++g_timed_buckets;
+    timed = true;
+    ops::LtAlgoWords words{};
+    std::memcpy(words.data(), &algo, sizeof(algo));
+    dev.cache_timed[cache_entry_key(bkey)] = words;
+  }
+  if (!timed || dev.cache_path.empty()) return;
+  try {
+    ops::store_lt_tune_entries(dev.cache_path, dev.cache_device_key, dev.cache_timed);
+  } catch (const Error& e) {  // the choices still hold in this process; only the next start pays
+    GRT_WARN("GRAPHRT_LT_TUNE_CACHE: {}", e.what());
   }
 }
 
@@ -595,7 +703,7 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
     // Timing synchronises the stream: never while this stream or this thread captures.
     const bool can_time = ws && !stream.is_capturing() && !this_thread_capture_stream();
     if (can_time && tune_config().candidates > 1 && M > gemv_max_rows())
-      tune_buckets(dev, c, key, want_epilogue, ws, ws_bytes, s);
+      tune_buckets(dev, d.index, c, key, want_epilogue, ws, ws_bytes, s);
     auto bit = dev.bucket_choice.find(bkey);
     const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
     if (!bucket_algo && share_plans() && M > gemv_max_rows()) bucket_algo = shared_heuristic(dev, c, key, want_epilogue, ws_bytes);
@@ -613,6 +721,27 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
                               plan.d.get(), out, plan.d.get(), &plan.algo, ws, plan.workspace, s),
                sh);
   if (bias && !plan.epilogue_bias) add_bias(s, c);
+}
+
+}  // namespace grt::cuda
+
+namespace grt::cuda {
+
+LinearTuneStats linear_tune_stats() { return {g_timed_buckets.load(), g_cache_hits.load(), g_cache_rejected.load()}; }
+
+void linear_forget_choices_for_test() {
+  std::lock_guard<std::mutex> lock(lt_registry_mu());
+  for (auto& [index, dev] : lt_registry()) {
+    std::lock_guard<std::mutex> dev_lock(dev->mu);
+    dev->plans.clear();
+    dev->bucket_choice.clear();
+    dev->bucket_heuristic.clear();
+    dev->cache_read = false;
+    dev->cache_path.clear();
+    dev->cache_device_key.clear();
+    dev->cache_stored.clear();
+    dev->cache_timed.clear();
+  }
 }
 
 }  // namespace grt::cuda

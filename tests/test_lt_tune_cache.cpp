@@ -1,0 +1,124 @@
+// The file format of the persistent cuBLASLt tuning cache (ops/lt_tune_cache.h): round trip,
+// merging writes, corrupt files ignored (with a warning) and replaced, other devices' entries kept
+// but separate, and the strict GRAPHRT_LT_TUNE_CACHE value.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "ops/lt_tune_cache.h"
+
+namespace grt::ops {
+namespace {
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  static int counter = 0;
+  const fs::path dir = fs::path(::testing::TempDir()) /
+                       ("lt_tune_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+LtAlgoWords words(uint64_t seed) {
+  LtAlgoWords w{};
+  for (size_t i = 0; i < w.size(); ++i) w[i] = seed * 0x9e3779b97f4a7c15ull + i;
+  return w;
+}
+
+TEST(LtTuneCache, RoundTripKeepsEveryWord) {
+  LtTuneFile f;
+  f.devices["H100 | 132 SMs | cuBLASLt 130000"]["N1024 K4096 M64"] = words(1);
+  f.devices["H100 | 132 SMs | cuBLASLt 130000"]["N1024 K4096 M128"] = words(2);
+  f.devices["H200 | 132 SMs | cuBLASLt 130000"]["N1024 K4096 M64"] = {0, ~0ull, 1, 2, 3, 4, 5, 0x8000000000000000ull};
+  const LtTuneFile back = parse_lt_tune_file(serialize_lt_tune_file(f), "test");
+  EXPECT_EQ(back.devices, f.devices);
+}
+
+TEST(LtTuneCache, StoreMergesWithTheFileAndKeepsOtherDevices) {
+  const std::string path = temp_path("cache.json");
+  EXPECT_TRUE(load_lt_tune_file(path).devices.empty());  // missing: empty, no error
+  store_lt_tune_entries(path, "gpu A", {{"k1", words(1)}});
+  store_lt_tune_entries(path, "gpu B", {{"k1", words(7)}});            // a foreign device's entry
+  store_lt_tune_entries(path, "gpu A", {{"k2", words(2)}, {"k1", words(3)}});  // ours win, k1 replaced
+  const LtTuneFile f = load_lt_tune_file(path);
+  ASSERT_EQ(f.devices.size(), 2u);
+  EXPECT_EQ(f.devices.at("gpu A"), (LtTuneEntries{{"k1", words(3)}, {"k2", words(2)}}));
+  EXPECT_EQ(f.devices.at("gpu B"), (LtTuneEntries{{"k1", words(7)}}));
+  // No temp file is left behind.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(path).parent_path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+TEST(LtTuneCache, CorruptFilesAreClearErrorsWhenParsedAndIgnoredWhenLoaded) {
+  const char* bad[] = {
+      "{not json",
+      "[]",
+      R"({"format": "something-else", "devices": {}})",
+      R"({"format": "graphrt-lt-tune-1", "devices": []})",
+      R"({"format": "graphrt-lt-tune-1", "devices": {"gpu": {"k": ["0000000000000000"]}}})",
+      R"({"format": "graphrt-lt-tune-1", "devices": {"gpu": {"k": [1,2,3,4,5,6,7,8]}}})",
+      R"({"format": "graphrt-lt-tune-1", "devices": {"gpu": {"k": ["000000000000000g","0000000000000000",
+          "0000000000000000","0000000000000000","0000000000000000","0000000000000000","0000000000000000",
+          "0000000000000000"]}}})",
+  };
+  for (const char* text : bad) {
+    try {
+      parse_lt_tune_file(text, "cache 'x.json'");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cache 'x.json'"), std::string::npos) << e.what();
+    }
+    const std::string path = temp_path("corrupt.json");
+    write_text(path, text);
+    EXPECT_TRUE(load_lt_tune_file(path).devices.empty()) << text;
+    store_lt_tune_entries(path, "gpu", {{"k", words(5)}});  // replaced by a valid file
+    EXPECT_EQ(load_lt_tune_file(path).devices.at("gpu").at("k"), words(5)) << text;
+  }
+}
+
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+TEST(LtTuneCache, PathVariableIsStrict) {
+  {
+    ScopedEnv env("GRAPHRT_LT_TUNE_CACHE", "");
+    EXPECT_EQ(lt_tune_cache_path(), "");
+  }
+  const std::string file = temp_path("sub") + "/deeper/lt.json";
+  {
+    ScopedEnv env("GRAPHRT_LT_TUNE_CACHE", file.c_str());
+    EXPECT_EQ(lt_tune_cache_path(), file);
+    EXPECT_TRUE(fs::is_directory(fs::path(file).parent_path()));  // created
+  }
+  {
+    const std::string dir = fs::path(file).parent_path().string();
+    ScopedEnv env("GRAPHRT_LT_TUNE_CACHE", dir.c_str());
+    try {
+      lt_tune_cache_path();
+      ADD_FAILURE() << "a directory was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("GRAPHRT_LT_TUNE_CACHE"), std::string::npos) << e.what();
+    }
+  }
+  {
+    const std::string blocked = temp_path("plain_file");
+    write_text(blocked, "x");
+    const std::string under = blocked + "/lt.json";  // its "directory" is a file
+    ScopedEnv env("GRAPHRT_LT_TUNE_CACHE", under.c_str());
+    EXPECT_THROW(lt_tune_cache_path(), Error);
+  }
+}
+
+}  // namespace
+}  // namespace grt::ops
