@@ -476,12 +476,11 @@ int mma_cluster(int dev, DType dtype, int head_dim, int64_t pairs, int sms, int 
   return 0;
 }
 
-// The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
-// the most splits while batch x kv heads x splits stays within blocks_per_sm x SMs (else blocks
-// loop over splits; the bits are the same either way).
-void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms) {
+// The fields both decode kernels' parameters share (DecodeParams, DecodeMmaParams), from the op's
+// arguments.
+template <typename P>
+void set_common_params(P& p, const ops::DecodeArgs& d) {
   const ops::PagedAttentionArgs& a = d.a;
-  DecodeMmaParams p{};
   p.q = a.q;
   p.q_stride = a.q_row_stride;
   p.k_cache = a.k_cache;
@@ -496,6 +495,15 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.nq = a.num_q_heads;
   p.nkv = a.num_kv_heads;
   p.hd = a.head_dim;
+}
+
+// The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
+// the most splits while batch x kv heads x splits stays within blocks_per_sm x SMs (else blocks
+// loop over splits; the bits are the same either way).
+void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms) {
+  const ops::PagedAttentionArgs& a = d.a;
+  DecodeMmaParams p{};
+  set_common_params(p, d);
   p.group = a.num_q_heads / a.num_kv_heads;
   p.chunk = mma_chunk(static_cast<int64_t>(d.batch) * p.nkv, sms);
   // No request can use more splits than the table width allows: scratch for those only.
@@ -589,20 +597,7 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
     return;
   }
   DecodeParams p{};
-  p.q = a.q;
-  p.q_stride = a.q_row_stride;
-  p.k_cache = a.k_cache;
-  p.v_cache = a.v_cache;
-  p.num_slots = a.num_slots;
-  p.max_reqs = a.max_reqs;
-  p.max_context = a.max_context;
-  p.req_to_token = a.req_to_token;
-  p.req_pool_indices = a.req_pool_indices;
-  p.seq_lens = d.seq_lens;
-  p.out = a.out;
-  p.nq = a.num_q_heads;
-  p.nkv = a.num_kv_heads;
-  p.hd = a.head_dim;
+  set_common_params(p, d);
   p.group = group;
   const int gmax = std::min(p.group <= 1 ? 1 : p.group <= 2 ? 2 : p.group <= 4 ? 4 : 8,
                             heads_per_block(d.batch, p.nkv, sms));
