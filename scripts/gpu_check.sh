@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine: configure a Release build with CUDA, build, run every test (CPU and the
 # `cuda` label), run the benchmark smoke, and print a one-screen summary last.
-#   scripts/gpu_check.sh [--golden] [--no-big]     (env: BENCHES="decode prefill attention moe breakable eager", BENCH=0,
+#   scripts/gpu_check.sh [--golden] [--no-big]     (env: BENCHES="decode prefill attention moe breakable eager memory capture", BENCH=0,
 #                                                   ANCHORS=0 (PyTorch anchors from the committed file instead of this job),
 #                                                   SKIP_BUILD=1 (reuse $BUILD on a warm machine), CUDA_TESTS=0,
 #                                                   SANITIZE=1 (compute-sanitizer memcheck + racecheck over the graph tests),
@@ -124,9 +124,10 @@ if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
 fi
 
 # Benchmarks: each writes JSON into $TMP; they are merged into $OUT/bench.json (a list) and
-# their stderr goes to $OUT/bench.log. BENCHES picks which (decode, prefill, breakable, eager).
+# their stderr goes to $OUT/bench.log. BENCHES picks which (decode, prefill, breakable, eager, memory, capture: the
+# full-schedule capture in CAPTURE_REPEATS fresh processes, into $OUT/capture.json).
 bench_rc=0
-BENCHES=${BENCHES:-"decode prefill breakable memory"}
+BENCHES=${BENCHES:-"decode prefill breakable memory capture"}
 [ "${BENCH:-1}" = 0 ] && BENCHES=""
 # PyTorch anchors measured in this job (scripts/torch_anchors.py), so every "vs torch" ratio comes
 # from one run; without torch, or with ANCHORS=0, the committed anchor file of 2026-11-22 is used.
@@ -164,6 +165,14 @@ for kind in $BENCHES; do
     memory) run_bench memory_small memory $SMALL
             [ -n "$BIG" ] && run_bench memory_big memory $BIG ;;
     eager) run_bench eager_small eager $SMALL --batch-sizes 1,8,64 --context 1024 --prefill-tokens 4,64,256,1024,4096 ;;
+    capture)  # full-schedule capture, CAPTURE_REPEATS fresh processes per model and schedule (medians in targets_table.py)
+      for i in $(seq 1 "${CAPTURE_REPEATS:-3}"); do
+        for n in qwen3-0.6b ${BIG:+llama-3.1-8b}; do
+          m=builtin:$n
+          $BUILD/graphrt bench decode --model $m --batch-sizes 1 --context 1024 --iters 3 --json >"$TMP/capture_dec_${n}_$i.json" 2>>"$OUT/bench.log" || { bench_rc=1; echo "FAILED: capture decode $m" >>"$OUT/bench.log"; }
+          $BUILD/graphrt bench prefill --model $m --tokens 4 --iters 3 --json >"$TMP/capture_pre_${n}_$i.json" 2>>"$OUT/bench.log" || { bench_rc=1; echo "FAILED: capture prefill $m" >>"$OUT/bench.log"; }
+        done
+      done ;;
   esac
 done
 if [ -n "$BENCHES" ]; then
@@ -176,6 +185,14 @@ for p in sorted(glob.glob(os.path.join(sys.argv[1], "bench_*.json"))):
     except Exception as e:
         out.append({"unreadable": os.path.basename(p), "error": str(e)})
 json.dump(out, open(sys.argv[2], "w"), indent=1)
+caps = []
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "capture_*.json"))):
+    try:
+        caps.append(json.load(open(p)))
+    except Exception as e:
+        caps.append({"unreadable": os.path.basename(p), "error": str(e)})
+if caps:
+    json.dump(caps, open(os.path.join(os.path.dirname(sys.argv[2]), "capture.json"), "w"), indent=1)
 PY
   if echo "$BENCHES" | grep -q memory; then
     python3 scripts/plot_memory.py "$OUT/memory.png" "$OUT/bench.json" >>"$OUT/bench.log" 2>&1 || echo "no plot (matplotlib?)" >>"$OUT/bench.log"
@@ -197,7 +214,7 @@ if [ -z "$BENCHES" ]; then
   echo "bench skipped"
 else
   python3 scripts/bench_table.py "$OUT/bench.json" || tail -20 "$OUT/bench.log"
-  python3 scripts/targets_table.py "$OUT/bench.json" || true
+  python3 scripts/targets_table.py "$OUT/bench.json" $([ -f "$OUT/capture.json" ] && echo "$OUT/capture.json") || true
   [ $bench_rc = 0 ] || { echo "a benchmark failed:"; grep -B3 FAILED "$OUT/bench.log" | tail -12; }
 fi
 echo "total: $(( $(date +%s) - t0 ))s"
