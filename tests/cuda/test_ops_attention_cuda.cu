@@ -281,6 +281,12 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
         EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wg" : "fa2-v2q64") << hd;
       }
       {
+        ForceExtendKernel ws("auto-ws");  // the session-6 A/B: fa3-ws in place of fa3-wg2
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-ws" : "fa3-ov") : "fa2-v2")
+            << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+      }
+      {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-v2") << hd;
         EXPECT_EQ(name(short_prompt, dt), "fa2-v2q64") << hd;
@@ -320,10 +326,12 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
 }
 
 // The wgmma kernels (sm_90 only; elsewhere forcing one is an Error): the FA2 cases above, both
-// register budgets of fa3-wg and the overlapped fa3-ov / fa3-ovq / fa3-ov64, whose 4- and
-// 3-stage rings get key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a
-// prefix); every fourth case runs twice with bitwise equal results. Its own test so that a fault
-// in it leaves the FA2 results readable.
+// register budgets of fa3-wg, the overlapped fa3-ov / fa3-ovq / fa3-ov64 and the warp-specialised
+// fa3-ws family (mbarrier ring phases running on across the two q tiles of a pair: the
+// 1100-token case with pairing; pingpong; m64n128 O GEMMs), whose 4- and 3-stage rings get
+// key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a prefix); every
+// fourth case runs twice with bitwise equal results. Its own test so that a fault in it leaves
+// the FA2 results readable.
 TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
   std::vector<ExtendCheck> checks;
   for (int hd : {64, 128})
@@ -348,7 +356,8 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
     GTEST_SKIP() << "no sm_90 GPU: the wgmma kernel is refused";
   }
   for (const char* pairing : {"0", "1"})
-    for (const char* kernel : {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq"}) {
+    for (const char* kernel :
+         {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
