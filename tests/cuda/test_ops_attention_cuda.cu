@@ -260,13 +260,13 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
   // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
-  // multiprocessors) fa3-wg2 (head_dim 128) or the overlapped fa3-ov (64) on long prompts, fa3-ov
-  // where the 128-row grid has between half and all of the multiprocessors, fa3-ov64 below; else
-  // FA2.
+  // multiprocessors) the warp-specialised fa3-ws (head_dim 128) or the overlapped fa3-ov (64) on
+  // long prompts, fa3-wsnp where the 128-row grid has between half and all of the
+  // multiprocessors, fa3-ov64 below; else FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
-      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-wg2" : "fa3-ov") : "fa2-v2")
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-ws" : "fa3-ov") : "fa2-v2")
           << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
@@ -274,17 +274,18 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
       EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
       cuda::ExtendParams mid_prompt = params_for(hd, 16 * hd, buf);
       mid_prompt.max_extend_len = 768;  // 6 tiles x 16 heads: 96 blocks
-      EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-ov" : "fa2-v2q64") << hd;
+      EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-wsnp" : "fa2-v2q64") << hd;
       {
         ForceExtendKernel s4("auto-s4");  // the session-4 choice
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;
         EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wg" : "fa2-v2q64") << hd;
       }
       {
-        ForceExtendKernel ws("auto-ws");  // the session-6 A/B: fa3-ws in place of fa3-wg2
-        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-ws" : "fa3-ov") : "fa2-v2")
+        ForceExtendKernel s5("auto-s5");  // the session-5 choice
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-wg2" : "fa3-ov") : "fa2-v2")
             << hd;
         EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-ov" : "fa2-v2q64") << hd;
       }
       {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU

@@ -300,8 +300,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
   const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4",
-             ws = forced == "auto-ws";
-  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || ws) {
+             s5 = forced == "auto-s5";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5) {
     // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
     // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
     // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
@@ -316,6 +316,15 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // softmax overlapped with its GEMMs; 297 vs 234 at 1k tokens after a 4k prefix). B > M:
     // fa3-wg2 at head_dim 128 (two blocks per multiprocessor beat one overlapped block: 335 vs
     // 298 at 4k), fa3-ov at head_dim 64 (128 registers: two overlapped blocks fit; 344 vs 316).
+    // "auto-s5" keeps that choice for A/B.
+    // Session 6 (measured, bench/results/h100_2026-11-24_s6_fa3ws): the warp-specialised kernels
+    // win every point with B > M/2 at head_dim 128 (16/8/128 causal: 4k 335 -> 399, 8k 366 ->
+    // 450, 16k 392 -> 490; 1k after a 4k prefix 284 -> 396). M/2 < B <= M: fa3-wsnp (pingpong,
+    // m64n128 O; within 2.5% of the best variant at every point there, +29-40% over fa3-ov, at
+    // head_dim 64 too). B > M: fa3-ws at head_dim 128 (+11-39% over fa3-wg2; the best variant at
+    // 10 of 18 points, within 9% at all), fa3-ov at head_dim 64 (ahead of every ws variant from
+    // 4k tokens: 303 vs 295).
+    // B <= M/2 stays on fa3-ov64 (not compared in that run).
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
@@ -323,8 +332,9 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         const int64_t blocks = wgmma_blocks(p), sms = multiprocessors();
         if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
         if (2 * blocks <= sms) return ExtendKernel::kWgmmaOv64;
-        if (blocks > sms && p.hd == 128) return ws ? ExtendKernel::kWgmmaWs : ExtendKernel::kWgmma2;
-        return ExtendKernel::kWgmmaOv;
+        if (s5) return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
+        if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
+        return p.hd == 128 ? ExtendKernel::kWgmmaWs : ExtendKernel::kWgmmaOv;
       }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }
@@ -348,7 +358,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     return k;
   }
   GRT_FAIL(
-      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-ws, fa2-q64, fa2-q128, "
+      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, fa2-q64, fa2-q128, "
       "fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
       "fa3-wsp, fa3-wsn, fa3-wsnp, tc, simt",
       forced);

@@ -90,16 +90,16 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
 // The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU a wgmma
 // kernel by the blocks B of the 128-row grid against the multiprocessors M (fa3-ov64 where
-// B <= M/2, fa3-ov where M/2 < B <= M or at head_dim 64, fa3-wg2 where B > M at head_dim 128),
+// B <= M/2, fa3-wsnp where M/2 < B <= M, fa3-ws where B > M at head_dim 128 and fa3-ov at 64),
 // elsewhere FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64);
 // else the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
-// fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws,
-// fa3-wsp, fa3-wsn, fa3-wsnp, tc, simt; "auto-v1": the session-3
-// choice (fa2-q128w4 or fa2-q64); "auto-fa2": the FA2 choice on any GPU; "auto-s4": the
-// session-4 choice (fa3-wg2 where B > M, else fa3-wg); "auto-ws": the default with fa3-ws in place
-// of fa3-wg2 (B > M at head_dim 128; the A/B of session 6); unset or "auto":
-// the default choice. Forcing a kernel that cannot serve the case is an Error.
+// fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, fa3-wsp, fa3-wsn,
+// fa3-wsnp, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the
+// FA2 choice on any GPU; "auto-s4": the session-4 choice (fa3-wg2 where B > M, else fa3-wg);
+// "auto-s5": the session-5 choice (fa3-ov64 where B <= M/2, fa3-wg2 where B > M at head_dim 128,
+// else fa3-ov); unset or "auto": the default choice. Forcing a kernel that cannot serve the case
+// is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 
 }  // namespace grt::cuda
