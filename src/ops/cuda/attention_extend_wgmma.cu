@@ -14,6 +14,10 @@
 // its own next S and current O GEMM, a deeper ring; at head_dim 128 one block per multiprocessor
 // (160 registers), so fa3-wg2 stays ahead on large grids: 335 vs 298 TFLOP/s at 4k; ahead on
 // grids of <= 1 block per multiprocessor and at head_dim 64 (bench/results/h100_2026-11-23_s5_fa3).
+// fa3-ws / fa3-wsp / fa3-wsn / fa3-wsnp (session 6, below): warp-specialised, a producer warpgroup
+// and an mbarrier ring feeding two consumer warpgroups on the wg_tile_ov loop; the default on
+// large grids at head_dim 128 (399 TFLOP/s at 4k, 450 at 8k, 16/8/128 causal) and on grids of
+// about one block per multiprocessor (bench/results/h100_2026-11-24_s6_fa3ws).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
