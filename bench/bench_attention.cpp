@@ -211,8 +211,8 @@ void register_bench_attention(CLI::App& bench) {
   cmd->add_option("--prefixes", o->prefixes, "cached prefix lengths")->capture_default_str();
   cmd->add_option("--shapes", o->shapes, "q_heads/kv_heads/head_dim list")->capture_default_str();
   cmd->add_option("--kernels", o->kernels,
-                  "GRAPHRT_EXTEND_KERNEL values to time (auto, auto-v1, auto-fa2, fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, "
-                  "fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, tc, simt)")
+                  "GRAPHRT_EXTEND_KERNEL values to time (auto, auto-s5, fa3-wg2, fa3-ov, fa3-ws, fa3-wsnp, ...: the list "
+                  "in src/ops/cuda/attention_extend_params.h)")
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed calls per point (event-timed mean)")->capture_default_str();
   cmd->add_option("--torch", o->torch, "JSON from scripts/bench_attention_torch.py, measured in the same job");

@@ -260,13 +260,13 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
   // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
-  // multiprocessors) fa3-wg2 (head_dim 128) or the overlapped fa3-ov (64) on long prompts, fa3-ov
-  // where the 128-row grid has between half and all of the multiprocessors, fa3-ov64 below; else
-  // FA2.
+  // multiprocessors) the warp-specialised fa3-ws (head_dim 128) or the overlapped fa3-ov (64) on
+  // long prompts, fa3-wsnp where the 128-row grid has between half and all of the
+  // multiprocessors, fa3-ov64 below; else FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
-      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-wg2" : "fa3-ov") : "fa2-v2")
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-ws" : "fa3-ov") : "fa2-v2")
           << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
@@ -274,11 +274,18 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
       EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
       cuda::ExtendParams mid_prompt = params_for(hd, 16 * hd, buf);
       mid_prompt.max_extend_len = 768;  // 6 tiles x 16 heads: 96 blocks
-      EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-ov" : "fa2-v2q64") << hd;
+      EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-wsnp" : "fa2-v2q64") << hd;
       {
         ForceExtendKernel s4("auto-s4");  // the session-4 choice
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;
         EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wg" : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s5("auto-s5");  // the session-5 choice
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-wg2" : "fa3-ov") : "fa2-v2")
+            << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-ov" : "fa2-v2q64") << hd;
       }
       {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
@@ -320,10 +327,12 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
 }
 
 // The wgmma kernels (sm_90 only; elsewhere forcing one is an Error): the FA2 cases above, both
-// register budgets of fa3-wg and the overlapped fa3-ov / fa3-ovq / fa3-ov64, whose 4- and
-// 3-stage rings get key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a
-// prefix); every fourth case runs twice with bitwise equal results. Its own test so that a fault
-// in it leaves the FA2 results readable.
+// register budgets of fa3-wg, the overlapped fa3-ov / fa3-ovq / fa3-ov64 and the warp-specialised
+// fa3-ws family (mbarrier ring phases running on across the two q tiles of a pair: the
+// 1100-token case with pairing; pingpong; m64n128 O GEMMs), whose 4- and 3-stage rings get
+// key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a prefix); every
+// fourth case runs twice with bitwise equal results. Its own test so that a fault in it leaves
+// the FA2 results readable.
 TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
   std::vector<ExtendCheck> checks;
   for (int hd : {64, 128})
@@ -348,7 +357,8 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
     GTEST_SKIP() << "no sm_90 GPU: the wgmma kernel is refused";
   }
   for (const char* pairing : {"0", "1"})
-    for (const char* kernel : {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq"}) {
+    for (const char* kernel :
+         {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {

@@ -240,6 +240,10 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kWgmmaOv: return "fa3-ov";
     case ExtendKernel::kWgmmaOv64: return "fa3-ov64";
     case ExtendKernel::kWgmmaOvQ: return "fa3-ovq";
+    case ExtendKernel::kWgmmaWs: return "fa3-ws";
+    case ExtendKernel::kWgmmaWsP: return "fa3-wsp";
+    case ExtendKernel::kWgmmaWsN: return "fa3-wsn";
+    case ExtendKernel::kWgmmaWsNP: return "fa3-wsnp";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -270,7 +274,8 @@ Fa2Tile fa2_tile_of(ExtendKernel k) {
 
 bool is_wgmma(ExtendKernel k) {
   return k == ExtendKernel::kWgmma || k == ExtendKernel::kWgmma2 || k == ExtendKernel::kWgmmaOv ||
-         k == ExtendKernel::kWgmmaOv64 || k == ExtendKernel::kWgmmaOvQ;
+         k == ExtendKernel::kWgmmaOv64 || k == ExtendKernel::kWgmmaOvQ || k == ExtendKernel::kWgmmaWs ||
+         k == ExtendKernel::kWgmmaWsP || k == ExtendKernel::kWgmmaWsN || k == ExtendKernel::kWgmmaWsNP;
 }
 
 WgVariant wg_variant_of(ExtendKernel k) {
@@ -280,6 +285,10 @@ WgVariant wg_variant_of(ExtendKernel k) {
     case ExtendKernel::kWgmmaOv: return WgVariant::kOv;
     case ExtendKernel::kWgmmaOv64: return WgVariant::kOv64;
     case ExtendKernel::kWgmmaOvQ: return WgVariant::kOvQ;
+    case ExtendKernel::kWgmmaWs: return WgVariant::kWs;
+    case ExtendKernel::kWgmmaWsP: return WgVariant::kWsP;
+    case ExtendKernel::kWgmmaWsN: return WgVariant::kWsN;
+    case ExtendKernel::kWgmmaWsNP: return WgVariant::kWsNP;
     default: break;
   }
   GRT_FAIL("attention_extend: {} is no wgmma kernel", extend_kernel_name(k));
@@ -290,8 +299,9 @@ WgVariant wg_variant_of(ExtendKernel k) {
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
-  const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4";
-  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4) {
+  const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4",
+             s5 = forced == "auto-s5";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5) {
     // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
     // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
     // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
@@ -306,6 +316,15 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // softmax overlapped with its GEMMs; 297 vs 234 at 1k tokens after a 4k prefix). B > M:
     // fa3-wg2 at head_dim 128 (two blocks per multiprocessor beat one overlapped block: 335 vs
     // 298 at 4k), fa3-ov at head_dim 64 (128 registers: two overlapped blocks fit; 344 vs 316).
+    // "auto-s5" keeps that choice for A/B.
+    // Session 6 (measured, bench/results/h100_2026-11-24_s6_fa3ws): the warp-specialised kernels
+    // win every point with B > M/2 at head_dim 128 (16/8/128 causal: 4k 335 -> 399, 8k 366 ->
+    // 450, 16k 392 -> 490; 1k after a 4k prefix 284 -> 396). M/2 < B <= M: fa3-wsnp (pingpong,
+    // m64n128 O; within 2.5% of the best variant at every point there, +29-40% over fa3-ov, at
+    // head_dim 64 too). B > M: fa3-ws at head_dim 128 (+11-39% over fa3-wg2; the best variant at
+    // 10 of 18 points, within 9% at all), fa3-ov at head_dim 64 (ahead of every ws variant from
+    // 4k tokens: 303 vs 295).
+    // B <= M/2 stays on fa3-ov64 (not compared in that run).
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
@@ -313,7 +332,9 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         const int64_t blocks = wgmma_blocks(p), sms = multiprocessors();
         if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
         if (2 * blocks <= sms) return ExtendKernel::kWgmmaOv64;
-        return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
+        if (s5) return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
+        if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
+        return p.hd == 128 ? ExtendKernel::kWgmmaWs : ExtendKernel::kWgmmaOv;
       }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }
@@ -324,6 +345,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
        {ExtendKernel::kFa2Q64, ExtendKernel::kFa2Q128, ExtendKernel::kFa2Q128W4, ExtendKernel::kFa2V2Q64,
         ExtendKernel::kFa2V2, ExtendKernel::kFa2V2K64, ExtendKernel::kFa2V2Exp, ExtendKernel::kWgmma,
         ExtendKernel::kWgmma2, ExtendKernel::kWgmmaOv, ExtendKernel::kWgmmaOv64, ExtendKernel::kWgmmaOvQ,
+        ExtendKernel::kWgmmaWs, ExtendKernel::kWgmmaWsP, ExtendKernel::kWgmmaWsN, ExtendKernel::kWgmmaWsNP,
         ExtendKernel::kTensorCore,
         ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
@@ -336,8 +358,9 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     return k;
   }
   GRT_FAIL(
-      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, fa2-q64, fa2-q128, fa2-q128w4, "
-      "fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, tc, simt",
+      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, fa2-q64, fa2-q128, "
+      "fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
+      "fa3-wsp, fa3-wsn, fa3-wsnp, tc, simt",
       forced);
 }
 

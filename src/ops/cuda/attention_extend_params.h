@@ -50,8 +50,12 @@ bool wgmma_supports(const ExtendParams& p, DType dtype);
 // 4 stages, each warpgroup's softmax overlapped with its own O GEMM and the next S GEMM, 1 block
 // per multiprocessor. fa3-ov64: the same loop on 64-row tiles (1 warpgroup, 3 stages) for short
 // prompts, twice the blocks. fa3-ovq: fa3-ov with Q in registers (S reads only K from shared
-// memory).
-enum class WgVariant { kWg, kWg2, kOv, kOv64, kOvQ };
+// memory). fa3-ws (issue 18, session 6): warp-specialised, a producer warpgroup gathering Q and
+// a 4-stage K/V ring under mbarriers (cp.async per 16 bytes), two consumer warpgroups running the
+// fa3-ov loop without a block barrier, setmaxnreg 72/216; fa3-wsp: the same with the consumers'
+// GEMM issues taking turns (pingpong); fa3-wsn / fa3-wsnp: fa3-ws / fa3-wsp with the O GEMM as
+// m64n128 instructions at head_dim 128 (at 64 the same as fa3-ws / fa3-wsp).
+enum class WgVariant { kWg, kWg2, kOv, kOv64, kOvQ, kWs, kWsP, kWsN, kWsNP };
 // Rows of a variant's q tile (the unit of pairing and of the grid).
 int wgmma_q_tile(WgVariant v);
 // Launches it (pairing as the FA2 kernels: p.pair_q_tiles); an unsupported case is an Error.
@@ -70,6 +74,10 @@ enum class ExtendKernel {
   kWgmmaOv,
   kWgmmaOv64,
   kWgmmaOvQ,
+  kWgmmaWs,
+  kWgmmaWsP,
+  kWgmmaWsN,
+  kWgmmaWsNP,
   kTensorCore,
   kSimt
 };
@@ -82,14 +90,16 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
 // The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU a wgmma
 // kernel by the blocks B of the 128-row grid against the multiprocessors M (fa3-ov64 where
-// B <= M/2, fa3-ov where M/2 < B <= M or at head_dim 64, fa3-wg2 where B > M at head_dim 128),
+// B <= M/2, fa3-wsnp where M/2 < B <= M, fa3-ws where B > M at head_dim 128 and fa3-ov at 64),
 // elsewhere FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64);
 // else the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
-// fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, tc, simt; "auto-v1": the session-3
-// choice (fa2-q128w4 or fa2-q64); "auto-fa2": the FA2 choice on any GPU; "auto-s4": the
-// session-4 choice (fa3-wg2 where B > M, else fa3-wg); unset or "auto":
-// the default choice. Forcing a kernel that cannot serve the case is an Error.
+// fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, fa3-wsp, fa3-wsn,
+// fa3-wsnp, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the
+// FA2 choice on any GPU; "auto-s4": the session-4 choice (fa3-wg2 where B > M, else fa3-wg);
+// "auto-s5": the session-5 choice (fa3-ov64 where B <= M/2, fa3-wg2 where B > M at head_dim 128,
+// else fa3-ov); unset or "auto": the default choice. Forcing a kernel that cannot serve the case
+// is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 
 }  // namespace grt::cuda
