@@ -25,7 +25,6 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "device/device.h"
-#include "device/cuda/cuda_stream.h"
 #include "device/graph.h"
 #include "device/stream.h"
 #include "memory/graph_pool.h"
@@ -813,74 +812,6 @@ TEST(OpsCudaFusedLinear, RowsDoNotDependOnTheBatch) {
       EXPECT_EQ(got, ref_add) << "linear_add_ rows 0.." << R - 1 << " of M=" << M;
     }
   }
-}
-
-// The 1..8-row GEMV with each warp's next weight group in flight and the norm weight in shared
-// memory (GRAPHRT_GEMV_PIPELINE=1) against the kernel without (0): the same loads and sums in the
-// same order, so bit for bit the same, for the plain linear (bias, f32 output), the norm prologue
-// (K within and past the shared-memory stage), the residual and the silu epilogues. Shapes of
-// qwen3-0.6b's four GEMVs (one and two groups a warp, clusters of 2 and 4), partial tiles, f16.
-class GemvPipelineScope {
- public:
-  explicit GemvPipelineScope(int mode) { cuda::set_gemv_pipeline(mode); }
-  ~GemvPipelineScope() { cuda::set_gemv_pipeline(-1); }
-  GemvPipelineScope(const GemvPipelineScope&) = delete;
-  GemvPipelineScope& operator=(const GemvPipelineScope&) = delete;
-};
-
-TEST(OpsCudaFusedLinear, PipelinedGemvEqualsUnpipelinedBitForBit) {
-  struct Case {
-    int64_t N, K;
-    DType dt;
-  };
-  for (int64_t M : {1, 3, 8})
-    for (Case c : {Case{4096, 1024, DType::BF16}, Case{1024, 2048, DType::BF16}, Case{1024, 3072, DType::BF16},
-                   Case{6144, 1024, DType::BF16}, Case{256, 4096, DType::BF16}, Case{128, 8192, DType::BF16},
-                   Case{77, 136, DType::BF16}, Case{520, 264, DType::F16}}) {
-      const std::string what = "M=" + std::to_string(M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
-                               " " + dtype_name(c.dt);
-      const uint32_t seed = static_cast<uint32_t>(M * 41 + c.N + c.K);
-      Pair x = random_pair(Shape{M, c.K}, seed, c.dt, -3.0f, 3.0f);
-      Pair nw = random_pair(Shape{c.K}, seed + 1, c.dt, 0.5f, 1.5f);
-      Pair w = random_pair(Shape{c.N, c.K}, seed + 2, c.dt, -0.1f, 0.1f);
-      Pair b = random_pair(Shape{c.N}, seed + 3, c.dt);
-      Pair r = random_pair(Shape{M, c.N}, seed + 4, c.dt, -4.0f, 4.0f);
-      const int64_t inter = c.N / 2;
-      std::vector<std::vector<float>> outs[2];
-      for (int mode : {0, 1}) {
-        GemvPipelineScope scope(mode);
-        auto& o = outs[mode];
-        poison();
-        o.push_back(host(ops::linear(x.gpu, w.gpu, b.gpu)));
-        Tensor f32 = empty(Shape{M, c.N}, DType::F32, kGpu);
-        ASSERT_TRUE(cuda::linear_small_m(kGpu, cuda::native_stream(current_stream(kGpu)), x.gpu.data(), c.K, c.dt, w.gpu.data(),
-                                         nullptr, c.dt, f32.data(), DType::F32, M, c.N, c.K));
-        o.push_back(host(f32));
-        Tensor normed = empty(Shape{M, c.N}, c.dt, kGpu);
-        cuda::rms_norm_linear_small_m(kGpu, x.gpu.data(), c.K, c.dt, nw.gpu.data(), 1e-6f, w.gpu.data(), nullptr, c.dt,
-                                      normed.data(), M, c.N, c.K);
-        o.push_back(host(normed));
-        Tensor res = from_floats(host(r.gpu), Shape{M, c.N}, c.dt, kGpu);
-        ops::linear_add_(x.gpu, w.gpu, res);
-        o.push_back(host(res));
-        if (c.dt == DType::BF16) {
-          Tensor silu = empty(Shape{M, inter}, c.dt, kGpu);
-          cuda::rms_norm_gate_up_silu_small_m(kGpu, x.gpu.data(), c.K, c.dt, nw.gpu.data(), 1e-6f, w.gpu.data(),
-                                              silu.data(), M, inter, c.K);
-          o.push_back(host(silu));
-          cuda::rms_norm_gate_up_silu_small_m(kGpu, x.gpu.data(), c.K, c.dt, nullptr, 0.0f, w.gpu.data(), silu.data(),
-                                              M, inter, c.K);
-          o.push_back(host(silu));
-        }
-      }
-      ASSERT_EQ(outs[0].size(), outs[1].size());
-      const char* names[] = {"linear + bias", "linear f32 out", "rms_norm_linear", "linear_add_", "gate_up_silu",
-                             "gate_up_silu (no norm)"};
-      for (size_t i = 0; i < outs[0].size(); ++i) {
-        for (float v : outs[1][i]) ASSERT_TRUE(std::isfinite(v)) << what << " " << names[i];
-        EXPECT_EQ(outs[1][i], outs[0][i]) << what << " " << names[i];
-      }
-    }
 }
 
 // rms_norm_gate_up_silu against the unfused CUDA ops (only the norm's sum of squares differs:

@@ -44,7 +44,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -96,7 +95,6 @@ constexpr int kUnroll = 2;                 // steps per group: a lane has 2 x 4 
 constexpr int kGroupK = kStepK * kUnroll;  // 64
 constexpr int kMaxCluster = 8;             // the portable cluster size
 constexpr int kLd = kTileN + 4;            // padded reduction row: the lanes' stores hit 32 banks
-constexpr int kNormSmem = 4096;            // PIPE with NORM: the norm weight in shared memory up to this K
 
 // The lane's 16-byte pieces of w for group `grp` (zeros past K or for rows past N).
 template <typename T>
@@ -119,16 +117,10 @@ __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float 
 // the inverse RMS of every row itself (a warp per row, lanes over 16-byte chunks in a fixed
 // order, then a butterfly): the same bits in every block and for every M, since a row's sum
 // reads only that row.
-//
-// PIPE (GRAPHRT_GEMV_PIPELINE, one column tile of x only: registers): each warp keeps its next
-// group of w in flight while it computes one, from before pdl_wait on (8 KB a warp instead of 4),
-// and NORM's weight is staged in shared memory before pdl_wait (K <= kNormSmem), so no trip to
-// memory for weights is left after the wait. Same loads, same sums in the same order: same bits.
-template <typename T, int NT, bool NORM, bool PIPE = false>
+template <typename T, int NT, bool NORM>
 __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
   __shared__ float red[kWarps][NT * 8 * kLd];
   __shared__ float inv_rms[NT * 8];
-  __shared__ __align__(16) T norm_sh[PIPE && NORM ? kNormSmem : 8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int C = p.cluster;
   const int rank = static_cast<int>(blockIdx.x % C);
@@ -166,14 +158,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
   const int stride = C * kWarps, first = rank * kWarps + warp;
   // Before pdl_wait (ops/cuda/pdl.cuh): weights only. The warp's first group goes to registers
   // and its next p.prefetch groups to L2 (lane l: row n0 + l) while the predecessor still runs.
-  uint4 a[kUnroll][4], an[kUnroll][4];
+  uint4 a[kUnroll][4];
   load_weights<T>(wr, wok, first, p.K, t, a);
-  if constexpr (PIPE) {
-    if (first + stride < p.groups) load_weights<T>(wr, wok, first + stride, p.K, t, an);
-    if constexpr (NORM)
-      for (int k = threadIdx.x * 8; k < p.K; k += kThreads * 8)
-        *reinterpret_cast<uint4*>(norm_sh + k) = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
-  }
   const int64_t pf_row = w_row(lane);
   if (pf_row >= 0)
     for (int j = 1; j <= p.prefetch; ++j) {
@@ -198,24 +184,14 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
       }
       if (lane == 0) inv_rms[m] = rsqrtf(ss / static_cast<float>(p.K) + p.eps);
     }
-    __syncthreads();  // also: norm_sh (PIPE) is complete
+    __syncthreads();
 #pragma unroll
     for (int h = 0; h < NT; ++h) inv[h] = inv_rms[8 * h + g];
   }
 
   float acc[2][NT][4] = {};
   for (int grp = first; grp < p.groups; grp += stride) {
-    if constexpr (PIPE) {
-      if (grp != first) {
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) a[u][j] = an[u][j];
-        if (grp + stride < p.groups) load_weights<T>(wr, wok, grp + stride, p.K, t, an);
-      }
-    } else if (grp != first) {
-      load_weights<T>(wr, wok, grp, p.K, t, a);
-    }
+    if (grp != first) load_weights<T>(wr, wok, grp, p.K, t, a);
     // x after w, so that all loads of the group are in flight together; past K they are zeros.
     uint4 b[kUnroll][NT];
 #pragma unroll
@@ -226,8 +202,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
         b[u][h] = k < p.K && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
       if constexpr (NORM) {
         if (k < p.K) {
-          const uint4 wn = PIPE ? *reinterpret_cast<const uint4*>(norm_sh + (PIPE ? k : 0))
-                                : __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
+          const uint4 wn = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
 #pragma unroll
           for (int h = 0; h < NT; ++h)
             if (xok[h]) b[u][h] = norm_chunk<T>(b[u][h], wn, inv[h]);
@@ -302,16 +277,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
 #endif
 }
 
-std::atomic<int> g_pipeline_override{-1};  // -1: the environment's GRAPHRT_GEMV_PIPELINE
-
-// GRAPHRT_GEMV_PIPELINE=1 (default) | 0 (each warp loads a group's w only when it reaches it: the
-// kernel before session 6), or set_gemv_pipeline. Same bits either way.
-bool gemv_pipeline() {
-  static const int env = env_choice("GRAPHRT_GEMV_PIPELINE", {"0", "1"}, 1);
-  const int o = g_pipeline_override.load(std::memory_order_relaxed);
-  return (o < 0 ? env : o) == 1;
-}
-
 // Blocks per column tile: doubled while the grid stays within two blocks per SM (one wave) and
 // every warp of the cluster still gets a group of K. Depends on N, K and the GPU only, never on
 // M: it fixes the summation order (see the top of the file).
@@ -341,23 +306,19 @@ int prefetch_groups(int64_t blocks, int64_t groups, int cluster, const DeviceInf
   return static_cast<int>(std::clamp<int64_t>(std::min(by_l2, per_warp - 1), 0, 8));
 }
 
-template <typename T, int NT, bool NORM, bool PIPE = false>
+template <typename T, int NT, bool NORM>
 void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
-  (void)launch_pdl(index, gemv_kernel<T, NT, NORM, PIPE>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0,
-                    stream, static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
+  (void)launch_pdl(index, gemv_kernel<T, NT, NORM>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+                    static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
 
 template <typename T>
 void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks, bool two) {
-  // The pipelined kernel: one column tile of x (its registers), the norm weight within kNormSmem.
-  const bool pipe = !two && gemv_pipeline() && (!p.norm_w || p.K <= kNormSmem);
   if (p.norm_w) {
     if (two) launch<T, 2, true>(index, stream, p, blocks);
-    else if (pipe) launch<T, 1, true, true>(index, stream, p, blocks);
     else launch<T, 1, true>(index, stream, p, blocks);
   } else {
     if (two) launch<T, 2, false>(index, stream, p, blocks);
-    else if (pipe) launch<T, 1, false, true>(index, stream, p, blocks);
     else launch<T, 1, false>(index, stream, p, blocks);
   }
 }
@@ -428,11 +389,6 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
 }
 
 }  // namespace
-
-void set_gemv_pipeline(int mode) {
-  GRT_CHECK(mode >= -1 && mode <= 1, "set_gemv_pipeline({}): -1 (environment), 0 or 1", mode);
-  g_pipeline_override.store(mode, std::memory_order_relaxed);
-}
 
 int64_t gemv_max_rows() {
   static const int64_t rows = [] {

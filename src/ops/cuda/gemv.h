@@ -20,11 +20,6 @@ constexpr int64_t kGemvWideMaxRows = 64;
 // 17..64 (the wide one), never on M within a class.
 int64_t gemv_max_rows();
 
-// Whether the 1..8-row kernel keeps each warp's next group of weights in flight (gemv.cu, PIPE):
-// -1 the environment's GRAPHRT_GEMV_PIPELINE=1|0 (default 1), 0 off, 1 on. Same bits either way.
-// For tests and A/B; process-wide.
-void set_gemv_pipeline(int mode);
-
 // out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null), launched on
 // `stream` of device `d` (already current) when the small-M kernel handles the call: bf16/f16
 // inputs, output of the input dtype or f32, bias f32/bf16/f16, 1 <= M <= gemv_max_rows(),
