@@ -467,6 +467,27 @@ class ClusterScope {
   int old_;
 };
 
+// Selects the legacy path's merge for a scope (-1 by batch, 0 the combine kernel, 8 / 16 the
+// cluster merge) and restores the previous one.
+class LegacyClusterScope {
+ public:
+  explicit LegacyClusterScope(int mode) : old_(cuda::decode_legacy_cluster()) { cuda::set_decode_legacy_cluster(mode); }
+  ~LegacyClusterScope() { cuda::set_decode_legacy_cluster(old_); }
+  LegacyClusterScope(const LegacyClusterScope&) = delete;
+  LegacyClusterScope& operator=(const LegacyClusterScope&) = delete;
+
+ private:
+  int old_;
+};
+
+// The legacy path's merge modes this GPU runs: the combine kernel, and clusters of 16 and 8 on sm_90.
+std::vector<int> legacy_cluster_modes() {
+  std::vector<int> modes = {0};
+  for (int size : {16, 8})
+    if (cuda::decode_legacy_cluster_fits(0, DType::BF16, 2, size) > 0) modes.push_back(size);
+  return modes;
+}
+
 // Whether clusters of 16 blocks (one split each, head_dim 128) launch on this GPU (sm_90).
 bool clusters_launch() { return cuda::decode_mma_cluster_fits(0, DType::BF16, 128, 16, 1) > 0; }
 
@@ -506,6 +527,51 @@ TEST(OpsAttentionCuda, DecodeEveryPathEqualsCpuAcrossLengthsGroupsAndHeadDims) {
       SCOPED_TRACE(std::string(path_name(path)) + " one request of " + std::to_string(len));
       expect_decode_matches(decode_setup({16, 8, 128}, 1, {len}, 200 + static_cast<uint32_t>(len)), DType::BF16, 0.088f);
       expect_decode_matches(decode_setup({32, 8, 64}, 1, {len}, 300 + static_cast<uint32_t>(len)), DType::F32, 0.088f);
+    }
+  }
+}
+
+// The legacy path with its cluster merge (the splits of a (request, kv head, head chunk) as one
+// cluster of 16 blocks of 256 threads or 8 of 512, merged through DSMEM: no combine kernel) and
+// with the combine kernel, against the CPU op: groups 1, 2 and 4 (2 heads a block: two chunks) at
+// head dims 128 and 64, bf16 and f16, batch 1 (every length alone: 0 and 1 included, one pass up
+// to 1024 positions, several past it) and mixed lengths at batch 9; then repeated launches with
+// new lengths (no state left between launches).
+TEST(OpsAttentionCuda, DecodeLegacyClusterMergeEqualsCpu) {
+  const std::vector<int> modes = legacy_cluster_modes();
+  if (modes.size() == 1) std::printf("[   INFO   ] the legacy cluster merge does not launch here: combine kernel only\n");
+  else
+    std::printf("[   INFO   ] legacy clusters resident, bf16 2 heads a block: 16 x 256 threads %d, 8 x 512 threads %d\n",
+                cuda::decode_legacy_cluster_fits(0, DType::BF16, 2, 16),
+                cuda::decode_legacy_cluster_fits(0, DType::BF16, 2, 8));
+  DecodePathScope scope(cuda::DecodeAttentionPath::legacy);
+  for (int mode : modes) {
+    LegacyClusterScope cluster(mode);
+    for (Shape3 sh : {Shape3{8, 8, 128}, Shape3{16, 8, 128}, Shape3{32, 8, 128}, Shape3{16, 8, 64}, Shape3{16, 2, 128}})
+      for (DType dt : {DType::BF16, DType::F16}) {
+        SCOPED_TRACE("cluster mode " + std::to_string(mode) + " heads " + std::to_string(sh.nq) + "/" +
+                     std::to_string(sh.nkv) + " hd " + std::to_string(sh.hd) + " " + dtype_name(dt));
+        for (int32_t len : {1, 63, 1000, 1024, 1025, 4100}) {
+          SCOPED_TRACE("one request of " + std::to_string(len));
+          expect_decode_matches(decode_setup(sh, 1, {len}, 1000 + static_cast<uint32_t>(len + sh.nq)), dt, 0.088f);
+        }
+        expect_decode_matches(mixed_setup(sh, 9, 1100 + static_cast<uint32_t>(sh.nq + sh.hd)), dt, 0.088f);
+      }
+    SCOPED_TRACE("repeated launches, cluster mode " + std::to_string(mode));
+    DecodeSetup s = mixed_setup({16, 8, 128}, 3, 1200);
+    const PagedCase& c = s.c;
+    auto tc = upload(c, DType::F32, kCpu);
+    auto tg = upload(c, DType::BF16, kGpu);
+    std::mt19937 rng(1201);
+    for (int round = 0; round < 6; ++round) {
+      std::vector<int32_t> lens = s.seq_lens;
+      for (size_t b = 0; b < lens.size(); ++b)
+        lens[b] = std::uniform_int_distribution<int32_t>(0, c.prefix[b] + 1)(rng);
+      std::vector<float> want = to_host_floats(
+          ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(c, lens, kCpu), 16, 8, 128, 0.088f));
+      std::vector<float> got = to_host_floats(
+          ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, lens, kGpu), 16, 8, 128, 0.088f));
+      EXPECT_LT(max_abs_diff(got, want), tolerance(DType::BF16)) << "round " << round;
     }
   }
 }
@@ -616,6 +682,15 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
                     cuda::DecodeAttentionPath::mma}) {
     check_decode_graph_replays(path, 37, {1, 17, 1000, 4100}, 14);
     check_decode_graph_replays(path, 2, {4100, 1000}, 24);
+  }
+  // The legacy path's merges: the combine kernel and the cluster merge (16 and 8 blocks), at
+  // batch 1 and 2 (group 4: two head chunks) and at the qwen3-0.6b shape (group 2).
+  for (int mode : legacy_cluster_modes()) {
+    SCOPED_TRACE("legacy cluster mode " + std::to_string(mode));
+    LegacyClusterScope cluster(mode);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::legacy, 2, {4100, 1000}, 25);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::legacy, 1, {1030}, 26, {16, 8, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::legacy, 3, {1, 700, 2049}, 27, {16, 8, 64});
   }
   // The mma path at the MoE shape (8 query heads per kv head) and at head_dim 64, with the global
   // merge and with the cluster merge (by batch: clusters of 16 at batch 1 and 2, the global merge

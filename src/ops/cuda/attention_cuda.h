@@ -17,7 +17,7 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& args
 // cores, grouped-query heads as the rows of an mma tile, splits from each request's own length:
 // bf16/f16, head_dim 64/128, 2..16 query heads per kv head; a case it does not cover takes the
 // automatic choice of the other two), or automatic (the default: per launch, mma for groups of 4+
-// query heads, or of 2 from batch x kv heads >= SMs, up to 4 x SMs; else fused from 2 blocks per SM
+// query heads, or of 2 up to batch x kv heads = 4 x SMs; else fused from 2 blocks per SM
 // before splitting, else legacy;
 // a function of the batch and head counts only, so eager and replayed steps of one padded batch
 // size pick alike). The environment's GRAPHRT_DECODE_ATTENTION=auto|fused|legacy|mma decides until
@@ -26,6 +26,15 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& args
 enum class DecodeAttentionPath { fused = 0, legacy = 1, automatic = 2, mma = 3 };
 void set_decode_attention_path(DecodeAttentionPath path);
 DecodeAttentionPath decode_attention_path();
+// The legacy path's merge at small batch (attention_decode.cu): -2 the environment's
+// GRAPHRT_DECODE_LEGACY_CLUSTER=auto|0|8|16, -1 by batch (clusters of 16 where every (request, kv
+// head) cluster is resident at once), 0 the combine kernel, 8 / 16 clusters of that many blocks
+// (the splits; 512 / 256 threads each) merging through distributed shared memory where that
+// kernel runs (sm_90, bf16/f16, at most 2 query heads a block; elsewhere the combine kernel).
+// For tests and A/B; process-wide. decode_legacy_cluster_fits: clusters of `size` resident at once (0: none).
+void set_decode_legacy_cluster(int mode);
+int decode_legacy_cluster();
+int decode_legacy_cluster_fits(int dev, DType dtype, int heads_per_block, int size);
 void argmax(Stream& stream, const ops::SampleArgs& args);
 void sample(Stream& stream, Device device, const ops::SampleArgs& args);
 

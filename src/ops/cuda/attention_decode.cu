@@ -21,12 +21,16 @@
 //  - legacy: the split count is the grid's for every request, and a combine kernel merges.
 // Both keep the PDL contract of ops/cuda/pdl.cuh: the attention waits before reading anything
 // and lets the next kernel launch after its main loop; the combine waits, then lets it launch.
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "core/env_switch.h"
@@ -46,6 +50,9 @@ using namespace attn;
 constexpr int kThreads = 128;
 constexpr int kMaxSplits = 64;        // the grid's x extent never exceeds it
 constexpr int64_t kCounters = 1 << 16;  // fused path: one per (request, head block) with splits > 1
+constexpr int kMaxHeadDim = 256;
+constexpr int kMaxClusterSplits = 16;  // legacy cluster merge: a non-portable cluster size at most
+static_assert(kMaxClusterSplits <= kMaxSplits);
 
 __device__ unsigned int g_split_counters[kCounters];  // zero at module load; kept at 0 between launches
 
@@ -68,20 +75,28 @@ struct DecodeParams {
 
 // Fused: at most 128 registers up to GMAX 4 (4 blocks per SM, as the legacy kernel has; the slot
 // prefetch and the merge would otherwise push GMAX 4 to 156 and 3 blocks per SM).
-template <typename T, int GMAX, bool kFused>
-__global__ void __launch_bounds__(kThreads, kFused && GMAX <= 4 && sizeof(T) == 2 ? 4 : 1) decode_kernel(DecodeParams p) {
-  __shared__ float sh_acc[kThreads * 8];
-  __shared__ float sh_m[kThreads];
-  __shared__ float sh_l[kThreads];
+// kCluster (the legacy path's cluster merge, see launch_decode): the grid's x extent is the split
+// count and one thread-block cluster; kThr threads a block (256: 2 blocks an SM, 512: 1), so that
+// a cluster's one pass covers 1024 positions at head_dim 128 (kThr / 16 tokens x 4 a block).
+template <typename T, int GMAX, bool kFused, int kThr = kThreads, bool kCluster = false>
+__global__ void __launch_bounds__(kThr, kCluster ? 512 / kThr : kFused && GMAX <= 4 && sizeof(T) == 2 ? 4 : 1)
+    decode_kernel(DecodeParams p) {
+  __shared__ float sh_acc[kThr * 8];
+  __shared__ float sh_m[kThr];
+  __shared__ float sh_l[kThr];
   __shared__ float sh_w[kMaxSplits];
   __shared__ float sh_wsum;
   __shared__ bool sh_last;
+  // kCluster: this block's normalised partial of each head and its log2-sum-exp, read by the
+  // cluster's blocks through distributed shared memory.
+  __shared__ float sh_po[kCluster ? GMAX * kMaxHeadDim : 1];
+  __shared__ float sh_lse[GMAX];
   pdl_wait();
   const int split = blockIdx.x;
   const int kvh = blockIdx.y / p.head_chunks, chunk = blockIdx.y % p.head_chunks;
   const int b = blockIdx.z;
   const int lpt = 1 << p.lpt_log2;
-  const int gl = threadIdx.x & (lpt - 1), grp = threadIdx.x >> p.lpt_log2, ngroups = kThreads >> p.lpt_log2;
+  const int gl = threadIdx.x & (lpt - 1), grp = threadIdx.x >> p.lpt_log2, ngroups = kThr >> p.lpt_log2;
   const int d0 = gl * 8;
   const bool active = d0 < p.hd;
   const int first_head = kvh * p.group + chunk * GMAX;
@@ -231,19 +246,66 @@ __global__ void __launch_bounds__(kThreads, kFused && GMAX <= 4 && sizeof(T) == 
       for (int r = 0; r < ngroups; ++r) lsum += sh_l[r] * exp2f(sh_m[r] - mx);
     const int h = first_head + g;
     const int64_t bh = static_cast<int64_t>(b) * p.nq + h;
-    for (int d = threadIdx.x; d < p.hd; d += kThreads) {
+    for (int d = threadIdx.x; d < p.hd; d += kThr) {
       float o = 0.0f;
       if (lsum > 0.0f) {
         // Group r's lane d/8 holds dim d: thread index r * lpt + d / 8, element d % 8.
         for (int r = 0; r < ngroups; ++r) o += sh_acc[(r * lpt + d / 8) * 8 + d % 8] * exp2f(sh_m[r] - mx);
         o /= lsum;
       }
-      if (splits == 1) out[bh * p.hd + d] = from_float<T>(o);
+      if constexpr (kCluster) sh_po[g * p.hd + d] = o;
+      else if (splits == 1) out[bh * p.hd + d] = from_float<T>(o);
       else p.part_o[(bh * p.splits + split) * p.hd + d] = o;
     }
-    if (splits > 1 && threadIdx.x == 0) p.part_lse[bh * p.splits + split] = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
+    const float lse = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
+    if constexpr (kCluster) {
+      if (threadIdx.x == 0) sh_lse[g] = lse;
+    } else if (splits > 1 && threadIdx.x == 0) {
+      p.part_lse[bh * p.splits + split] = lse;
+    }
     __syncthreads();
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kCluster) {
+    // The combine kernel's merge over the cluster's blocks (= the splits, rank = split): each
+    // block takes a share of the (head, dim) outputs and reads every split's lse and partial
+    // through DSMEM; same arithmetic and order as combine_kernel.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();  // every block's partials and lse are in its shared memory
+    __shared__ float sh_cw[GMAX * kMaxClusterSplits];  // the splits' lse, then their weights
+    __shared__ float sh_cwsum[GMAX];
+    if (static_cast<int>(threadIdx.x) < heads * splits)
+      sh_cw[threadIdx.x] = *cluster.map_shared_rank(&sh_lse[threadIdx.x / splits], static_cast<int>(threadIdx.x) % splits);
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < heads) {
+      float* w = sh_cw + threadIdx.x * splits;
+      float mx = -INFINITY;
+      for (int s2 = 0; s2 < splits; ++s2) mx = fmaxf(mx, w[s2]);
+      float sum = 0.0f;
+      for (int s2 = 0; s2 < splits; ++s2) {
+        w[s2] = mx == -INFINITY ? 0.0f : exp2f(w[s2] - mx);
+        sum += w[s2];
+      }
+      sh_cwsum[threadIdx.x] = mx == -INFINITY ? 0.0f : sum;
+    }
+    __syncthreads();
+    const int total = heads * p.hd, per = (total + splits - 1) / splits;
+    for (int e = split * per + static_cast<int>(threadIdx.x); e < min(total, (split + 1) * per); e += kThr) {
+      const int g = e / p.hd;
+      const float wsum = sh_cwsum[g];
+      float o = 0.0f;
+      if (wsum > 0.0f) {
+#pragma unroll 8
+        for (int s2 = 0; s2 < splits; ++s2) o += sh_cw[g * splits + s2] * *cluster.map_shared_rank(&sh_po[e], s2);
+        o /= wsum;
+      }
+      out[(static_cast<int64_t>(b) * p.nq + first_head) * p.hd + e] = from_float<T>(o);
+    }
+    cluster.sync();  // this block's shared memory stays until the others have read it
+    return;
+  }
+#endif
   if (!kFused || splits == 1) return;
 
   // Fused combine: the last block of this (request, head block) to finish merges the partials
@@ -367,6 +429,7 @@ struct DecodeKnobs {
   int mma_splits = 16;
   int mma_cluster = -1;  // -1: by batch
   int mma_carveout = -2;  // by kernel
+  int legacy_cluster = -1;  // -1: by batch
 };
 
 DecodeKnobs read_knobs() {
@@ -383,6 +446,8 @@ DecodeKnobs read_knobs() {
   GRT_CHECK(k.mma_cluster != 1, "GRAPHRT_DECODE_MMA_CLUSTER=1: use 0 (global merge), -1 (by batch) or 2..{}",
             kDecodeMmaMaxCluster);
   k.mma_carveout = env_int("GRAPHRT_DECODE_MMA_CARVEOUT", k.mma_carveout, -2, 100);
+  constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
+  k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
             "GRAPHRT_DECODE_HEADS_PER_BLOCK={} must be 0 (by batch), 1, 2, 4 or 8", k.heads_per_block);
   return k;
@@ -395,6 +460,7 @@ const DecodeKnobs& knobs() {
 
 std::atomic<int> g_path_override{-1};  // -1: the environment's path; else DecodeAttentionPath
 std::atomic<int> g_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_MMA_CLUSTER
+std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
   const int o = g_path_override.load(std::memory_order_relaxed);
@@ -421,6 +487,9 @@ bool use_legacy(int base_blocks, int sms) {
 // Large batches (bench/results/h100_2026-11-23_session5/run5, fused -> mma): groups of 4+ keep
 // winning (llama bs 128 15.257 -> 13.446, bs 256 23.427 -> 21.704), group 2 does not (qwen3-0.6b
 // bs 256 12.493 -> 13.226), so only group 2-3 stops at kMmaAutoPairsPerSm x SMs.
+// Below SMs pairs group 2 takes it too since the cluster merge (s5-dattn2) removed its merge
+// round trips (bench/results/h100_2026-11-24_session6/run1, qwen3-0.6b graph ms: bs 1 legacy
+// 1.142 / 1.145 -> mma 1.062, bs 8 1.647 -> 1.602).
 constexpr int kMmaAutoPairsPerSm = 4;
 
 bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
@@ -429,7 +498,7 @@ bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
   if (path != DecodeAttentionPath::automatic) return path == DecodeAttentionPath::mma;
   const int64_t pairs = static_cast<int64_t>(batch) * nkv;
   if (group >= 4) return true;
-  return pairs >= sms && pairs <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms;
+  return pairs <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms;
 }
 
 // Tokens per split at least (GRAPHRT_DECODE_MMA_CHUNK, else by batch): 64 while batch x kv heads
@@ -540,8 +609,92 @@ void launch_decode_path(int dev, cudaStream_t st, const DecodeParams& p, dim3 gr
   }
 }
 
+// The legacy path's cluster merge: kernel of cluster size C (16: 256 threads, 8: 512).
+template <typename T, int GMAX, int C>
+auto legacy_cluster_kernel() {
+  return decode_kernel<T, GMAX, false, 4096 / C, true>;
+}
+
+// Clusters of C blocks of the legacy cluster kernel resident at once (0: it cannot launch: no
+// sm_90, or not this dtype / group chunk). Cached per (device, dtype, gmax, C).
+template <typename T, int GMAX, int C>
+int legacy_clusters_fit() {
+  auto kernel = legacy_cluster_kernel<T, GMAX, C>();
+  if (C > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(C, 1, 1);
+  cfg.blockDim = dim3(4096 / C);
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = C;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+int legacy_cluster_capacity(int dev, DType dtype, int gmax, int size) {
+  if (dtype != DType::BF16 && dtype != DType::F16) return 0;
+  if (gmax > 2 || (size != 8 && size != 16)) return 0;
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9) return 0;
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int>, int> known;
+  const auto key = std::make_tuple(dev, static_cast<int>(dtype), gmax, size);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int n = 0;
+  const bool bf = dtype == DType::BF16;
+  if (size == 16) {
+    if (gmax == 1) n = bf ? legacy_clusters_fit<__nv_bfloat16, 1, 16>() : legacy_clusters_fit<__half, 1, 16>();
+    else n = bf ? legacy_clusters_fit<__nv_bfloat16, 2, 16>() : legacy_clusters_fit<__half, 2, 16>();
+  } else {
+    if (gmax == 1) n = bf ? legacy_clusters_fit<__nv_bfloat16, 1, 8>() : legacy_clusters_fit<__half, 1, 8>();
+    else n = bf ? legacy_clusters_fit<__nv_bfloat16, 2, 8>() : legacy_clusters_fit<__half, 2, 8>();
+  }
+  known.emplace(key, n);
+  return n;
+}
+
+// Cluster size of the legacy path (0: fixed splits + the combine kernel), by
+// GRAPHRT_DECODE_LEGACY_CLUSTER / set_decode_legacy_cluster (a size applies where its kernel runs:
+// sm_90, bf16/f16, at most 2 query heads a block; elsewhere the combine kernel), else by batch:
+// clusters of 16 where every (request, kv head, group chunk) has its cluster resident at once.
+// The split count (and so a row's bits) then depends on the batch only through that residency
+// test, as the legacy split count always did through the grid size.
+int legacy_cluster(int dev, DType dtype, int gmax, int base) {
+  int want = g_legacy_cluster_override.load(std::memory_order_relaxed);
+  if (want < -1) want = knobs().legacy_cluster;
+  if (want == 0) return 0;
+  if (want > 0) return legacy_cluster_capacity(dev, dtype, gmax, want) > 0 ? want : 0;
+  return legacy_cluster_capacity(dev, dtype, gmax, 16) >= base ? 16 : 0;
+}
+
+template <typename T, int GMAX>
+void launch_legacy_cluster(int dev, cudaStream_t st, const DecodeParams& p, dim3 grid) {
+  if (p.splits == 16) (void)launch_pdl(dev, legacy_cluster_kernel<T, GMAX, 16>(), grid, dim3(256), 0, st, 16, p);
+  else (void)launch_pdl(dev, legacy_cluster_kernel<T, GMAX, 8>(), grid, dim3(512), 0, st, 8, p);
+}
+
 template <typename T>
-void launch_decode(int dev, cudaStream_t st, const DecodeParams& p, dim3 grid, int gmax, bool legacy) {
+void launch_decode(int dev, cudaStream_t st, const DecodeParams& p, dim3 grid, int gmax, bool legacy, bool cluster) {
+  if constexpr (sizeof(T) == 2) {
+    if (cluster) {
+      if (gmax == 1) launch_legacy_cluster<T, 1>(dev, st, p, grid);
+      else launch_legacy_cluster<T, 2>(dev, st, p, grid);
+      return;
+    }
+  }
   if (!legacy) {
     launch_decode_path<T, true>(dev, st, p, grid, gmax);
     return;
@@ -610,12 +763,16 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   const bool legacy = use_legacy(base, sms);
   p.splits = decode_num_splits(base, sms, a.max_context, knobs().blocks_per_sm);
   p.min_chunk = knobs().min_chunk;
+  // The legacy path at small batch: one cluster per (request, kv head, group chunk), its blocks
+  // the splits, merged through DSMEM: no partials in scratch, no combine kernel.
+  const int cluster = legacy && a.head_dim <= kMaxHeadDim ? legacy_cluster(device.index, a.dtype, gmax, base) : 0;
+  if (cluster > 0) p.splits = cluster;
   // The fused path's counters cover (request, head block) pairs up to kCounters; past that the
   // grid has ~500 blocks per SM anyway and one split is what it would choose.
   if (!legacy && static_cast<int64_t>(base) > kCounters) p.splits = 1;
   GRT_CHECK(d.batch <= 65535, "attention_decode on CUDA: batch {} exceeds the grid limit", d.batch);
   Tensor part_o, part_lse;
-  if (p.splits > 1) {
+  if (p.splits > 1 && cluster == 0) {
     part_o = empty(Shape{d.batch, p.nq, p.splits, p.hd}, DType::F32, device);
     part_lse = empty(Shape{d.batch, p.nq, p.splits}, DType::F32, device);
     p.part_o = part_o.data_as<float>();
@@ -624,11 +781,11 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   dim3 grid(static_cast<unsigned>(p.splits), static_cast<unsigned>(p.nkv * p.head_chunks),
             static_cast<unsigned>(d.batch));
   cudaStream_t st = native_stream(stream);
-  if (a.dtype == DType::BF16) launch_decode<__nv_bfloat16>(device.index, st, p, grid, gmax, legacy);
-  else if (a.dtype == DType::F16) launch_decode<__half>(device.index, st, p, grid, gmax, legacy);
-  else launch_decode<float>(device.index, st, p, grid, gmax, legacy);
+  if (a.dtype == DType::BF16) launch_decode<__nv_bfloat16>(device.index, st, p, grid, gmax, legacy, cluster > 0);
+  else if (a.dtype == DType::F16) launch_decode<__half>(device.index, st, p, grid, gmax, legacy, cluster > 0);
+  else launch_decode<float>(device.index, st, p, grid, gmax, legacy, false);
   GRT_CUDA_CHECK_LAUNCH("attention_decode B={} heads {}/{} head_dim {} splits {} ({})", d.batch, p.nq, p.nkv, p.hd,
-                        p.splits, legacy ? "legacy" : "fused");
+                        p.splits, cluster > 0 ? "legacy, cluster merge" : legacy ? "legacy" : "fused");
 }
 
 void set_decode_attention_path(DecodeAttentionPath path) {
@@ -642,6 +799,21 @@ void set_decode_mma_cluster(int mode) {
             "set_decode_mma_cluster({}): -2 (environment), -1 (by batch), 0 (global merge) or 2..{}", mode,
             kDecodeMmaMaxCluster);
   g_cluster_override.store(mode, std::memory_order_relaxed);
+}
+
+void set_decode_legacy_cluster(int mode) {
+  GRT_CHECK(mode == -2 || mode == -1 || mode == 0 || mode == 8 || mode == 16,
+            "set_decode_legacy_cluster({}): -2 (environment), -1 (by batch), 0 (combine kernel), 8 or 16", mode);
+  g_legacy_cluster_override.store(mode, std::memory_order_relaxed);
+}
+
+int decode_legacy_cluster() {
+  const int o = g_legacy_cluster_override.load(std::memory_order_relaxed);
+  return o < -1 ? knobs().legacy_cluster : o;
+}
+
+int decode_legacy_cluster_fits(int dev, DType dtype, int heads_per_block, int size) {
+  return legacy_cluster_capacity(dev, dtype, heads_per_block, size);
 }
 
 int decode_mma_cluster() {
