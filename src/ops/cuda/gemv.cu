@@ -401,8 +401,14 @@ int64_t gemv_max_rows() {
   return rows;
 }
 
+int64_t gemv_wide_min_bytes() {
+  static const int64_t bytes = int64_t{env_int("GRAPHRT_GEMV_WIDE_MIN_MB", 0, 0, 1 << 20)} << 20;
+  return bytes;
+}
+
 bool small_m_fits(const void* x, int64_t x_stride, DType dtype, const void* w, int64_t M, int64_t N, int64_t K) {
   if (M < 1 || M > gemv_max_rows() || (dtype != DType::BF16 && dtype != DType::F16)) return false;
+  if (M > kGemvMaxRows && N * K * 2 < gemv_wide_min_bytes()) return false;  // by the weight's size, never by M
   // 16-byte loads of every row of w and x (x_stride only matters with a second row).
   if (K % 8 != 0 || !dense::aligned16(w, K, 2) || !dense::aligned16(x, M > 1 ? x_stride : 0, 2)) return false;
   return N <= (int64_t{1} << 30) && K <= (int64_t{1} << 30);

@@ -20,6 +20,11 @@ constexpr int64_t kGemvWideMaxRows = 64;
 // 17..64 (the wide one), never on M within a class.
 int64_t gemv_max_rows();
 
+// Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
+// decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads
+// only the weight's shape, so a row's bits still depend on M's class alone.
+int64_t gemv_wide_min_bytes();
+
 // out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null), launched on
 // `stream` of device `d` (already current) when the small-M kernel handles the call: bf16/f16
 // inputs, output of the input dtype or f32, bias f32/bf16/f16, 1 <= M <= gemv_max_rows(),

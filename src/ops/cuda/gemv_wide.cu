@@ -6,8 +6,8 @@
 // Why. Session 5's kernel (git history of this file; bench/results/h100_2026-11-23_s5_gemv64)
 // kept w in a register ring refilled only after each step's mmas, behind a stage barrier: its
 // loads waited out the compute, and the stream ran at ~1.8 TB/s (cuBLASLt 2.0-2.7, copy 3.0-3.1).
-// Here every thread issues its 16-byte cp.async pieces of stage s + kStages - 1 right after the
-// barrier of stage s, before that stage's mmas: kStages - 1 stages (48 KB of w per block, two
+// Here every thread issues its 16-byte cp.async pieces of stage s + S - 1 right after the
+// barrier of stage s, before that stage's mmas: S - 1 stages (48 KB of w per block, two
 // blocks an SM) are always in flight, whatever the mmas cost; bench stream measured >= 32 KB in
 // flight an SM as enough for 3.1 TB/s.
 //
@@ -31,7 +31,7 @@
 // they have landed and before the stage's barrier. Residual and silu_and_mul epilogues: gemv.cu's
 // (store_out / store_silu); with silu a tile holds BM / 2 gate rows and the same up rows.
 //
-// PDL. Before pdl_wait a block issues its first kStages - 1 stages of w (weights only); x follows
+// PDL. Before pdl_wait a block issues its first S - 1 stages of w (weights only); x follows
 // after the wait.
 #include <cooperative_groups.h>
 
@@ -54,14 +54,16 @@ using attn::smem_addr;
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kStageK = 64;     // k per stage: one 128-byte row segment of w and of x
-constexpr int kStages = 4;      // ring depth: 3 stages in flight while one is computed
+// Ring depth: 4 stages of 128-row tiles (3 in flight, 48 KB of w, while one is computed), 6 of
+// 64-row tiles (5 in flight, 40 KB): two blocks an SM either way.
+__host__ __device__ constexpr int ring_stages(int bm) { return bm == 128 ? 4 : 6; }
 constexpr int kRowBytes = kStageK * 2;
 constexpr int kMaxCluster = 8;
 
 // Shared memory of a launch: the ring of stages, aliased after the loop by the warps' partial
 // sums (WK x RM rows of BM + 4 floats).
 constexpr size_t smem_bytes(int bm, int rm) {
-  const size_t ring = static_cast<size_t>(kStages) * (bm + rm) * kRowBytes;
+  const size_t ring = static_cast<size_t>(ring_stages(bm)) * (bm + rm) * kRowBytes;
   const size_t red = static_cast<size_t>(kWarps / (bm / 32)) * rm * (bm + 4) * sizeof(float);
   return std::max(ring, red);
 }
@@ -76,6 +78,11 @@ __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"
 template <int N>
 __device__ __forceinline__ void wait_groups() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+// Waits until at most stages - 2 groups are pending (stages: 4 or 6, uniform).
+__device__ __forceinline__ void wait_ring(int stages) {
+  if (stages == 4) wait_groups<2>();
+  else wait_groups<4>();
 }
 
 // Byte offset of 16-byte chunk c of row r of a stage operand (chunks XOR-swizzled by row).
@@ -97,6 +104,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
   const int64_t tile = blockIdx.x / C;
   const int64_t n0 = tile * BM;
   const int inter = p.silu_inter, half = BM / 2;
+  const int S = ring_stages(BM);
   // This rank's contiguous range of stages.
   const int s0 = static_cast<int>(static_cast<int64_t>(p.groups) * rank / C);
   const int s1 = static_cast<int>(static_cast<int64_t>(p.groups) * (rank + 1) / C);
@@ -123,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
   }
   const auto issue_w = [&](int it) {
     const int64_t k = static_cast<int64_t>(s0 + it) * kStageK + cc * 8;
-    const uint32_t base = ring + static_cast<uint32_t>(it % kStages) * slot_bytes;
+    const uint32_t base = ring + static_cast<uint32_t>(it % S) * slot_bytes;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       if (32 * i < BM) {
@@ -133,7 +141,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
   };
   const auto issue_x = [&](int it) {
     const int64_t k = static_cast<int64_t>(s0 + it) * kStageK + cc * 8;
-    const uint32_t base = ring + static_cast<uint32_t>(it % kStages) * slot_bytes + BM * kRowBytes;
+    const uint32_t base = ring + static_cast<uint32_t>(it % S) * slot_bytes + BM * kRowBytes;
 #pragma unroll
     for (int i = 0; i < RM / 32; ++i) {
       const int m = r0 + 32 * i;
@@ -143,12 +151,12 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
   };
 
   // Before pdl_wait (ops/cuda/pdl.cuh): weights only.
-  for (int it = 0; it < kStages - 1; ++it)
+  for (int it = 0; it < S - 1; ++it)
     if (it < nst) issue_w(it);
   pdl_wait();
   if (p.early_trigger) pdl_trigger();
   // Group it holds x of stage it (group 0 also every w above): the loop waits group by group.
-  for (int it = 0; it < kStages - 1; ++it) {
+  for (int it = 0; it < S - 1; ++it) {
     if (it < nst) issue_x(it);
     commit();
   }
@@ -188,8 +196,8 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
 
   float acc[2][RM / 8][4] = {};
   for (int it = 0; it < nst; ++it) {
-    wait_groups<kStages - 2>();  // this thread's copies of stage it have landed
-    const uint32_t slot = ring + static_cast<uint32_t>(it % kStages) * slot_bytes;
+    wait_ring(S);  // this thread's copies of stage it have landed
+    const uint32_t slot = ring + static_cast<uint32_t>(it % S) * slot_bytes;
     if constexpr (NORM) {
       // RMSNorm in place of the x chunks this thread copied (rounded as rms_norm rounds).
       const int64_t k = static_cast<int64_t>(s0 + it) * kStageK + cc * 8;
@@ -199,15 +207,15 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
         for (int i = 0; i < RM / 32; ++i) {
           const int m = r0 + 32 * i;
           if (m >= p.M) continue;
-          uint4* q = reinterpret_cast<uint4*>(smem + (it % kStages) * slot_bytes + BM * kRowBytes + swz(m, cc));
+          uint4* q = reinterpret_cast<uint4*>(smem + (it % S) * slot_bytes + BM * kRowBytes + swz(m, cc));
           *q = norm_chunk<T>(*q, nw, inv_rms[m]);
         }
       }
     }
     __syncthreads();  // stage it is complete for every warp; nobody reads stage it - 1 any more
-    if (it + kStages - 1 < nst) {
-      issue_w(it + kStages - 1);  // into the slot of stage it - 1
-      issue_x(it + kStages - 1);
+    if (it + S - 1 < nst) {
+      issue_w(it + S - 1);  // into the slot of stage it - 1
+      issue_x(it + S - 1);
     }
     commit();  // always: the group count stays in step with the loop
     const uint32_t ws = slot, xs = slot + BM * kRowBytes;
