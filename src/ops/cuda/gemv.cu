@@ -392,9 +392,9 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
 
 int64_t gemv_max_rows() {
   static const int64_t rows = [] {
-    // Default 16: on the H100 the wide kernel lost to cuBLASLt at 32 and 64 rows (session 5,
-    // bench/results/h100_2026-11-23_s5_gemv64), so it is opt-in until its weight stream is
-    // decoupled from its mmas.
+    // Default 16: on the H100 the wide kernel lost to cuBLASLt at 32 and 64 rows in session 5
+    // (register ring) and session 6 (shared-memory pipeline: bound by its per-SM mma.sync work;
+    // bench/results/h100_2026-11-24_s6_skinny), so it is opt-in.
     constexpr int64_t kRows[] = {kGemvMaxRows, kGemvMaxRows, 32, kGemvWideMaxRows};
     return kRows[env_choice("GRAPHRT_GEMV_MAX_ROWS", {"16", "32", "64"}, -1) + 1];
   }();

@@ -16,7 +16,8 @@ constexpr int64_t kGemvMaxRows = 16;
 constexpr int64_t kGemvWideMaxRows = 64;
 
 // Most rows of x the small-M path takes; above, cuBLASLt. GRAPHRT_GEMV_MAX_ROWS=16|32|64 (read
-// once; default 16: the wide kernel is opt-in, slower than cuBLASLt on the H100 so far). A row's bits depend on its class only: 1..16 rows (the narrow kernel) or
+// once; default 16: the wide kernel is opt-in, slower than cuBLASLt on the H100 in sessions 5
+// and 6). A row's bits depend on its class only: 1..16 rows (the narrow kernel) or
 // 17..64 (the wide one), never on M within a class.
 int64_t gemv_max_rows();
 

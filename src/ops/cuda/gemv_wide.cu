@@ -33,6 +33,13 @@
 //
 // PDL. Before pdl_wait a block issues its first S - 1 stages of w (weights only); x follows
 // after the wait.
+//
+// Speed (H100, session 6, bench/results/h100_2026-11-24_s6_skinny): still slower than cuBLASLt
+// (llama-3.1-8b bs 64 12.72 vs 9.83 ms a step, bs 32 9.66 vs 8.11; qwen3-0.6b bs 64 5.77 vs
+// 4.24), so opt-in. Decoupling the loads was not the missing piece: unclustered launches cost a
+// fixed ~0.8 us of an SM per 128 x 64 x 64 CTA-stage (mma.sync + ldmatrix work, not the stream:
+// ~20 GB/s of w an SM at most), and clustered ones (C = 4, 8) are 1.4-3.6x slower again.
+// Next: wgmma with both operands from shared memory, and no clusters of ~97 KB blocks.
 #include <cooperative_groups.h>
 
 #include <algorithm>
