@@ -370,10 +370,10 @@ TEST(OpsCudaLinear, RejectsUnsupportedDtypes) {
 // M = 1..9, 16 (gemv.cu), 17..64 (gemv_wide.cu) and 65 (cuBLASLt again) over shapes that exercise
 // the kernels' splits: on an H100, gemv.cu takes clusters of 2 blocks per 32-column tile for
 // 4096x1024 and 1000x1024, of 4 for 1024x3072, of 8 for 48x8192, one block per tile for
-// 6144x1024; gemv_wide.cu 64-row tiles (two warps over K) for N <= 2048 with clusters of up to 8,
+// 6144x1024; gemv_wide.cu 64-row tiles (four warps over K) for N <= 2048 with clusters of up to 8,
 // 128-row tiles for 4096 and 6144; 77x136 has partial tiles (N % 32, K % 64 != 0).
 TEST(OpsCudaLinear, SmallMMatchesCpu) {
-  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 24, 33, 48, 64, 65}) {
+  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 24, 31, 33, 48, 64, 65}) {
     check_linear(M, 4096, 1024, DType::BF16, DType::BF16, false, false);
     check_linear(M, 1024, 3072, DType::BF16, DType::BF16, false, false);
     check_linear(M, 48, 8192, DType::BF16, DType::F32, false, false);
@@ -393,7 +393,7 @@ TEST(OpsCudaLinear, SmallMMatchesCpu) {
 }
 
 TEST(OpsCudaLinear, SmallMBiasStridedAndFallbacks) {
-  for (int64_t M : {1, 2, 3, 5, 8, 9, 13, 16, 17, 24, 33, 48, 64, 65}) {
+  for (int64_t M : {1, 2, 3, 5, 8, 9, 13, 16, 17, 24, 31, 33, 48, 64, 65}) {
     check_linear(M, 384, 256, DType::BF16, DType::BF16, true, false);
     check_linear(M, 384, 256, DType::BF16, DType::F32, true, false);
     check_linear(M, 384, 256, DType::BF16, DType::BF16, true, false, DType::F32);  // f32 bias, bf16 out
@@ -646,11 +646,11 @@ TEST(OpsCudaCapture, LinearFirstUsedWhileCapturing) {
   expect_close(to_host_floats(out), host(ops::linear(x2.cpu, w.cpu)), 1e-3, "captured linear");
 }
 
-// The small-M kernels (here with clusters of 4 blocks on an H100 at M = 5, of 8 at M = 40)
-// captured after a warm-up replay on new inputs bit for bit as they run eagerly; at M = 40 also
+// The small-M kernels (here with clusters of 4 blocks on an H100 at M = 5, of 8 at M = 24..64)
+// captured after a warm-up replay on new inputs bit for bit as they run eagerly; at M >= 24 also
 // the fused RMSNorm + gate_up + silu_and_mul and the residual epilogue.
 TEST(OpsCudaCapture, SmallMLinearReplaysOnNewInputs) {
-  for (int64_t M : {5, 40}) {
+  for (int64_t M : {5, 24, 40, 64}) {
     if (M > cuda::gemv_max_rows()) continue;
     const int64_t N = 1024, K = 3072;
     Pair x = random_pair(Shape{M, K}, 61), w = random_pair(Shape{N, K}, 62, DType::BF16, -0.1f, 0.1f);
@@ -718,7 +718,7 @@ TEST(OpsCudaFusedLinear, RmsNormLinearMatchesCpuAndUnfused) {
     DType dt;
     bool bias, strided;
   };
-  for (int64_t M : {1, 2, 3, 8, 9, 16, 17, 33, 64}) {
+  for (int64_t M : {1, 2, 3, 8, 9, 16, 17, 31, 33, 48, 64}) {
     if (M > cuda::gemv_max_rows()) continue;  // not fusable (GRAPHRT_GEMV_MAX_ROWS)
     for (Case c : {Case{4096, 1024, DType::BF16, false, false}, Case{6144, 1024, DType::BF16, false, true},
                    Case{4096, 4096, DType::BF16, true, false}, Case{77, 136, DType::BF16, true, true},
@@ -753,7 +753,7 @@ TEST(OpsCudaFusedLinear, LinearAddEqualsUnfusedBitForBit) {
     int64_t N, K;
     DType dt;
   };
-  for (int64_t M : {1, 3, 8, 9, 16, 17, 24, 48, 64}) {
+  for (int64_t M : {1, 3, 8, 9, 16, 17, 24, 31, 48, 64}) {
     if (M > cuda::gemv_max_rows()) continue;  // not fusable (GRAPHRT_GEMV_MAX_ROWS)
     for (Case c : {Case{1024, 2048, DType::BF16}, Case{1024, 3072, DType::BF16}, Case{1024, 14336, DType::BF16},
                    Case{77, 136, DType::BF16}, Case{520, 264, DType::F16}}) {
@@ -826,7 +826,7 @@ TEST(OpsCudaFusedLinear, GateUpSiluMatchesCpuAndUnfused) {
   struct Case {
     int64_t inter, K;
   };
-  for (int64_t M : {1, 3, 8, 9, 16, 17, 33, 64}) {
+  for (int64_t M : {1, 3, 8, 9, 16, 17, 31, 33, 48, 64}) {
     if (M > cuda::gemv_max_rows()) continue;  // not fusable (GRAPHRT_GEMV_MAX_ROWS)
     for (Case c : {Case{3072, 1024}, Case{256, 4096}, Case{100, 136}, Case{520, 264}}) {
       const uint32_t seed = static_cast<uint32_t>(M * 97 + c.inter + c.K);

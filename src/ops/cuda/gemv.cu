@@ -392,17 +392,23 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
 
 int64_t gemv_max_rows() {
   static const int64_t rows = [] {
-    // Default 16: on the H100 the wide kernel lost to cuBLASLt at 32 and 64 rows (session 5,
-    // bench/results/h100_2026-11-23_s5_gemv64), so it is opt-in until its weight stream is
-    // decoupled from its mmas.
+    // Default 16: on the H100 the wide kernel lost to cuBLASLt at 32 and 64 rows in session 5
+    // (register ring) and session 6 (shared-memory pipeline: bound by its per-SM mma.sync work;
+    // bench/results/h100_2026-11-24_s6_skinny), so it is opt-in.
     constexpr int64_t kRows[] = {kGemvMaxRows, kGemvMaxRows, 32, kGemvWideMaxRows};
     return kRows[env_choice("GRAPHRT_GEMV_MAX_ROWS", {"16", "32", "64"}, -1) + 1];
   }();
   return rows;
 }
 
+int64_t gemv_wide_min_bytes() {
+  static const int64_t bytes = int64_t{env_int("GRAPHRT_GEMV_WIDE_MIN_MB", 0, 0, 1 << 20)} << 20;
+  return bytes;
+}
+
 bool small_m_fits(const void* x, int64_t x_stride, DType dtype, const void* w, int64_t M, int64_t N, int64_t K) {
   if (M < 1 || M > gemv_max_rows() || (dtype != DType::BF16 && dtype != DType::F16)) return false;
+  if (M > kGemvMaxRows && N * K * 2 < gemv_wide_min_bytes()) return false;  // by the weight's size, never by M
   // 16-byte loads of every row of w and x (x_stride only matters with a second row).
   if (K % 8 != 0 || !dense::aligned16(w, K, 2) || !dense::aligned16(x, M > 1 ? x_stride : 0, 2)) return false;
   return N <= (int64_t{1} << 30) && K <= (int64_t{1} << 30);

@@ -16,9 +16,15 @@ constexpr int64_t kGemvMaxRows = 16;
 constexpr int64_t kGemvWideMaxRows = 64;
 
 // Most rows of x the small-M path takes; above, cuBLASLt. GRAPHRT_GEMV_MAX_ROWS=16|32|64 (read
-// once; default 16: the wide kernel is opt-in, slower than cuBLASLt on the H100 so far). A row's bits depend on its class only: 1..16 rows (the narrow kernel) or
+// once; default 16: the wide kernel is opt-in, slower than cuBLASLt on the H100 in sessions 5
+// and 6). A row's bits depend on its class only: 1..16 rows (the narrow kernel) or
 // 17..64 (the wide one), never on M within a class.
 int64_t gemv_max_rows();
+
+// Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
+// decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads
+// only the weight's shape, so a row's bits still depend on M's class alone.
+int64_t gemv_wide_min_bytes();
 
 // out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null), launched on
 // `stream` of device `d` (already current) when the small-M kernel handles the call: bf16/f16

@@ -22,7 +22,7 @@ struct Params {
   void* out;
   int64_t x_stride;
   int M, N, K;
-  int groups;   // K groups (gemv.cu: of 64; gemv_wide.cu: stages of 128 x warps over K)
+  int groups;   // K groups (gemv.cu: of 64; gemv_wide.cu: stages of 64)
   int cluster;  // blocks per column tile (a cluster when > 1)
   int prefetch;  // groups per warp, after its first, asked into L2 before pdl_wait
   int bias_kind, out_kind;
@@ -38,7 +38,7 @@ struct Params {
   // rows, so both halves of an output meet in one block.
   int silu_inter;
   int early_trigger;  // 1: let the next kernel launch right after pdl_wait, else after the main loop
-  int wn;             // gemv_wide.cu: warps over N (16 rows of w each); the other 8 / wn split K
+  int wn;             // gemv_wide.cu: rows of w a tile / 16 (8 or 4)
 };
 
 // The GPU facts the work split depends on (never M).

@@ -1,42 +1,51 @@
-// linear for 17..64 rows of x (decode at batch 17..64; opt-in with GRAPHRT_GEMV_MAX_ROWS=32|64,
-// see the note on speed at the end of this comment): out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias),
-// with the contract and the decode fusions of gemv.cu (M <= 16; read its header first), in a
-// split that keeps the weight stream near copy bandwidth while x has many rows.
+// linear for 17..64 rows of x (decode at batch 17..64; GRAPHRT_GEMV_MAX_ROWS=32|64, gemv.h):
+// out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias), with the contract and the decode fusions of gemv.cu
+// (M <= 16; read its header first). Session 6 rewrite ("skinny"): w through shared memory in a
+// multi-stage cp.async pipeline, so the weight stream no longer waits on the tensor-core math.
 //
-// Why another split. In gemv.cu every warp reads its own K group of x for its 32 rows of w: at
-// 64 rows of x, twice as many bytes of x (L1/L2) as of w, per warp, and the whole of x per block.
-// Here the 8 warps of a block share x: a block owns a tile of 16 x wn rows of w (wn = 8, or 4
-// where N is too small to fill the GPU with 128-row tiles), each warp 16 rows, and the other
-// 8 / wn warps split K. The block stages x, 128 k per K-warp per stage, into shared memory once
-// (cp.async, double buffered, RMSNorm'ed in place when fused), and every warp reads its mma B
-// fragments (16 bytes of a row of x, as gemv.cu's lanes load them) from there: x costs the L2
-// 64 / (16 x wn) of what w costs the HBM. w streams with gemv.cu's 16-byte no-L1 loads, each warp
-// keeping its next 4 steps of 32 k in flight (a ring of registers refilled as each step is used).
-// Clusters of C blocks split K by stages (rank q takes stages q, q + C, ...), their partial sums
-// meeting in distributed shared memory as in gemv.cu.
+// Why. Session 5's kernel (git history of this file; bench/results/h100_2026-11-23_s5_gemv64)
+// kept w in a register ring refilled only after each step's mmas, behind a stage barrier: its
+// loads waited out the compute, and the stream ran at ~1.8 TB/s (cuBLASLt 2.0-2.7, copy 3.0-3.1).
+// Here every thread issues its 16-byte cp.async pieces of stage s + S - 1 right after the
+// barrier of stage s, before that stage's mmas: S - 1 stages (48 KB of w per block, two
+// blocks an SM) are always in flight, whatever the mmas cost; bench stream measured >= 32 KB in
+// flight an SM as enough for 3.1 TB/s.
 //
-// Determinism. wn, C and the stage size depend on N, K and the GPU only; a row's sum visits k in
-// the same order whatever M, and NT (4 column tiles of 8 rows of x for M <= 32, else 8) only adds
-// mmas on other accumulators. So row r is bit-identical for every M in 17..64 (decode graphs pad
-// batches). Rows 1..16 run gemv.cu's kernel, whose sums group k differently: the kernel is chosen
-// by the class of M (1..16 or 17..64), so a padded batch keeps its eager bits when the captured
-// batch sizes include 16.
+// Shape (swap-AB). The rows of w are the mma's M dimension, the 17..64 rows of x its N dimension.
+// A block (8 warps) owns a tile of BM = 128 rows of w (64 where N is too small to give the GPU
+// enough blocks) and all RM = 32 or 64 rows of x (32 when M <= 32). A stage is 64 k: BM x 64 of w
+// and RM x 64 of x, rows of 128 bytes with their 16-byte chunks XOR-swizzled by row (conflict-free
+// ldmatrix). Warp (wm, kw) computes 32 rows of w x RM rows of x over the k16 steps kw, kw + WK,
+// ... of each stage (WK = 8 / (BM / 32) warps split the stage's 4 steps), A and B by ldmatrix.x4,
+// f32 accumulators. Clusters of C blocks (1..8, on sm_90) split K into C contiguous ranges of
+// stages; the warps' partial sums meet in shared memory (warp order), the cluster's in
+// distributed shared memory (rank order), as in gemv.cu. No scratch, no atomics.
 //
-// NORM: a block sums the squares of every row over its own K share (the stages it stages), the
-// cluster's blocks add those partial sums in rank order (distributed shared memory): each x
-// element is read once per cluster for the norm, not once per block.
+// Determinism. BM, C and the stage ranges depend on N, K and the GPU only. A row's sum visits k in
+// the same order whatever M: the mma's output column (a row of x) reads only that row, and RM
+// (32 or 64) only adds or drops columns. So row r is bit-identical for every M in 17..64 (decode
+// graphs pad batches); rows 1..16 run gemv.cu (the class rule of gemv.h).
 //
-// Speed (H100, session 5): slower than cuBLASLt (llama-3.1-8b bs 64 13.63 vs 11.44 ms a step, bs 32
-// 10.52 vs 9.88; qwen3-0.6b bs 64 5.81 vs 4.73). The w ring is refilled only as each step's mmas
-// are done, and the stage barrier ties the 8 warps together, so a warp's 4 KB in flight wait out
-// the load latency plus the stage's mma and shared-memory work (twice as long at 64 rows as at
-// 32, which lost less): the stream runs at ~1.8 TB/s instead of 2.4-2.7. Next: w into shared
-// memory through a multi-stage TMA / cp.async pipeline (loads decoupled from the mmas), wgmma.
+// Fusions. NORM: a block sums the squares of every row of x over its own K range, the cluster adds
+// those in rank order; then each thread RMSNorms, in shared memory, the x chunks it copied, once
+// they have landed and before the stage's barrier. Residual and silu_and_mul epilogues: gemv.cu's
+// (store_out / store_silu); with silu a tile holds BM / 2 gate rows and the same up rows.
+//
+// PDL. Before pdl_wait a block issues its first S - 1 stages of w (weights only); x follows
+// after the wait.
+//
+// Speed (H100, session 6, bench/results/h100_2026-11-24_s6_skinny): still slower than cuBLASLt
+// (llama-3.1-8b bs 64 12.72 vs 9.83 ms a step, bs 32 9.66 vs 8.11; qwen3-0.6b bs 64 5.77 vs
+// 4.24), so opt-in. Decoupling the loads was not the missing piece: unclustered launches cost a
+// fixed ~0.8 us of an SM per 128 x 64 x 64 CTA-stage (mma.sync + ldmatrix work, not the stream:
+// ~20 GB/s of w an SM at most), and clustered ones (C = 4, 8) are 1.4-3.6x slower again.
+// Next: wgmma with both operands from shared memory, and no clusters of ~97 KB blocks.
 #include <cooperative_groups.h>
 
 #include <algorithm>
 #include <mutex>
 
+#include "ops/cuda/attention_mma.cuh"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemv_common.cuh"
 #include "ops/cuda/pdl.cuh"
@@ -45,73 +54,68 @@ namespace grt::cuda::gemv_detail {
 namespace {
 
 namespace cg = cooperative_groups;
+using attn::ldmatrix_x4;
+using attn::mma16816;
+using attn::smem_addr;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kWarpK = 128;       // k per warp per stage: 4 steps of 32 (4 lanes x 8 elements)
-constexpr int kSteps = kWarpK / 32;
-constexpr int kPadK = 32;         // x row padding (64 bytes): a quarter warp's two rows hit 32 banks
+constexpr int kStageK = 64;     // k per stage: one 128-byte row segment of w and of x
+// Ring depth: 4 stages of 128-row tiles (3 in flight, 48 KB of w, while one is computed), 6 of
+// 64-row tiles (5 in flight, 40 KB): two blocks an SM either way.
+__host__ __device__ constexpr int ring_stages(int bm) { return bm == 128 ? 4 : 6; }
+constexpr int kRowBytes = kStageK * 2;
 constexpr int kMaxCluster = 8;
 
-// Shared memory of a launch: two staging buffers of RM rows, aliased by the reduction after the
-// loop (wk x RM rows of 16 x wn sums + 4 pad).
-constexpr size_t smem_bytes(int rm, int wn) {
-  const size_t stage = static_cast<size_t>(rm) * (kWarpK * (kWarps / wn) + kPadK) * 2;
-  const size_t red = static_cast<size_t>(kWarps / wn) * rm * (16 * wn + 4) * sizeof(float);
-  return std::max(2 * stage, red);
+// Shared memory of a launch: the ring of stages, aliased after the loop by the warps' partial
+// sums (WK x RM rows of BM + 4 floats).
+constexpr size_t smem_bytes(int bm, int rm) {
+  const size_t ring = static_cast<size_t>(ring_stages(bm)) * (bm + rm) * kRowBytes;
+  const size_t red = static_cast<size_t>(kWarps / (bm / 32)) * rm * (bm + 4) * sizeof(float);
+  return std::max(ring, red);
 }
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* g, int bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "r"(bytes) : "memory");
+// 16 bytes global -> shared, zero-filled when !valid; the L2 fetches 256 bytes (the next stage's
+// 128 bytes of the same row of w come with it).
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
-// Starts the copy of x[rows < M, k0 .. k0 + sk) into buf (row stride ldx); zeros past K.
-template <typename T, int RM>
-__device__ __forceinline__ void stage_issue(const Params& p, T* buf, int ldx, int64_t k0, int sk) {
-  const int cpr = sk / 8;
-  for (int c = threadIdx.x; c < RM * cpr; c += kThreads) {
-    const int m = c / cpr, kc = (c % cpr) * 8;
-    if (m >= p.M) continue;
-    const int64_t k = k0 + kc;
-    const bool in = k < p.K;
-    cp_async16(buf + m * ldx + kc, static_cast<const T*>(p.x) + m * p.x_stride + (in ? k : 0), in ? 16 : 0);
-  }
-  cp_async_commit();
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_groups() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+// Waits until at most stages - 2 groups are pending (stages: 4 or 6, uniform).
+__device__ __forceinline__ void wait_ring(int stages) {
+  if (stages == 4) wait_groups<2>();
+  else wait_groups<4>();
 }
 
-// RMSNorm in place of the chunks this thread staged (the same indices as stage_issue's).
-template <typename T, int RM>
-__device__ __forceinline__ void stage_norm(const Params& p, T* buf, int ldx, int64_t k0, int sk, const float* inv) {
-  const int cpr = sk / 8;
-  for (int c = threadIdx.x; c < RM * cpr; c += kThreads) {
-    const int m = c / cpr, kc = (c % cpr) * 8;
-    const int64_t k = k0 + kc;
-    if (m >= p.M || k >= p.K) continue;
-    uint4* q = reinterpret_cast<uint4*>(buf + m * ldx + kc);
-    *q = norm_chunk<T>(*q, __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k)), inv[m]);
-  }
+// Byte offset of 16-byte chunk c of row r of a stage operand (chunks XOR-swizzled by row).
+__device__ __forceinline__ uint32_t swz(int r, int c) {
+  return static_cast<uint32_t>(r * kRowBytes + ((c ^ (r & 7)) << 4));
 }
 
-template <typename T, int NT, bool NORM>
-__global__ void __launch_bounds__(kThreads, 2) wide_kernel(Params p) {
-  constexpr int RM = NT * 8;  // rows of x the block holds (those past M are zeros)
-  extern __shared__ __align__(16) unsigned char smem[];
+template <typename T, int RM, bool NORM>
+__global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
+  extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float ss_part[RM];
   __shared__ float inv_rms[RM];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wn = p.wn, wk = kWarps / wn;
-  const int nsl = warp % wn, kw = warp / wn;  // the warp's 16 rows of the tile, its K part
-  const int sk = kWarpK * wk, ldx = sk + kPadK;
-  const int tn = 16 * wn, half = tn / 2;  // tile rows; with silu, gate rows then as many up rows
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int BM = p.wn * 16;  // rows of w a tile
+  const int WM = BM / 32, WK = kWarps / WM;
+  const int wm = warp % WM, kw = warp / WM;
   const int C = p.cluster;
   const int rank = static_cast<int>(blockIdx.x % C);
   const int64_t tile = blockIdx.x / C;
-  const int64_t n0 = tile * tn;
-  const int inter = p.silu_inter;
-  const int stages = p.groups;
+  const int64_t n0 = tile * BM;
+  const int inter = p.silu_inter, half = BM / 2;
+  const int S = ring_stages(BM);
+  // This rank's contiguous range of stages.
+  const int s0 = static_cast<int>(static_cast<int64_t>(p.groups) * rank / C);
+  const int s1 = static_cast<int>(static_cast<int64_t>(p.groups) * (rank + 1) / C);
+  const int nst = s1 - s0;
   const auto w_row = [&](int i) -> int64_t {
     if (inter > 0) {
       const int64_t c = tile * half + (i % half);
@@ -120,61 +124,60 @@ __global__ void __launch_bounds__(kThreads, 2) wide_kernel(Params p) {
     return n0 + i < p.N ? n0 + i : -1;
   };
 
-  // The lane's two rows of w (rows g and g + 8 of the warp's 16).
-  const T* wr[2];
-  bool wok[2];
+  const uint32_t ring = smem_addr(smem);
+  const uint32_t slot_bytes = static_cast<uint32_t>((BM + RM) * kRowBytes);
+  // The thread's chunks of a stage: column chunk tid % 8 of rows tid / 8 + 32 i.
+  const int cc = tid % 8, r0 = tid / 8;
+  const T* wsrc[4];
+  bool wok[4];
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int64_t n = w_row(nsl * 16 + 8 * j + g);
-    wok[j] = n >= 0;
-    wr[j] = static_cast<const T*>(p.w) + (wok[j] ? n : 0) * p.K;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t n = 32 * i < BM ? w_row(r0 + 32 * i) : -1;
+    wok[i] = n >= 0;
+    wsrc[i] = static_cast<const T*>(p.w) + (wok[i] ? n : 0) * p.K;
   }
-  uint4 a[kSteps][2];
-  // Step i of stage st: the lane's 16 bytes of both rows (zeros past K or N).
-  const auto load_step = [&](int st, int i) {
-    const int64_t k = static_cast<int64_t>(st) * sk + kw * kWarpK + i * 32 + t * 8;
+  const auto issue_w = [&](int it) {
+    const int64_t k = static_cast<int64_t>(s0 + it) * kStageK + cc * 8;
+    const uint32_t base = ring + static_cast<uint32_t>(it % S) * slot_bytes;
 #pragma unroll
-    for (int j = 0; j < 2; ++j) a[i][j] = k < p.K && wok[j] ? load_weight(wr[j] + k) : make_uint4(0, 0, 0, 0);
+    for (int i = 0; i < 4; ++i)
+      if (32 * i < BM) {
+        const bool ok = wok[i] && k < p.K;
+        cp16(base + swz(r0 + 32 * i, cc), ok ? wsrc[i] + k : wsrc[i], ok);
+      }
+  };
+  const auto issue_x = [&](int it) {
+    const int64_t k = static_cast<int64_t>(s0 + it) * kStageK + cc * 8;
+    const uint32_t base = ring + static_cast<uint32_t>(it % S) * slot_bytes + BM * kRowBytes;
+#pragma unroll
+    for (int i = 0; i < RM / 32; ++i) {
+      const int m = r0 + 32 * i;
+      const bool ok = m < p.M && k < p.K;
+      cp16(base + swz(m, cc), static_cast<const T*>(p.x) + (ok ? m * p.x_stride + k : 0), ok);
+    }
   };
 
-  // Before pdl_wait (ops/cuda/pdl.cuh): weights only. The first stage goes to registers, the next
-  // p.prefetch stages to L2 (lane l: row l % 16 of the warp's, 64 k at (l / 16) * 64).
-#pragma unroll
-  for (int i = 0; i < kSteps; ++i) load_step(rank, i);
-  {
-    const int64_t pf_row = w_row(nsl * 16 + lane % 16);
-    const int64_t koff = kw * kWarpK + (lane / 16) * 64;
-    if (pf_row >= 0)
-      for (int j = 1; j <= p.prefetch; ++j) {
-        const int64_t k = static_cast<int64_t>(rank + j * C) * sk + koff;
-        if (rank + j * C >= stages || k >= p.K) break;
-        prefetch_l2(static_cast<const T*>(p.w) + pf_row * p.K + k);
-      }
-  }
+  // Before pdl_wait (ops/cuda/pdl.cuh): weights only.
+  for (int it = 0; it < S - 1; ++it)
+    if (it < nst) issue_w(it);
   pdl_wait();
   if (p.early_trigger) pdl_trigger();
-
-  T* const buf0 = reinterpret_cast<T*>(smem);
-  const auto buf = [&](int b) { return buf0 + b * RM * ldx; };
-  // Rows past M stay zeros in both buffers (their outputs are never stored).
-  for (int c = threadIdx.x; c < (RM - p.M) * (sk / 8); c += kThreads) {
-    const int m = p.M + c / (sk / 8), kc = (c % (sk / 8)) * 8;
-    *reinterpret_cast<uint4*>(buf(0) + m * ldx + kc) = make_uint4(0, 0, 0, 0);
-    *reinterpret_cast<uint4*>(buf(1) + m * ldx + kc) = make_uint4(0, 0, 0, 0);
+  // Group it holds x of stage it (group 0 also every w above): the loop waits group by group.
+  for (int it = 0; it < S - 1; ++it) {
+    if (it < nst) issue_x(it);
+    commit();
   }
 
   if constexpr (NORM) {
-    // The squares of each row over this block's stages (a warp per row, lanes over 16-byte
-    // chunks, stages in order, then a butterfly), then the cluster's partial sums in rank order.
+    // The squares of each row over this block's K range (a warp per row, lanes over 16-byte
+    // chunks in order, then a butterfly), then the cluster's partial sums in rank order.
+    const int64_t k_end = std::min<int64_t>(static_cast<int64_t>(s1) * kStageK, p.K);
     for (int m = warp; m < RM; m += kWarps) {
       float ss = 0.0f;
       if (m < p.M) {
         const T* row = static_cast<const T*>(p.x) + m * p.x_stride;
-        for (int st = rank; st < stages; st += C)
-          for (int c = lane; c < sk / 8; c += 32) {
-            const int64_t k = static_cast<int64_t>(st) * sk + c * 8;
-            if (k < p.K) ss = add_squares<T>(ss, __ldg(reinterpret_cast<const uint4*>(row + k)));
-          }
+        for (int64_t k = static_cast<int64_t>(s0) * kStageK + lane * 8; k < k_end; k += 32 * 8)
+          ss = add_squares<T>(ss, __ldg(reinterpret_cast<const uint4*>(row + k)));
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
       }
@@ -184,78 +187,97 @@ __global__ void __launch_bounds__(kThreads, 2) wide_kernel(Params p) {
     if (C > 1) {
       cg::cluster_group cluster = cg::this_cluster();
       cluster.sync();
-      if (threadIdx.x < RM) {
+      if (tid < RM) {
         float s = 0.0f;
-        for (int q = 0; q < C; ++q) s += *cluster.map_shared_rank(&ss_part[threadIdx.x], q);
-        inv_rms[threadIdx.x] = rsqrtf(s / static_cast<float>(p.K) + p.eps);
+        for (int q = 0; q < C; ++q) s += *cluster.map_shared_rank(&ss_part[tid], q);
+        inv_rms[tid] = rsqrtf(s / static_cast<float>(p.K) + p.eps);
       }
     } else
 #endif
     {
       __syncthreads();
-      if (threadIdx.x < RM) inv_rms[threadIdx.x] = rsqrtf((0.0f + ss_part[threadIdx.x]) / static_cast<float>(p.K) + p.eps);
+      if (tid < RM) inv_rms[tid] = rsqrtf((0.0f + ss_part[tid]) / static_cast<float>(p.K) + p.eps);
     }
     __syncthreads();
   }
 
-  float acc[NT][4] = {};
-  int cur = 0;
-  if (rank < stages) {
-    stage_issue<T, RM>(p, buf(0), ldx, static_cast<int64_t>(rank) * sk, sk);
-    cp_async_wait_all();
-    if constexpr (NORM) stage_norm<T, RM>(p, buf(0), ldx, static_cast<int64_t>(rank) * sk, sk, inv_rms);
-  }
-  __syncthreads();
-  for (int st = rank; st < stages; st += C) {
-    const bool more = st + C < stages;  // the same in every thread of the block
-    const int64_t k_next = static_cast<int64_t>(st + C) * sk;
-    if (more) stage_issue<T, RM>(p, buf(cur ^ 1), ldx, k_next, sk);
-    const T* xs = buf(cur) + kw * kWarpK + t * 8;
+  float acc[2][RM / 8][4] = {};
+  for (int it = 0; it < nst; ++it) {
+    wait_ring(S);  // this thread's copies of stage it have landed
+    const uint32_t slot = ring + static_cast<uint32_t>(it % S) * slot_bytes;
+    if constexpr (NORM) {
+      // RMSNorm in place of the x chunks this thread copied (rounded as rms_norm rounds).
+      const int64_t k = static_cast<int64_t>(s0 + it) * kStageK + cc * 8;
+      if (k < p.K) {
+        const uint4 nw = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
 #pragma unroll
-    for (int i = 0; i < kSteps; ++i) {
-#pragma unroll
-      for (int h = 0; h < NT; ++h) {
-        // Elements 0-3 of the lane's 16 bytes, then 4-7 (A regs: row g, row g+8, row g hi, row g+8 hi).
-        const uint4 b = *reinterpret_cast<const uint4*>(xs + (8 * h + g) * ldx + i * 32);
-        mma<T>(acc[h], a[i][0].x, a[i][1].x, a[i][0].y, a[i][1].y, b.x, b.y);
-        mma<T>(acc[h], a[i][0].z, a[i][1].z, a[i][0].w, a[i][1].w, b.z, b.w);
+        for (int i = 0; i < RM / 32; ++i) {
+          const int m = r0 + 32 * i;
+          if (m >= p.M) continue;
+          uint4* q = reinterpret_cast<uint4*>(smem + (it % S) * slot_bytes + BM * kRowBytes + swz(m, cc));
+          *q = norm_chunk<T>(*q, nw, inv_rms[m]);
+        }
       }
-      if (more) load_step(st + C, i);  // the ring: step i of the next stage takes this step's registers
     }
-    if (more) {
-      cp_async_wait_all();
-      if constexpr (NORM) stage_norm<T, RM>(p, buf(cur ^ 1), ldx, k_next, sk, inv_rms);
+    __syncthreads();  // stage it is complete for every warp; nobody reads stage it - 1 any more
+    if (it + S - 1 < nst) {
+      issue_w(it + S - 1);  // into the slot of stage it - 1
+      issue_x(it + S - 1);
     }
-    __syncthreads();  // the next stage is visible, and nobody reads this one any more
-    cur ^= 1;
+    commit();  // always: the group count stays in step with the loop
+    const uint32_t ws = slot, xs = slot + BM * kRowBytes;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      if (s % WK != kw) continue;
+      uint32_t a[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int r = wm * 32 + i * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+        ldmatrix_x4(a[i], ws + swz(r, 2 * s + lane / 16));
+      }
+#pragma unroll
+      for (int j = 0; j < RM / 16; ++j) {
+        uint32_t b[4];
+        const int r = j * 16 + (lane % 8) + (lane / 16) * 8;
+        ldmatrix_x4(b, xs + swz(r, 2 * s + (lane / 8) % 2));
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          mma16816<T>(acc[i][2 * j], a[i], b[0], b[1]);
+          mma16816<T>(acc[i][2 * j + 1], a[i], b[2], b[3]);
+        }
+      }
+    }
   }
+  wait_groups<0>();
   if (!p.early_trigger) pdl_trigger();
+  __syncthreads();  // every warp is done with the ring: the partial sums alias it
 
-  // The reduction aliases the staging buffers (every warp is past the loop's last barrier).
-  // Accumulator i of column tile h is tile row nsl*16 + g (+8 for i >= 2) of x row 8h + 2t (+1 for odd i).
+  // Accumulator c of (i, j) is tile row wm*32 + 16i + g (+8 for c >= 2) of x row 8j + 2t (+1 for odd c).
   float* red = reinterpret_cast<float*>(smem);
-  const int ldr = tn + 4;
+  const int ldr = BM + 4;
   float* mine = red + kw * RM * ldr;
 #pragma unroll
-  for (int h = 0; h < NT; ++h) {
-    const int col = nsl * 16 + g, m = 8 * h + 2 * t;
-    mine[m * ldr + col] = acc[h][0];
-    mine[(m + 1) * ldr + col] = acc[h][1];
-    mine[m * ldr + col + 8] = acc[h][2];
-    mine[(m + 1) * ldr + col + 8] = acc[h][3];
-  }
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < RM / 8; ++j) {
+      const int col = wm * 32 + 16 * i + g, m = 8 * j + 2 * t;
+      mine[m * ldr + col] = acc[i][j][0];
+      mine[(m + 1) * ldr + col] = acc[i][j][1];
+      mine[m * ldr + col + 8] = acc[i][j][2];
+      mine[(m + 1) * ldr + col + 8] = acc[i][j][3];
+    }
   __syncthreads();
-  const int E = RM * tn;  // outputs of the tile, row-major over (row of x, tile row)
-  for (int e = threadIdx.x; e < E; e += kThreads) {
-    const int i = (e / tn) * ldr + e % tn;
+  const int E = RM * BM;  // outputs of the tile, row-major over (row of x, tile row)
+  for (int e = tid; e < E; e += kThreads) {
+    const int i = (e / BM) * ldr + e % BM;
     float s = red[i];
-    for (int v = 1; v < wk; ++v) s += red[v * RM * ldr + i];
-    if (C == 1 && inter == 0) store_out(p, e / tn, n0 + e % tn, s);
+    for (int v = 1; v < WK; ++v) s += red[v * RM * ldr + i];
+    if (C == 1 && inter == 0) store_out(p, e / BM, n0 + e % BM, s);
     else red[i] = s;  // only this thread touches element i: no barrier before the cluster's
   }
   if (C == 1 && inter > 0) {
     __syncthreads();  // a gate sum and its up sum were added by different threads
-    for (int e = threadIdx.x; e < E / 2; e += kThreads) {
+    for (int e = tid; e < E / 2; e += kThreads) {
       const float* gs = &red[(e / half) * ldr + e % half];
       store_silu<T>(p, e / half, tile * half + e % half, gs[0], gs[half]);
     }
@@ -265,7 +287,8 @@ __global__ void __launch_bounds__(kThreads, 2) wide_kernel(Params p) {
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every block's partial sums are in its red
     const int per = (inter > 0 ? E / 2 : E) / C;
-    for (int e = rank * per + static_cast<int>(threadIdx.x); e < (rank + 1) * per; e += kThreads) {
+    const int lo = rank * per, hi = rank == C - 1 ? (inter > 0 ? E / 2 : E) : lo + per;
+    for (int e = lo + tid; e < hi; e += kThreads) {
       if (inter > 0) {
         float* own = &red[(e / half) * ldr + e % half];
         float sg = *cluster.map_shared_rank(own, 0), su = *cluster.map_shared_rank(own + half, 0);
@@ -276,85 +299,88 @@ __global__ void __launch_bounds__(kThreads, 2) wide_kernel(Params p) {
         store_silu<T>(p, e / half, tile * half + e % half, sg, su);
         continue;
       }
-      float* own = &red[(e / tn) * ldr + e % tn];
+      float* own = &red[(e / BM) * ldr + e % BM];
       float s = *cluster.map_shared_rank(own, 0);
       for (int q = 1; q < C; ++q) s += *cluster.map_shared_rank(own, q);
-      store_out(p, e / tn, n0 + e % tn, s);
+      store_out(p, e / BM, n0 + e % BM, s);
     }
     cluster.sync();  // this block's shared memory stays until the others have read it
   }
 #endif
 }
 
-template <typename T, int NT, bool NORM>
+template <typename T, int RM, bool NORM>
 void allow_smem_of(int index) {
-  const size_t bytes = std::max(smem_bytes(NT * 8, 8), smem_bytes(NT * 8, 4));
-  GRT_CUDA_CHECK(cudaFuncSetAttribute(wide_kernel<T, NT, NORM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)),
+  auto* kernel = skinny_kernel<T, RM, NORM>;
+  const size_t bytes = std::max(smem_bytes(128, RM), smem_bytes(64, RM));
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
                  "letting the wide GEMV use {} bytes of shared memory on cuda:{}", bytes, index);
+  // Two blocks an SM need most of the SM's shared memory as such.
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      static_cast<int>(cudaSharedmemCarveoutMaxShared)),
+                 "preferring shared memory for the wide GEMV on cuda:{}", index);
 }
 
-// Lets every wide_kernel instance use its most dynamic shared memory on the current device
-// `index`, all at its first launch there (an eager one: graph runners warm up before they
-// capture), so that no attribute is set while a stream captures.
+// Sets every skinny_kernel instance's attributes on the current device `index`, all at its first
+// launch there (an eager one: graph runners warm up before they capture), so that no attribute
+// is set while a stream captures.
 void allow_smem(int index) {
   static std::mutex mu;
   static uint64_t done = 0;
   std::lock_guard<std::mutex> lock(mu);
   const uint64_t bit = uint64_t{1} << (index & 63);
   if (done & bit) return;
-  allow_smem_of<__nv_bfloat16, 4, false>(index);
-  allow_smem_of<__nv_bfloat16, 4, true>(index);
-  allow_smem_of<__nv_bfloat16, 8, false>(index);
-  allow_smem_of<__nv_bfloat16, 8, true>(index);
-  allow_smem_of<__half, 4, false>(index);
-  allow_smem_of<__half, 4, true>(index);
-  allow_smem_of<__half, 8, false>(index);
-  allow_smem_of<__half, 8, true>(index);
+  allow_smem_of<__nv_bfloat16, 32, false>(index);
+  allow_smem_of<__nv_bfloat16, 32, true>(index);
+  allow_smem_of<__nv_bfloat16, 64, false>(index);
+  allow_smem_of<__nv_bfloat16, 64, true>(index);
+  allow_smem_of<__half, 32, false>(index);
+  allow_smem_of<__half, 32, true>(index);
+  allow_smem_of<__half, 64, false>(index);
+  allow_smem_of<__half, 64, true>(index);
   done |= bit;
 }
 
-template <typename T, int NT, bool NORM>
+template <typename T, int RM, bool NORM>
 void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
-  constexpr int RM = NT * 8;
-  auto* kernel = wide_kernel<T, NT, NORM>;
   allow_smem(index);
-  (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), smem_bytes(RM, p.wn), stream,
-                   static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked by the caller
+  (void)launch_pdl(index, skinny_kernel<T, RM, NORM>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
+                   smem_bytes(p.wn * 16, RM), stream, static_cast<unsigned>(p.cluster),
+                   p);  // its error is also the last error, checked by the caller
 }
 
 template <typename T>
 void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
-  const bool eight = p.M > 32;
+  const bool wide = p.M > 32;
   if (p.norm_w) {
-    if (eight) launch<T, 8, true>(index, stream, p, blocks);
-    else launch<T, 4, true>(index, stream, p, blocks);
+    if (wide) launch<T, 64, true>(index, stream, p, blocks);
+    else launch<T, 32, true>(index, stream, p, blocks);
   } else {
-    if (eight) launch<T, 8, false>(index, stream, p, blocks);
-    else launch<T, 4, false>(index, stream, p, blocks);
+    if (wide) launch<T, 64, false>(index, stream, p, blocks);
+    else launch<T, 32, false>(index, stream, p, blocks);
   }
 }
 
 }  // namespace
 
-// The split: 128-row tiles (wn = 8) when they can fill the GPU with clusters of at most 8, else
-// 64-row tiles (wn = 4, two warps over K); clusters doubled while the grid stays within two
-// blocks per SM and every block gets a stage; L2 prefetch as gemv.cu's (a quarter of the L2).
+// The split: 128-row tiles when clusters of at most 8 can give every SM a block, else 64-row
+// tiles; clusters doubled while the grid stays within two blocks an SM (one wave, all resident)
+// and every rank keeps at least two stages.
 void launch_wide(int index, cudaStream_t stream, Params p, bool bf16, const DeviceInfo& info) {
   const int64_t N = p.N, K = p.K;
-  p.wn = (N + 127) / 128 * kMaxCluster >= info.sms ? 8 : 4;
-  const int64_t tile_rows = 16 * p.wn, sk = kWarpK * (kWarps / p.wn);
-  const int64_t tiles = (N + tile_rows - 1) / tile_rows;  // with silu: N = 2 x inter, tile_rows / 2 of each
-  const int64_t stages = (K + sk - 1) / sk;
+  // With silu N = 2 x intermediate: a tile holds bm / 2 gate rows and as many up rows.
+  const int bm = (N + 127) / 128 * (info.clusters ? kMaxCluster : 1) >= info.sms ? 128 : 64;
+  p.wn = bm / 16;
+  const int64_t tiles = (N + bm - 1) / bm;
+  const int64_t stages = (K + kStageK - 1) / kStageK;
   int c = 1;
-  while (info.clusters && c < kMaxCluster && tiles * c <= info.sms && stages >= 2 * c) c *= 2;
+  while (info.clusters && c < kMaxCluster && tiles * c * 2 <= 2 * static_cast<int64_t>(info.sms) &&
+         stages >= 4 * c)
+    c *= 2;
   p.cluster = c;
   p.groups = static_cast<int>(stages);
+  p.prefetch = 0;
   const int64_t blocks = tiles * c;
-  const int64_t resident = std::min<int64_t>(blocks, 2 * static_cast<int64_t>(info.sms));
-  const int64_t per_stage = std::max<int64_t>(resident * tile_rows * sk * 2, 1);  // bytes of one stage, grid-wide
-  const int64_t per_rank = (stages + c - 1) / c;
-  p.prefetch = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(info.l2_bytes / 4 / per_stage, per_rank - 1), 0, 8));
   if (bf16) launch_rows<__nv_bfloat16>(index, stream, p, blocks);
   else launch_rows<__half>(index, stream, p, blocks);
 }
