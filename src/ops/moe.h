@@ -95,9 +95,38 @@ struct MoeRouted {
   MoeRouting routing;
   MoeGroups groups;
   Tensor logits;
+  Tensor x;  // moe_norm_route_group: the normalized rows the router read (the experts' input)
+};
+// `prefetch` (optional, the layer's expert weights): the one-token router then asks the L2 for
+// one line a MiB of each chosen expert's weights as soon as it has routed (address translations
+// and first lines under way before the expert kernels read them), where
+// moe_router_prefetch_enabled(). Ignored by the other kernels.
+struct MoeRouterPrefetch {
+  Tensor gate_up;  // [E, 2 * inter, H]
+  Tensor down;     // [E, H, inter]
 };
 MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
-                          const Tensor& num_real, MoeFusedChoice choice = MoeFusedChoice::kAuto);
+                          const Tensor& num_real, MoeFusedChoice choice = MoeFusedChoice::kAuto,
+                          const MoeRouterPrefetch& prefetch = MoeRouterPrefetch{});
+
+// GRAPHRT_MOE_ROUTER_PREFETCH (read once): "1": the router's prefetch (above); unset, "" or
+// "0": none (the A/B of session 6). Anything else is an error.
+bool moe_router_prefetch_enabled();
+
+// moe_route_group(rms_norm(residual, norm_weight, eps), ...) with the normalized rows in
+// MoeRouted::x. One kernel where the one-token router takes it (moe_route_group fuses it, one
+// token, the one-token kernels enabled, bf16, hidden a multiple of 8 and <= 8 *
+// kMoeRouterNormMaxChunks, top_k <= 32, 16-byte aligned, GRAPHRT_MOE_ROUTER_NORM not "0"): the
+// router blocks normalize the row themselves, bit for bit ops::rms_norm, instead of a norm
+// kernel before them. Otherwise ops::rms_norm, then moe_route_group (their contracts).
+MoeRouted moe_norm_route_group(const Tensor& residual, const Tensor& norm_weight, float eps,
+                               const Tensor& router_weight, int top_k, bool renormalize, const Tensor& num_real,
+                               MoeFusedChoice choice = MoeFusedChoice::kAuto,
+                               const MoeRouterPrefetch& prefetch = MoeRouterPrefetch{});
+
+// GRAPHRT_MOE_ROUTER_NORM (read once): unset, "" or "1": moe_norm_route_group runs the norm in
+// the one-token router where it can; "0": never (the A/B of session 6). Anything else is an error.
+bool moe_router_norm_enabled();
 
 // moe_combine(moe_experts(x, groups, gate_up, down), groups, routing) as one op: [T, H] of x's
 // dtype, the same values (bit for bit the separate ops on the GEMV kernels; the CPU runs the
@@ -108,6 +137,21 @@ MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_
 // the PDL wait). Otherwise the separate ops.
 Tensor moe_experts_combine(const Tensor& x, const MoeGroups& groups, const MoeRouting& routing,
                            const Tensor& gate_up, const Tensor& down, MoeFusedChoice choice = MoeFusedChoice::kAuto);
+
+// moe_experts_combine added into the residual stream: residual = round(out + residual) (the add of
+// fused_add_rms_norm_, bit for bit), by the one-token down kernel's epilogue, so the block's
+// output is never a tensor of its own and the next layer's norm can run in its qkv GEMV's prologue
+// (ops/fused_linear.h) instead of a fused add+norm kernel. residual: [1, H] like x, not
+// overlapping it. Requires moe_experts_add_fusable (an error otherwise).
+void moe_experts_combine_add_(const Tensor& x, const MoeGroups& groups, const MoeRouting& routing,
+                              const Tensor& gate_up, const Tensor& down, const Tensor& residual);
+
+// Whether moe_experts_combine_add_ takes x ([1, H]) with top_k choices over these weights: CUDA,
+// bf16, one token on the one-token kernels (fused experts, moe_one_token_kernels_enabled, a shape
+// they take), 16-byte aligned, and GRAPHRT_MOE_RESIDUAL_ADD (read once; unset, "" or "1": yes,
+// "0": no, the A/B of session 6) allows it. Depends on shapes, alignment and switches only.
+bool moe_experts_add_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_up, const Tensor& down);
+bool moe_residual_add_enabled();
 
 // Which fused ops the model's MoE block uses, from the environment variable GRAPHRT_MOE_FUSED
 // (read once): unset, "" or "1": both; "router": moe_route_group only; "experts":

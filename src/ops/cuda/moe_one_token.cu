@@ -62,6 +62,26 @@ constexpr int kDnJ = 8;  // experts whose dot products a warp runs together
 
 __device__ __forceinline__ bool valid_expert(int e, int experts) { return e >= 0 && e < experts; }
 
+// 16 bytes of an expert weight row, read once: not allocated in L1 (the load `graphrt bench stream`
+// measured at ~3.1 TB/s with either carveout), the L2 asked for the surrounding 256 bytes, which
+// this lane's neighbours read next. volatile: never speculated past its bounds check.
+__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// kNoAllocate: weight loads by load_stream (the default since session 6), else __ldcs (session
+// 5: ld.global.cs, which allocates its lines in L1 evict-first; GRAPHRT_MOE_GATE_UP1_LOAD=cs).
+template <bool kNoAllocate>
+__device__ __forceinline__ uint4 load_weight_row(const uint4* p) {
+  if constexpr (kNoAllocate) return load_stream(p);
+  else return __ldcs(p);
+}
+
+template <bool kNoAllocate>
 __global__ void __launch_bounds__(kGuThreads, 4)
     gate_up1_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ ids, const bf16* __restrict__ w,
                     bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_warp) {
@@ -86,8 +106,8 @@ __global__ void __launch_bounds__(kGuThreads, 4)
 #pragma unroll
       for (int i = 0; i < kGuUnroll; ++i) {  // every weight load issued before the first use
         const int c = c0 + 32 * i;
-        vg[i] = c < chunks ? __ldcs(wg + c) : make_uint4(0, 0, 0, 0);
-        vu[i] = c < chunks ? __ldcs(wu + c) : make_uint4(0, 0, 0, 0);
+        vg[i] = c < chunks ? load_weight_row<kNoAllocate>(wg + c) : make_uint4(0, 0, 0, 0);
+        vu[i] = c < chunks ? load_weight_row<kNoAllocate>(wu + c) : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int i = 0; i < kGuUnroll; ++i) {
@@ -210,7 +230,8 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 template <bool kBulk>
 __global__ void __launch_bounds__(kDnThreads, 4)
     down1_kernel(const bf16* __restrict__ act, const int32_t* __restrict__ ids, const float* __restrict__ weights,
-                 const bf16* __restrict__ w, bf16* __restrict__ out, int top_k, int experts, int N, int K, int R) {
+                 const bf16* __restrict__ w, bf16* __restrict__ out, bf16* __restrict__ residual, int top_k,
+                 int experts, int N, int K, int R) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int sid[32];
   __shared__ float swt[32];
@@ -292,7 +313,14 @@ __global__ void __launch_bounds__(kDnThreads, 4)
         acc += swt[j] * y;                                       // moe_combine's sum, in choice order
       }
     }
-    if (lane == 0) out[n0 + r] = __float2bfloat16_rn(acc);
+    if (lane == 0) {
+      if (residual) {  // fused_add_rms_norm_'s add: the block's output rounded, then the sum rounded
+        const float y = dense::round_to<bf16>(acc);
+        residual[n0 + r] = __float2bfloat16_rn(y + __bfloat162float(residual[n0 + r]));
+      } else {
+        out[n0 + r] = __float2bfloat16_rn(acc);
+      }
+    }
   }
 }
 
@@ -345,10 +373,14 @@ OneTokenInfo one_token_info(int index, bool shared_carveout) {
                    "reading the attributes of the MoE gate_up1 bulk kernel");
     info.gu_smem = optin - static_cast<int>(fg.sharedSizeBytes);
     allow_down1_smem(gate_up1_bulk_kernel, static_cast<int>(info.gu_smem), index);
-    if (shared_carveout)
-      GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up1_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+    if (shared_carveout) {
+      GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up1_kernel<true>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                           cudaSharedmemCarveoutMaxShared),
                      "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
+      GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up1_kernel<false>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared),
+                     "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
+    }
     info.down_smem = dyn;
     info.bulk = bulk_copy_supported(major);
     info.sms = sms;
@@ -377,6 +409,12 @@ std::pair<int, int> gate_up1_bulk_shape(int64_t K, int64_t budget) {
   return {0, 0};
 }
 
+// GRAPHRT_MOE_GATE_UP1_LOAD as an index of {"no-allocate", "cs"}, read once.
+bool gate_up1_no_allocate_from_env() {
+  static const int v = env_choice("GRAPHRT_MOE_GATE_UP1_LOAD", {"no-allocate", "cs"}, 0);
+  return v == 0;
+}
+
 // GRAPHRT_MOE_DOWN1_COPY as an index of {"bulk", "cp-async"}, read once.
 Down1Copy down1_copy_from_env() {
   static const int v = env_choice("GRAPHRT_MOE_DOWN1_COPY", {"bulk", "cp-async"}, 0);
@@ -390,18 +428,26 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 void set_down1_copy_override(Down1Copy c) { g_down1_copy_override.store(static_cast<int>(c)); }
 void set_gate_up1_copy_override(GateUp1Copy c) { g_gate_up1_copy_override.store(static_cast<int>(c)); }
 
+bool moe_one_token_shape_supported(Device d, int64_t top_k, int64_t inter, int64_t hidden, int64_t experts,
+                                   bool shared_carveout) {
+  const int64_t k = top_k, I = inter, H = hidden;
+  if (k < 1 || k > 32 || I % 8 != 0 || H % 8 != 0 || I < 8 || H < 8 || experts < 1 || experts > 0x7fffffff ||
+      k * I > 0x7fffffff || H * I > 0x7fffffff)
+    return false;
+  const OneTokenInfo info = one_token_info(d.index, shared_carveout);
+  return info.down_smem - k * I * 4 >= k * I * 2;  // one output row of k experts and the act rows fit
+}
+
 bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a) {
   const ops::MoeExpertsArgs& e = a.experts;
   const int64_t k = e.top_k, I = e.inter, H = e.hidden;
-  if (a.tokens != 1 || k < 1 || k > 32 || e.dtype != DType::BF16 || I % 8 != 0 || H % 8 != 0 || I < 8 || H < 8 ||
-      a.num_experts < 1 || a.num_experts > 0x7fffffff || k * I > 0x7fffffff || H * I > 0x7fffffff ||
-      e.max_rows < k)
+  if (a.tokens != 1 || e.dtype != DType::BF16 || e.max_rows < k ||
+      !moe_one_token_shape_supported(d, k, I, H, a.num_experts, a.one_token_shared_carveout))
     return false;
   if (!aligned16(e.x) || !aligned16(e.gate_up) || !aligned16(e.down) || !aligned16(e.act)) return false;
   const OneTokenInfo info = one_token_info(d.index, a.one_token_shared_carveout);
   const int64_t act_bytes = k * I * 4, row_bytes = k * I * 2;
   const int64_t budget = info.down_smem - act_bytes;
-  if (budget < row_bytes) return false;  // one output row of k experts does not fit
   const int64_t R = std::min((H + info.sms - 1) / info.sms, budget / row_bytes);
   const int64_t down_blocks = (H + R - 1) / R;
   const size_t smem = static_cast<size_t>(R * row_bytes + act_bytes);
@@ -425,7 +471,7 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
         "moe_experts_combine (one token) gate_up (bulk) blocks={} units/block={} tile={} depth={} smem={} hidden={}",
         blocks, upb, tile, depth, gsmem, H);
   } else {
-  (void)launch_pdl(d.index, gate_up1_kernel, dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
+  (void)launch_pdl(d.index, gate_up1_no_allocate_from_env() ? gate_up1_kernel<true> : gate_up1_kernel<false>, dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
                    static_cast<const bf16*>(e.x), a.topk_ids, static_cast<const bf16*>(e.gate_up),
                    static_cast<bf16*>(e.act), static_cast<int>(k), static_cast<int>(a.num_experts),
                    static_cast<int>(I), static_cast<int>(H), static_cast<int>(per_warp));
@@ -436,8 +482,8 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
   const bool bulk = info.bulk && (o == Down1Copy::kEnv ? down1_copy_from_env() : o) == Down1Copy::kBulk;
   (void)launch_pdl(d.index, bulk ? down1_kernel<true> : down1_kernel<false>, dim3(static_cast<unsigned>(down_blocks)), dim3(kDnThreads), smem, s, 1,
                    static_cast<const bf16*>(e.act), a.topk_ids, a.topk_weights, static_cast<const bf16*>(e.down),
-                   static_cast<bf16*>(a.out), static_cast<int>(k), static_cast<int>(a.num_experts),
-                   static_cast<int>(H), static_cast<int>(I), static_cast<int>(R));
+                   static_cast<bf16*>(a.out), static_cast<bf16*>(a.residual), static_cast<int>(k),
+                   static_cast<int>(a.num_experts), static_cast<int>(H), static_cast<int>(I), static_cast<int>(R));
   GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) down blocks={} rows={} smem={} hidden={} inter={} bulk={}",
                         down_blocks, R, smem, H, I, bulk);
   return true;
