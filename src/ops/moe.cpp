@@ -250,9 +250,9 @@ int one_token_from_env() {
 bool moe_one_token_kernels_enabled() { return one_token_from_env() != 1; }
 bool moe_one_token_shared_carveout() { return one_token_from_env() == 2; }
 
-bool moe_router_prefetch_enabled() {
-  static const int v = env_choice("GRAPHRT_MOE_ROUTER_PREFETCH", {"0", "1"}, 0);
-  return v == 1;
+int moe_router_prefetch_mode() {
+  static const int v = env_choice("GRAPHRT_MOE_ROUTER_PREFETCH", {"0", "1", "down-l2"}, 0);
+  return v;
 }
 
 bool moe_router_norm_enabled() {
@@ -376,7 +376,7 @@ MoeRouted route_group(const Tensor& x, const Tensor& router_weight, int top_k, b
                          g.expert_counts.data_as<int32_t>(), g.sorted_slots.data_as<int32_t>(),
                          g.block_expert.data_as<int32_t>(), g.slot_rows.data_as<int32_t>()};
   a.one_token = moe_one_token_kernels_enabled();
-  if (prefetch.gate_up.defined() && prefetch.down.defined() && moe_router_prefetch_enabled()) {
+  if (prefetch.gate_up.defined() && prefetch.down.defined() && moe_router_prefetch_mode() != 0) {
     const Tensor& gu = prefetch.gate_up;
     const Tensor& dn = prefetch.down;
     GRT_CHECK(gu.rank() == 3 && dn.rank() == 3 && gu.size(0) == E && dn.size(0) == E && gu.is_contiguous() &&
@@ -389,6 +389,8 @@ MoeRouted route_group(const Tensor& x, const Tensor& router_weight, int top_k, b
     a.prefetch_down = dn.data();
     a.gate_up_expert_bytes = gu.numel() / E * static_cast<int64_t>(dtype_size(gu.dtype()));
     a.down_expert_bytes = dn.numel() / E * static_cast<int64_t>(dtype_size(dn.dtype()));
+    a.prefetch_mode = moe_router_prefetch_mode();
+    if (a.down_expert_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(dn.data()) % 16 != 0) a.prefetch_mode = 0;
   }
   if (norm) {
     a.norm_x = norm->residual->data();

@@ -97,10 +97,11 @@ struct MoeRouted {
   Tensor logits;
   Tensor x;  // moe_norm_route_group: the normalized rows the router read (the experts' input)
 };
-// `prefetch` (optional, the layer's expert weights): the one-token router then asks the L2 for
-// one line a MiB of each chosen expert's weights as soon as it has routed (address translations
-// and first lines under way before the expert kernels read them), where
-// moe_router_prefetch_enabled(). Ignored by the other kernels.
+// `prefetch` (optional, the layer's expert weights): where moe_router_prefetch_mode() != 0 the
+// one-token router asks the L2 for each chosen expert's weights as soon as it has routed: 1, one
+// line a MiB of gate_up and down (address translations and first lines under way before the
+// expert kernels read them); 2, all of down, marked evict_last (DRAM streams it while gate_up
+// starts; down then reads the L2). Ignored by the other kernels.
 struct MoeRouterPrefetch {
   Tensor gate_up;  // [E, 2 * inter, H]
   Tensor down;     // [E, H, inter]
@@ -109,9 +110,9 @@ MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_
                           const Tensor& num_real, MoeFusedChoice choice = MoeFusedChoice::kAuto,
                           const MoeRouterPrefetch& prefetch = MoeRouterPrefetch{});
 
-// GRAPHRT_MOE_ROUTER_PREFETCH (read once): "1": the router's prefetch (above); unset, "" or
-// "0": none (the A/B of session 6). Anything else is an error.
-bool moe_router_prefetch_enabled();
+// GRAPHRT_MOE_ROUTER_PREFETCH (read once) as the mode above: unset, "" or "0": 0 (none); "1": 1;
+// "down-l2": 2 (the A/B of session 6). Anything else is an error.
+int moe_router_prefetch_mode();
 
 // moe_route_group(rms_norm(residual, norm_weight, eps), ...) with the normalized rows in
 // MoeRouted::x. One kernel where the one-token router takes it (moe_route_group fuses it, one

@@ -70,10 +70,13 @@ struct MoeRouterArgs {
   const void* norm_x = nullptr;       // [1, hidden]: the residual stream
   const void* norm_weight = nullptr;  // [hidden]
   float eps = 0.0f;
-  // Optional (one-token router): once the token is routed, the routing warp asks the L2 for one
-  // line every kMoeRouterPrefetchStride bytes of each chosen expert's gate_up and down weights
-  // (experts laid out back to back, *_expert_bytes each), so their address translations and
-  // first lines are on the way before the expert kernels start (moe_router_prefetch_enabled).
+  // Optional (one-token router), once the token is routed, by the routing warp's lanes (one a
+  // chosen expert; experts laid out back to back, *_expert_bytes each), nothing waiting for it:
+  // prefetch_mode 1: one L2 line every kMoeRouterPrefetchStride bytes of the expert's gate_up and
+  // down weights (address translations and first lines under way before the expert kernels);
+  // 2: the expert's whole down weights into the L2 by bulk prefetches marked evict_last, so that
+  // DRAM streams them while the expert kernels start and down reads them from the L2.
+  int prefetch_mode = 0;
   const void* prefetch_gate_up = nullptr;
   const void* prefetch_down = nullptr;
   int64_t gate_up_expert_bytes = 0, down_expert_bytes = 0;

@@ -42,21 +42,28 @@ D="decode $M --batch-sizes 1,8 --cuda-graph-bs 1,8 --iters 20"
 D1="decode $M --batch-sizes 1 --cuda-graph-bs 1 --iters 20"
 OLD="GRAPHRT_MOE_ROUTER_NORM=0 GRAPHRT_MOE_RESIDUAL_ADD=0 GRAPHRT_MOE_GATE_UP1_LOAD=cs"
 SC="GRAPHRT_MOE_ONE_TOKEN=shared-carveout"
+PF="GRAPHRT_MOE_ROUTER_PREFETCH=1"
+P2="GRAPHRT_MOE_ROUTER_PREFETCH=down-l2"
+EF="GRAPHRT_MOE_GATE_UP1_LOAD=evict-first"
 {
   echo "new (defaults)||$D"
   echo "old (session 5)|$OLD|$D"
   echo "new, router norm off|GRAPHRT_MOE_ROUTER_NORM=0|$D1"
   echo "new, residual add off|GRAPHRT_MOE_RESIDUAL_ADD=0|$D1"
   echo "new, gate_up1 cs loads|GRAPHRT_MOE_GATE_UP1_LOAD=cs|$D1"
+  echo "new + router prefetch 1 MiB lines|$PF|$D1"
   echo "new + shared carveout|$SC|$D1"
   echo "old + shared carveout|$OLD $SC|$D1"
+  echo "new + down to L2|$P2|$D1"
+  echo "new + down to L2, gate_up evict-first|$P2 $EF|$D1"
   for r in 2 3; do
     echo "new ($r)||$D1"
     echo "old ($r)|$OLD|$D1"
     echo "new + shared carveout ($r)|$SC|$D1"
+    echo "new + down to L2, gate_up evict-first ($r)|$P2 $EF|$D1"
   done
 } >$R/ab1.txt
-OUT=$R/ab1 BIN=$GR ABLATIONS=$R/ab1.txt ABLATION_TIMEOUT=60 scripts/gpu_ablations.sh >>$S 2>&1
+OUT=$R/ab1 BIN=$GR ABLATIONS=$R/ab1.txt ABLATION_TIMEOUT=45 scripts/gpu_ablations.sh >>$S 2>&1
 echo "A/B done at $(el)s" >>$S
 tar czf $OUT/all.tar.gz -C $OUT r
 prof() {  # label env
@@ -69,14 +76,14 @@ prof() {  # label env
   python3 scripts/ncu_breakdown.py $R/ncu_$label.csv --layers 48 --top 12 >$R/ncu_$label.txt 2>&1
   head -16 $R/ncu_$label.txt >>$S
 }
-if [ "$(el)" -lt 170 ]; then prof new ""; fi
+if [ "$(el)" -lt 230 ]; then prof new ""; fi
 tar czf $OUT/all.tar.gz -C $OUT r
-if [ "$(el)" -lt 200 ]; then
+if [ "$(el)" -lt 260 ]; then
   timeout 40 $GR inspect --model builtin:qwen3-30b-a3b --device cuda --mem-fraction-static 0.93 --graph-memory pool --cuda-graph-bs 1,8 --disable-piecewise-cuda-graph \
     --verify-cuda-graph --json >$R/verify.json 2>$R/verify.err
   echo "verify rc $? at $(el)s: $(grep -o 'decode graphs: [^"]*' $R/verify.err | tail -1)" >>$S
 fi
-if [ "$(el)" -lt 215 ]; then prof old "$OLD"; fi
+if [ "$(el)" -lt 275 ]; then prof old "$OLD"; fi
 tar czf $OUT/all.tar.gz -C $OUT r
 echo "total $(el)s" >>$S
 cat $S

@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
       g.expert_counts[id] = 1;
     }
   }
-  if (a.prefetch_gate_up && lane < k && valid) {  // fire and forget: nothing waits for these
+  if (a.prefetch_mode == 1 && lane < k && valid) {  // fire and forget: nothing waits for these
     const auto prefetch = [&](const void* base, int64_t bytes) {
       const char* p = static_cast<const char*>(base) + static_cast<int64_t>(id) * bytes;
       for (int64_t o = 0; o < bytes; o += ops::kMoeRouterPrefetchStride)
@@ -227,6 +227,16 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
     };
     prefetch(a.prefetch_gate_up, a.gate_up_expert_bytes);
     prefetch(a.prefetch_down, a.down_expert_bytes);
+  } else if (a.prefetch_mode == 2 && lane < k && valid) {  // bytes: a multiple of 16 (host)
+    uint64_t keep;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
+    const char* p = static_cast<const char*>(a.prefetch_down) + static_cast<int64_t>(id) * a.down_expert_bytes;
+    constexpr int64_t kPiece = int64_t{1} << 18;
+    for (int64_t o = 0; o < a.down_expert_bytes; o += kPiece) {
+      const unsigned n = static_cast<unsigned>(min(kPiece, a.down_expert_bytes - o));
+      asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p + o), "r"(n), "l"(keep)
+                   : "memory");
+    }
   }
 #else
   __trap();

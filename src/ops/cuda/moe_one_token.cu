@@ -73,15 +73,28 @@ __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   return v;
 }
 
-// kNoAllocate: weight loads by load_stream (the default since session 6), else __ldcs (session
-// 5: ld.global.cs, which allocates its lines in L1 evict-first; GRAPHRT_MOE_GATE_UP1_LOAD=cs).
-template <bool kNoAllocate>
-__device__ __forceinline__ uint4 load_weight_row(const uint4* p) {
-  if constexpr (kNoAllocate) return load_stream(p);
+// 16 bytes as load_stream, marked evict_first in the L2 by a cache policy: gate_up's stream then
+// leaves the lines the router prefetched for down (GRAPHRT_MOE_ROUTER_PREFETCH=down-l2) in place.
+__device__ __forceinline__ uint4 load_stream_evict_first(const uint4* p, uint64_t policy) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+
+// How gate_up1 loads its weights (GRAPHRT_MOE_GATE_UP1_LOAD): kLoadCs, __ldcs (session 5:
+// ld.global.cs, which allocates its lines in L1 evict-first); kLoadNoAllocate, load_stream (the
+// default since session 6); kLoadEvictFirst, load_stream_evict_first.
+constexpr int kLoadCs = 0, kLoadNoAllocate = 1, kLoadEvictFirst = 2;
+template <int kLoad>
+__device__ __forceinline__ uint4 load_weight_row(const uint4* p, uint64_t policy) {
+  if constexpr (kLoad == kLoadNoAllocate) return load_stream(p);
+  else if constexpr (kLoad == kLoadEvictFirst) return load_stream_evict_first(p, policy);
   else return __ldcs(p);
 }
 
-template <bool kNoAllocate>
+template <int kLoad>
 __global__ void __launch_bounds__(kGuThreads, 4)
     gate_up1_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ ids, const bf16* __restrict__ w,
                     bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_warp) {
@@ -94,6 +107,8 @@ __global__ void __launch_bounds__(kGuThreads, 4)
   const int chunks = K / 8, units = top_k * I;
   const auto* x4 = reinterpret_cast<const uint4*>(x);
   const int u_end = min((gw + 1) * units_per_warp, units);
+  uint64_t policy = 0;
+  if constexpr (kLoad == kLoadEvictFirst) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   for (int u = gw * units_per_warp; u < u_end; ++u) {
     const int j = u / I, n = u - j * I;
     const int e = __shfl_sync(0xffffffffu, id, j);
@@ -106,8 +121,8 @@ __global__ void __launch_bounds__(kGuThreads, 4)
 #pragma unroll
       for (int i = 0; i < kGuUnroll; ++i) {  // every weight load issued before the first use
         const int c = c0 + 32 * i;
-        vg[i] = c < chunks ? load_weight_row<kNoAllocate>(wg + c) : make_uint4(0, 0, 0, 0);
-        vu[i] = c < chunks ? load_weight_row<kNoAllocate>(wu + c) : make_uint4(0, 0, 0, 0);
+        vg[i] = c < chunks ? load_weight_row<kLoad>(wg + c, policy) : make_uint4(0, 0, 0, 0);
+        vu[i] = c < chunks ? load_weight_row<kLoad>(wu + c, policy) : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int i = 0; i < kGuUnroll; ++i) {
@@ -373,14 +388,11 @@ OneTokenInfo one_token_info(int index, bool shared_carveout) {
                    "reading the attributes of the MoE gate_up1 bulk kernel");
     info.gu_smem = optin - static_cast<int>(fg.sharedSizeBytes);
     allow_down1_smem(gate_up1_bulk_kernel, static_cast<int>(info.gu_smem), index);
-    if (shared_carveout) {
-      GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up1_kernel<true>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                          cudaSharedmemCarveoutMaxShared),
-                     "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
-      GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up1_kernel<false>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                          cudaSharedmemCarveoutMaxShared),
-                     "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
-    }
+    if (shared_carveout)
+      for (auto kernel : {gate_up1_kernel<kLoadCs>, gate_up1_kernel<kLoadNoAllocate>, gate_up1_kernel<kLoadEvictFirst>})
+        GRT_CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+            "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
     info.down_smem = dyn;
     info.bulk = bulk_copy_supported(major);
     info.sms = sms;
@@ -409,10 +421,10 @@ std::pair<int, int> gate_up1_bulk_shape(int64_t K, int64_t budget) {
   return {0, 0};
 }
 
-// GRAPHRT_MOE_GATE_UP1_LOAD as an index of {"no-allocate", "cs"}, read once.
-bool gate_up1_no_allocate_from_env() {
-  static const int v = env_choice("GRAPHRT_MOE_GATE_UP1_LOAD", {"no-allocate", "cs"}, 0);
-  return v == 0;
+// GRAPHRT_MOE_GATE_UP1_LOAD ({"no-allocate", "cs", "evict-first"}, read once) as gate_up1's kernel.
+auto gate_up1_kernel_from_env() {
+  static const int v = env_choice("GRAPHRT_MOE_GATE_UP1_LOAD", {"no-allocate", "cs", "evict-first"}, 0);
+  return v == 0 ? gate_up1_kernel<kLoadNoAllocate> : v == 1 ? gate_up1_kernel<kLoadCs> : gate_up1_kernel<kLoadEvictFirst>;
 }
 
 // GRAPHRT_MOE_DOWN1_COPY as an index of {"bulk", "cp-async"}, read once.
@@ -471,7 +483,7 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
         "moe_experts_combine (one token) gate_up (bulk) blocks={} units/block={} tile={} depth={} smem={} hidden={}",
         blocks, upb, tile, depth, gsmem, H);
   } else {
-  (void)launch_pdl(d.index, gate_up1_no_allocate_from_env() ? gate_up1_kernel<true> : gate_up1_kernel<false>, dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
+  (void)launch_pdl(d.index, gate_up1_kernel_from_env(), dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
                    static_cast<const bf16*>(e.x), a.topk_ids, static_cast<const bf16*>(e.gate_up),
                    static_cast<bf16*>(e.act), static_cast<int>(k), static_cast<int>(a.num_experts),
                    static_cast<int>(I), static_cast<int>(H), static_cast<int>(per_warp));
