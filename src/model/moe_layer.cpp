@@ -102,7 +102,8 @@ Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor&
 
 bool moe_block_adds_to_residual(const ModelConfig& config, const LayerWeights& w, const Tensor& residual,
                                 bool eager_routing) {
-  return !eager_routing && !splits_here(kMoeDispatchOp) && w.expert_gate_up.defined() && w.expert_down.defined() &&
+  return ops::moe_residual_add_enabled() && !eager_routing && !splits_here(kMoeDispatchOp) &&
+         w.expert_gate_up.defined() && w.expert_down.defined() &&
          ops::moe_experts_add_fusable(residual, config.num_experts_per_tok, w.expert_gate_up, w.expert_down);
 }
 

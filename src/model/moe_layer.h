@@ -32,8 +32,9 @@ inline constexpr const char* kMoeDispatchOp = "moe_dispatch";
 Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real,
                  bool eager_routing = false, bool norm_first = false, const Tensor& residual = Tensor());
 
-// Whether moe_block may add its output into `residual` ([T, H], the residual stream): one token
-// on the one-token expert kernels (ops::moe_experts_add_fusable), no eager routing, not inside a
+// Whether moe_block may add its output into `residual` ([T, H], the residual stream):
+// GRAPHRT_MOE_RESIDUAL_ADD=1 (off by default: measured slower, ops/moe.h), one token on the
+// one-token expert kernels (ops::moe_experts_add_fusable), no eager routing, not inside a
 // "moe_dispatch" split op. Shapes, alignment and switches only.
 bool moe_block_adds_to_residual(const ModelConfig& config, const LayerWeights& w, const Tensor& residual,
                                 bool eager_routing);

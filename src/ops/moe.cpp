@@ -436,14 +436,12 @@ Tensor moe_experts_combine(const Tensor& x, const MoeGroups& g, const MoeRouting
 }
 
 bool moe_residual_add_enabled() {
-  static const int v = env_choice("GRAPHRT_MOE_RESIDUAL_ADD", {"1", "0"}, 0);
-  return v == 0;
+  static const int v = env_choice("GRAPHRT_MOE_RESIDUAL_ADD", {"0", "1"}, 0);
+  return v == 1;
 }
 
 bool moe_experts_add_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_up, const Tensor& down) {
-  if (!moe_residual_add_enabled() || !moe_fused_experts_enabled() || !moe_one_token_kernels_enabled() ||
-      moe_fused_max_tokens() < 1)
-    return false;
+  if (!moe_fused_experts_enabled() || !moe_one_token_kernels_enabled() || moe_fused_max_tokens() < 1) return false;
   if (!x.defined() || !gate_up.defined() || !down.defined() || !x.device().is_cuda() || x.dtype() != DType::BF16 ||
       x.rank() != 2 || x.size(0) != 1 || !x.is_contiguous() || gate_up.rank() != 3 || down.rank() != 3 ||
       gate_up.dtype() != x.dtype() || down.dtype() != x.dtype() || !gate_up.is_contiguous() || !down.is_contiguous() ||

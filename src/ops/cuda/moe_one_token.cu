@@ -29,6 +29,10 @@
 // us, slower): `graphrt bench stream` shows LDG, cp.async and bulk copies all stream at ~3.1 TB/s
 // once an SM has >= 32 KB in flight, whatever the carveout, so the ~9 us (down1) and ~4.5 us
 // (gate_up1) these kernels take above that floor come from elsewhere (see that README).
+// Session 6 (bench/results/h100_2026-11-24_s6_moe): gate_up1 loads by ld.global.nc.L1::no_allocate
+// instead of __ldcs: 3.877-3.889 against 3.941 ms a step (ncu 22.9 against 23.2 us); down1 may add
+// its output into the residual (GRAPHRT_MOE_RESIDUAL_ADD=1, measured slower through the qkv norm
+// prologue it brings) and loads its act chunks four at a time.
 #include <algorithm>
 #include <atomic>
 #include <map>
