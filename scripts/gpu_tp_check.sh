@@ -2,7 +2,8 @@
 # Tensor parallelism on a machine of 2+ GPUs (NCCL, one call of the device tool on
 # nvidia-h200-x2): the NCCL group tests (tests/cuda/test_nccl.cpp: collectives, a collective in a
 # graph, a killed rank), `generate` at --tp-size 1 and 2 (greedy, the same ids expected up to
-# rounding of the sharded sums: both printed), and `bench decode` of llama-3.1-8b at tp 1 and 2.
+# rounding of the sharded sums: both printed), `bench decode` and `bench prefill` of llama-3.1-8b
+# at tp 1 and 2.
 # Writes under $OUT; prints a summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +31,15 @@ for tp in 1 2; do
     --iters 20 >"$OUT/decode_tp$tp.txt" 2>"$OUT/decode_tp$tp.err"
   echo "bench decode tp $tp rc=$? $(el)"
 done
+for tp in 1 2; do
+  timeout 150 $G bench prefill --model builtin:llama-3.1-8b --tp-size $tp --tokens 256,4096 --iters 5 \
+    >"$OUT/prefill_tp$tp.txt" 2>"$OUT/prefill_tp$tp.err"
+  echo "bench prefill tp $tp rc=$? $(el)"
+done
 echo "================ tensor parallelism (NCCL) ================"
 grep -E "tests passed|tests failed|Skipped|Failed" "$OUT/ctest_nccl.log" | head -8
 for tp in 1 2; do echo "generate tp $tp: $(head -c 400 "$OUT/gen_tp$tp.json") $(tail -2 "$OUT/gen_tp$tp.err" | tr '\n' ' ' | cut -c1-300)"; done
 cmp -s "$OUT/gen_tp1.json" "$OUT/gen_tp2.json" && echo "generate: tp 2 ids == tp 1 ids" || echo "generate: tp 2 ids differ from tp 1 (sharded sums round differently) or a run failed"
 for tp in 1 2; do echo "decode tp $tp:"; tail -4 "$OUT/decode_tp$tp.txt"; tail -2 "$OUT/decode_tp$tp.err" | cut -c1-300; done
+for tp in 1 2; do echo "prefill tp $tp:"; tail -4 "$OUT/prefill_tp$tp.txt"; tail -1 "$OUT/prefill_tp$tp.err" | cut -c1-300; done
 echo "total $(el)"
