@@ -98,9 +98,12 @@ void run_decode(const DecodeOpts& o) {
   for (int bs : bss) {
     bench::Occupancy occ(*runner, bs, o.context + 1);
     ForwardBatch b = bench::decode_batch(occ, o.context, m.config().vocab_size);
-    const double eager = bench::median_ms(d, 3, o.iters, [&] { runner->sample(b, runner->forward_eager(b)); });
     const uint64_t before = graphs->replay_count();
-    const double graph = bench::median_ms(d, 3, o.iters, [&] { runner->sample(b, runner->forward(b)); });
+    const std::vector<double> ms =
+        bench::interleaved_medians_ms(d, 3, o.iters,
+                                      {[&] { runner->sample(b, runner->forward_eager(b)); },
+                                       [&] { runner->sample(b, runner->forward(b)); }});
+    const double eager = ms[0], graph = ms[1];
     GRT_CHECK(graphs->replay_count() > before, "bench decode: batch size {} did not run on a graph", bs);
     bench::profiled_step(d, [&] { runner->sample(b, runner->forward(b)); });  // one graph step
     const double kv_bytes = static_cast<double>(TokenToKVPool::bytes_per_token(m.config().num_hidden_layers,
