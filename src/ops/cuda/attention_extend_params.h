@@ -60,6 +60,9 @@ enum class WgVariant { kWg, kWg2, kOv, kOv64, kOvQ, kWs, kWsP, kWsN, kWsNP };
 int wgmma_q_tile(WgVariant v);
 // Launches it (pairing as the FA2 kernels: p.pair_q_tiles); an unsupported case is an Error.
 void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
+// The warp-specialised variants (kWs, kWsP, kWsN, kWsNP; attention_extend_ws.cu), which
+// launch_extend_wgmma hands over after its checks; any other variant is an Error.
+void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
 
 enum class ExtendKernel {
   kFa2Q64,
