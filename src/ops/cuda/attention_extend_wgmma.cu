@@ -312,14 +312,7 @@ void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype
     launch_extend_wgmma_ws(stream, p, dtype, v);
     return;
   }
-  const bool bf16 = dtype == DType::BF16;
-  if (p.hd == 64) {
-    if (bf16) launch_wg_variant<__nv_bfloat16, 64>(stream, p, v);
-    else launch_wg_variant<__half, 64>(stream, p, v);
-  } else {
-    if (bf16) launch_wg_variant<__nv_bfloat16, 128>(stream, p, v);
-    else launch_wg_variant<__half, 128>(stream, p, v);
-  }
+  with_type_and_head_dim(dtype, p.hd, [&]<typename T, int HD>() { launch_wg_variant<T, HD>(stream, p, v); });
 }
 
 }  // namespace grt::cuda

@@ -282,14 +282,7 @@ void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
 }  // namespace
 
 void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v) {
-  const bool bf16 = dtype == DType::BF16;
-  if (p.hd == 64) {
-    if (bf16) launch_ws_variant<__nv_bfloat16, 64>(stream, p, v);
-    else launch_ws_variant<__half, 64>(stream, p, v);
-  } else {
-    if (bf16) launch_ws_variant<__nv_bfloat16, 128>(stream, p, v);
-    else launch_ws_variant<__half, 128>(stream, p, v);
-  }
+  with_type_and_head_dim(dtype, p.hd, [&]<typename T, int HD>() { launch_ws_variant<T, HD>(stream, p, v); });
 }
 
 }  // namespace grt::cuda

@@ -438,4 +438,18 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N][4]) {
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
+// Host: calls f.template operator()<T, HD>() with T the element type of `dtype` (bf16, else f16)
+// and HD the head dim (64, else 128): the instantiations the launchers of these kernels pick from.
+template <typename F>
+void with_type_and_head_dim(DType dtype, int hd, F&& f) {
+  const bool bf16 = dtype == DType::BF16;
+  if (hd == 64) {
+    if (bf16) f.template operator()<__nv_bfloat16, 64>();
+    else f.template operator()<__half, 64>();
+  } else {
+    if (bf16) f.template operator()<__nv_bfloat16, 128>();
+    else f.template operator()<__half, 128>();
+  }
+}
+
 }  // namespace grt::cuda::wg
