@@ -175,7 +175,7 @@ void register_bench_decode(CLI::App& bench) {
   o->args.add_to(*cmd);
   cmd->add_option("--batch-sizes", o->batch_sizes, "decode batch sizes to time")->capture_default_str();
   cmd->add_option("--context", o->context, "tokens already in the cache of each request")->capture_default_str();
-  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->add_flag("--lazy", o->lazy,

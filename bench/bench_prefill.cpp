@@ -138,7 +138,7 @@ void register_bench_prefill(CLI::App& bench) {
   cmd->add_option("--tokens", o->tokens, "prefill token counts to time")->capture_default_str();
   cmd->add_option("--schedule-max-tokens", o->max_tokens, "largest token count of the captured schedule")
       ->capture_default_str();
-  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o] { run_prefill(*o); });

@@ -44,3 +44,12 @@ TEST(BenchCli, DecodeTimesEagerAndGraphPerBatchSize) {
     EXPECT_GT(row["graph_ms"].get<double>(), 0.0) << row.dump();
   }
 }
+
+TEST(BenchCli, ZeroItersIsAnErrorNamingTheFlag) {
+  for (const char* bench : {"decode", "prefill"}) {
+    auto r = run_graphrt(std::string("bench ") + bench + " --model builtin:tiny --device cpu --iters 0");
+    EXPECT_NE(r.exit_code, 0) << bench;
+    EXPECT_NE(r.all.find("--iters"), std::string::npos) << r.all;
+    EXPECT_NE(r.all.find("not in range 1 to 1000000"), std::string::npos) << r.all;
+  }
+}
