@@ -6,7 +6,8 @@
 # and 256), scrape /metrics after each run, then run compute-sanitizer (memcheck) over a short
 # serve of builtin:tiny with concurrent streams. Prints a table last, with the published anchors.
 #   scripts/gpu_serving.sh          (env: MODEL=llama-3.1-8b, BUDGET_S=430, SERVE_ARGS="...",
-#                                     SANITIZE=0 to skip run 4, QUICK=1 for fewer requests;
+#                                     SANITIZE=0 to skip run 4, QUICK=1 for fewer requests,
+#                                     RUNS="all c1 c16 c64 c256" to choose the loads;
 #                                     a dry run here: DEVICE=cpu MODEL=tiny VOCAB=512 BUILD=build SKIP_BUILD=1)
 # Logs and JSON go to $OUT when set (the device tool brings that folder back), else out/.
 set -uo pipefail
@@ -86,11 +87,17 @@ bench() {  # name, timeout, args...
     >"$OUT/bench_$name.json" 2>"$OUT/bench_$name.err" || echo "FAILED: $name" >>"$OUT/bench.log"
   http_get "http://127.0.0.1:$PORT/metrics" >"$OUT/metrics_$name.txt"
 }
-bench all 150 --num-prompts $N_ALL --max-concurrency 1000
-bench c1 40 --num-prompts $N1 --max-concurrency 1
-bench c16 40 --num-prompts $N16 --max-concurrency 16
-bench c64 40 --num-prompts $N64 --max-concurrency 64
-bench c256 50 --num-prompts $N256 --max-concurrency 256
+RUNS=${RUNS:-all c1 c16 c64 c256}
+for run in $RUNS; do
+  case $run in
+    all) bench all 150 --num-prompts $N_ALL --max-concurrency 1000 ;;
+    c1) bench c1 40 --num-prompts $N1 --max-concurrency 1 ;;
+    c16) bench c16 40 --num-prompts $N16 --max-concurrency 16 ;;
+    c64) bench c64 40 --num-prompts $N64 --max-concurrency 64 ;;
+    c256) bench c256 50 --num-prompts $N256 --max-concurrency 256 ;;
+    *) echo "RUNS: unknown load '$run' (allowed: all c1 c16 c64 c256)"; exit 2 ;;
+  esac
+done
 stop_server
 tail -5 "$OUT/serve.log" >"$OUT/serve_tail.txt"
 
@@ -144,7 +151,7 @@ print(f"build {t_build}s, server ready at {t_ready}s")
 hdr = (f"{'run':6} {'ok':>5} {'out tok/s':>10} {'TTFT med/p99 ms':>18} {'ITL med/p99 ms':>16} "
        f"{'TPOT med/p99 ms':>16} {'graph/eager steps (decode|extend|mixed)':>40} {'host/step ms (exp|ahead)':>24}")
 print(hdr)
-for name in ["all", "c1", "c16", "c64", "c256"]:
+for name in os.environ.get("RUNS", "all c1 c16 c64 c256").split():
     p = os.path.join(out, f"bench_{name}.json")
     cur = metrics(name)
     try:

@@ -141,6 +141,16 @@ inline PagedTensors upload(const PagedCase& c, DType dtype, Device d) {
   return t;
 }
 
+// Marks the case's last `tail` requests (each must extend by one token) as decodes riding in the
+// extend batch (ExtendAttentionMeta::decode_tail), as a MIXED step's upload does.
+inline void set_decode_tail(PagedTensors& t, const PagedCase& c, int tail, Device d) {
+  std::vector<int32_t> seq;
+  for (int b = 0; b < c.num_reqs(); ++b) seq.push_back(c.prefix[static_cast<size_t>(b)] + c.ext[static_cast<size_t>(b)]);
+  t.extend.seq_lens = from_vector(seq, Shape{static_cast<int64_t>(seq.size())}, DType::I32, d);
+  t.extend.decode_tail = tail;
+  t.extend.decode_first_row = tail > 0 ? c.start[static_cast<size_t>(c.num_reqs() - tail)] : 0;
+}
+
 // Largest |a - b| over all elements.
 template <typename A, typename B>
 double max_abs_diff(const std::vector<A>& a, const std::vector<B>& b) {

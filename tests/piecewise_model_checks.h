@@ -71,7 +71,9 @@ inline void check_piecewise_matches_eager(Device d, float tol, GraphMemoryMode m
   }
   // Batches with cached prefixes: each request first prefills a prefix, then extends again.
   const std::vector<std::vector<std::pair<int, int>>> batches{
-      {{5, 3}, {0, 9}, {12, 1}}, {{20, 17}, {3, 30}}, {{1, 1}, {2, 2}, {7, 4}, {9, 9}}};
+      {{5, 3}, {0, 9}, {12, 1}}, {{20, 17}, {3, 30}}, {{1, 1}, {2, 2}, {7, 4}, {9, 9}},
+      // A MIXED step: a chunk, then decodes riding as one-token extends (decode attention).
+      {{30, 5}, {11, 1}, {40, 1}, {7, 1}}};
   int seed = 100;
   for (const auto& batch : batches) {
     std::vector<HeldRequest> hg, he;

@@ -108,6 +108,57 @@ TEST(OpsAttentionCpu, ExtendWithPrefixEqualsLongerExtend) {
   EXPECT_LT(max_abs_diff(tail, b), 1e-6);
 }
 
+TEST(OpsAttentionCpu, ExtendWithDecodeTailEqualsExtendKernelAndReference) {
+  // Two prefill chunks, then three one-token requests with prefixes (a MIXED step's decodes) and
+  // two padding rows; the tail as decodes must equal the tail as extends. Head dim 6 is not one
+  // decode attention takes: the tail then stays in the extend kernel (same result).
+  for (int hd : {32, 6}) {
+    PagedCase c = make_case(8, 2, hd, {0, 5, 30, 17, 1}, {7, 3, 1, 1, 1}, 2, 41);
+    auto t = upload(c, DType::F32, kCpu);
+    std::vector<float> as_extend =
+        to_host_floats(ops::attention_extend(t.q, t.k_cache, t.v_cache, t.extend, 8, 2, hd, 0.2f));
+    testing::set_decode_tail(t, c, 3, kCpu);
+    std::vector<float> as_decode =
+        to_host_floats(ops::attention_extend(t.q, t.k_cache, t.v_cache, t.extend, 8, 2, hd, 0.2f));
+    EXPECT_LT(max_abs_diff(as_decode, as_extend), 1e-6) << "hd " << hd;
+    EXPECT_LT(max_abs_diff(as_decode, testing::reference_extend(c, 0.2)), 1e-5) << "hd " << hd;
+    for (int64_t i = (c.rows - 2) * c.q_width(); i < c.rows * c.q_width(); ++i)
+      ASSERT_EQ(as_decode[static_cast<size_t>(i)], 0.0f) << "padding row element " << i;
+  }
+}
+
+TEST(OpsAttentionCpu, ExtendAllDecodeTailRunsNoExtendKernel) {
+  // Every request is a one-token extend: the whole batch runs as decode attention.
+  PagedCase c = make_case(4, 2, 16, {4, 9, 0}, {1, 1, 1}, 1, 43);
+  auto t = upload(c, DType::F32, kCpu);
+  testing::set_decode_tail(t, c, 3, kCpu);
+  std::vector<float> got = to_host_floats(ops::attention_extend(t.q, t.k_cache, t.v_cache, t.extend, 4, 2, 16, 0.3f));
+  EXPECT_LT(max_abs_diff(got, testing::reference_extend(c, 0.3)), 1e-5);
+}
+
+TEST(OpsAttentionCpu, ExtendRejectsBadDecodeTail) {
+  PagedCase c = make_case(4, 2, 16, {0, 3}, {5, 1}, 0, 45);
+  auto t = upload(c, DType::F32, kCpu);
+  auto error_of = [&](const ops::ExtendAttentionMeta& m) {
+    try {
+      ops::attention_extend(t.q, t.k_cache, t.v_cache, m, 4, 2, 16, 1.0f);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  testing::set_decode_tail(t, c, 1, kCpu);
+  ops::ExtendAttentionMeta m = t.extend;
+  m.decode_tail = 3;
+  EXPECT_NE(error_of(m).find("decode_tail 3 must lie in [0, num_reqs 2]"), std::string::npos) << error_of(m);
+  m = t.extend;
+  m.decode_first_row = 6;
+  EXPECT_NE(error_of(m).find("decode rows 6..6 outside q's 6 rows"), std::string::npos) << error_of(m);
+  m = t.extend;
+  m.seq_lens = Tensor();
+  EXPECT_NE(error_of(m).find("seq_lens is undefined"), std::string::npos) << error_of(m);
+}
+
 TEST(OpsAttentionCpu, ExtendRejectsBadHeadCounts) {
   PagedCase c = make_case(4, 2, 16, {0}, {3}, 0, 1);
   auto t = upload(c, DType::F32, kCpu);

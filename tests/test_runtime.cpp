@@ -91,6 +91,41 @@ TEST(RuntimeForward, DecodeAfterExtendEqualsLongerExtend) {
   EXPECT_LT(max_rel_diff(rows(dec, vocab, 1, 2), rows(qref, vocab, 3, 4)), 1e-5f);
 }
 
+TEST(RuntimeForward, DecodesRidingInAnExtendBatchEqualLongerExtends) {
+  // A MIXED step: a prompt chunk, then two requests' next tokens as one-token extends. The tail
+  // runs through decode attention (ExtendAttentionMeta::decode_tail); its logits must equal the
+  // same positions computed inside longer extends.
+  auto r = tiny_runner();
+  const size_t vocab = static_cast<size_t>(r->model().config().vocab_size);
+  std::vector<int32_t> p = prompt(10, 8), q = prompt(4, 9), c = prompt(6, 10);
+  HeldRequest pw = hold(*r, 10), qw = hold(*r, 4), cw = hold(*r, 6);
+  std::vector<float> pref = extend_all_logits(*r, {{&pw, p, 0}});
+  std::vector<float> qref = extend_all_logits(*r, {{&qw, q, 0}});
+  std::vector<float> cref = extend_all_logits(*r, {{&cw, c, 0}});
+  HeldRequest a = hold(*r, 10), b = hold(*r, 4), d = hold(*r, 6);
+  extend_all_logits(*r, {{&a, {p.begin(), p.end() - 1}, 0}, {&b, {q.begin(), q.end() - 1}, 0}});
+  ForwardBatch mixed = extend_batch({{&d, c, 0}, {&a, {p.back()}, 9}, {&b, {q.back()}, 3}}, false);
+  ASSERT_EQ(decode_tail_of(mixed), 2);
+  std::vector<float> got = to_host_floats(r->forward(mixed));
+  EXPECT_LT(max_rel_diff(rows(got, vocab, 0, 1), rows(cref, vocab, 5, 6)), 1e-5f);
+  EXPECT_LT(max_rel_diff(rows(got, vocab, 1, 2), rows(pref, vocab, 9, 10)), 1e-5f);
+  EXPECT_LT(max_rel_diff(rows(got, vocab, 2, 3), rows(qref, vocab, 3, 4)), 1e-5f);
+}
+
+TEST(RuntimeForward, DecodeTailCountsTrailingOneTokenExtendsOnly) {
+  auto batch = [](ForwardMode mode, std::vector<int32_t> ext) {
+    ForwardBatch b;
+    b.mode = mode;
+    b.extend_lens = std::move(ext);
+    return b;
+  };
+  EXPECT_EQ(decode_tail_of(batch(ForwardMode::EXTEND, {7, 1, 1})), 2);
+  EXPECT_EQ(decode_tail_of(batch(ForwardMode::EXTEND, {1, 1, 5})), 0);
+  EXPECT_EQ(decode_tail_of(batch(ForwardMode::EXTEND, {1, 1})), 2);
+  EXPECT_EQ(decode_tail_of(batch(ForwardMode::EXTEND, {})), 0);
+  EXPECT_EQ(decode_tail_of(batch(ForwardMode::DECODE, {})), 0);
+}
+
 TEST(RuntimeEngine, ChunkedPrefillAndContinuousBatchingKeepTokens) {
   std::vector<GenerateRequest> reqs;
   for (int i = 0; i < 5; ++i) reqs.push_back({prompt(3 + 4 * i, 10 + i), 6, {}});

@@ -60,6 +60,33 @@ PagedAttentionArgs common_args(const char* op, const Tensor& q, const Tensor& k_
   return a;
 }
 
+// Decode attention of q's rows into `out` (contiguous [rows, nq * hd], allocated by the caller).
+void decode_into(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                 const DecodeAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim, float scale,
+                 const Tensor& out) {
+  GRT_CHECK(q.defined(), "{}: q is undefined", op);
+  const int64_t b = q.rank() == 2 ? q.size(0) : 0;
+  DecodeArgs dargs{};
+  dargs.a = common_args(op, q, k_cache, v_cache, meta.req_to_token, meta.req_pool_indices, b, num_q_heads,
+                        num_kv_heads, head_dim, scale);
+  Device d = q.device();
+  check_index_vector(op, "seq_lens", meta.seq_lens, b, d);
+  if (b == 0) return;
+  dargs.a.out = out.data();
+  dargs.seq_lens = meta.seq_lens.data_as<int32_t>();
+  dargs.batch = static_cast<int>(b);
+  Stream& s = current_stream(d);
+  if (d.is_cuda()) {
+#ifdef GRAPHRT_WITH_CUDA
+    cuda::attention_decode(s, d, dargs);
+    return;
+#else
+    GRT_FAIL("{} on {}: built without CUDA", op, q.str());
+#endif
+  }
+  cpu::attention_decode(s, dargs);
+}
+
 }  // namespace
 
 Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const ExtendAttentionMeta& meta,
@@ -80,54 +107,57 @@ Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_
   check_index_vector(op, "prefix_lens", meta.prefix_lens, meta.num_reqs, d);
   check_index_vector(op, "extend_lens", meta.extend_lens, meta.num_reqs, d);
   check_index_vector(op, "extend_start_loc", meta.extend_start_loc, meta.num_reqs, d);
+  GRT_CHECK(meta.decode_tail >= 0 && meta.decode_tail <= meta.num_reqs,
+            "{}: decode_tail {} must lie in [0, num_reqs {}]", op, meta.decode_tail, meta.num_reqs);
+  // The tail as decodes: every kernel of decode attention takes head dims that are multiples of 8;
+  // other head dims keep the tail in the extend kernel (same result).
+  const int tail = head_dim % 8 == 0 ? meta.decode_tail : 0;
+  if (tail > 0) {
+    GRT_CHECK(meta.decode_first_row >= 0 && int64_t{meta.decode_first_row} + tail <= q.size(0),
+              "{}: decode rows {}..{} outside q's {} rows", op, meta.decode_first_row,
+              int64_t{meta.decode_first_row} + tail - 1, q.size(0));
+    check_index_vector(op, "seq_lens", meta.seq_lens, meta.num_reqs, d);
+  }
+  const int extend_reqs = meta.num_reqs - tail;
   // Zero-filled so rows covered by no request (padding) read as zeros.
   Tensor out = zeros(Shape{q.size(0), q.size(1)}, q.dtype(), d);
-  if (q.size(0) == 0 || meta.num_reqs == 0 || meta.max_extend_len == 0) return out;
-  e.a.out = out.data();
-  e.prefix_lens = meta.prefix_lens.data_as<int32_t>();
-  e.extend_lens = meta.extend_lens.data_as<int32_t>();
-  e.extend_start_loc = meta.extend_start_loc.data_as<int32_t>();
-  e.num_rows = q.size(0);
-  e.num_reqs = meta.num_reqs;
-  e.max_extend_len = meta.max_extend_len;
-  Stream& s = current_stream(d);
-  if (d.is_cuda()) {
+  if (q.size(0) == 0 || meta.num_reqs == 0) return out;
+  if (extend_reqs > 0 && meta.max_extend_len > 0) {
+    e.a.out = out.data();
+    e.prefix_lens = meta.prefix_lens.data_as<int32_t>();
+    e.extend_lens = meta.extend_lens.data_as<int32_t>();
+    e.extend_start_loc = meta.extend_start_loc.data_as<int32_t>();
+    e.num_rows = q.size(0);
+    e.num_reqs = extend_reqs;
+    e.max_extend_len = meta.max_extend_len;
+    Stream& s = current_stream(d);
+    if (d.is_cuda()) {
 #ifdef GRAPHRT_WITH_CUDA
-    cuda::attention_extend(s, e);
-    return out;
+      cuda::attention_extend(s, e);
 #else
-    GRT_FAIL("{} on {}: built without CUDA", op, q.str());
+      GRT_FAIL("{} on {}: built without CUDA", op, q.str());
 #endif
+    } else {
+      cpu::attention_extend(s, e);
+    }
   }
-  cpu::attention_extend(s, e);
+  if (tail > 0) {
+    const int64_t r0 = meta.decode_first_row, b0 = extend_reqs;
+    DecodeAttentionMeta dm{meta.req_to_token, meta.req_pool_indices.slice(0, b0, meta.num_reqs),
+                           meta.seq_lens.slice(0, b0, meta.num_reqs)};
+    decode_into(op, q.slice(0, r0, r0 + tail), k_cache, v_cache, dm, num_q_heads, num_kv_heads, head_dim, scale,
+                out.slice(0, r0, r0 + tail));
+  }
   return out;
 }
 
 Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const DecodeAttentionMeta& meta,
                         int num_q_heads, int num_kv_heads, int head_dim, float scale) {
   const char* op = "attention_decode";
-  GRT_CHECK(q.defined(), "{}: q is undefined", op);
-  const int64_t b = q.rank() == 2 ? q.size(0) : 0;
-  DecodeArgs dargs{};
-  dargs.a = common_args(op, q, k_cache, v_cache, meta.req_to_token, meta.req_pool_indices, b, num_q_heads,
-                        num_kv_heads, head_dim, scale);
-  Device d = q.device();
-  check_index_vector(op, "seq_lens", meta.seq_lens, b, d);
-  Tensor out = empty(Shape{q.size(0), q.size(1)}, q.dtype(), d);
-  if (b == 0) return out;
-  dargs.a.out = out.data();
-  dargs.seq_lens = meta.seq_lens.data_as<int32_t>();
-  dargs.batch = static_cast<int>(b);
-  Stream& s = current_stream(d);
-  if (d.is_cuda()) {
-#ifdef GRAPHRT_WITH_CUDA
-    cuda::attention_decode(s, d, dargs);
-    return out;
-#else
-    GRT_FAIL("{} on {}: built without CUDA", op, q.str());
-#endif
-  }
-  cpu::attention_decode(s, dargs);
+  GRT_CHECK(q.defined() && q.rank() == 2, "{}: q {} must be [rows, heads * head_dim]", op,
+            q.defined() ? q.str() : std::string("undefined"));
+  Tensor out = empty(Shape{q.size(0), q.size(1)}, q.dtype(), q.device());
+  decode_into(op, q, k_cache, v_cache, meta, num_q_heads, num_kv_heads, head_dim, scale, out);
   return out;
 }
 

@@ -21,12 +21,23 @@ struct ExtendAttentionMeta {
   Tensor extend_start_loc;  // i32 [B]: row in q of the request's first new token
   int num_reqs = 0;         // host values sizing the grid: extend attention always runs eagerly
   int max_extend_len = 0;
+  // Decodes riding in the batch (a MIXED step, runtime/scheduler.h): the last `decode_tail`
+  // requests each extend by exactly one token, on the consecutive rows decode_first_row ..
+  // decode_first_row + decode_tail - 1 (host values, like num_reqs). Those rows are computed as
+  // decode attention computes them (one query row a request, the decode kernels' split over the
+  // context) instead of as extend tiles of mostly empty rows; seq_lens (i32 [>= num_reqs], prefix +
+  // extend) is then required. 0: every request runs as an extend.
+  int decode_tail = 0;
+  int decode_first_row = 0;
+  Tensor seq_lens;
 };
 
 // New token j of request b sits at position prefix_lens[b] + j and attends causally to positions
 // 0 .. prefix_lens[b] + j. Rows of q covered by no request are written as zeros. The per-request
 // values are read on the device; extend_lens[b] must not exceed max_extend_len (longer requests
-// are cut to max_extend_len rows on CUDA).
+// are cut to max_extend_len rows on CUDA). With decode_tail > 0 and a head_dim decode attention
+// takes (a multiple of 8), the tail requests run through attention_decode (the same result up to
+// float rounding); the device values of the tail are trusted on CUDA and checked on the CPU.
 Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                         const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
                         float scale);

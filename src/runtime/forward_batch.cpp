@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/env_switch.h"
 #include "memory/tensor_alloc.h"
 
 namespace grt {
@@ -60,6 +61,14 @@ std::vector<int32_t> ForwardBatch::logit_rows() const {
   return rows;
 }
 
+int decode_tail_of(const ForwardBatch& batch) {
+  static const bool enabled = env_int("GRAPHRT_MIXED_DECODE_ATTENTION", 1, 0, 1) == 1;
+  if (!enabled || batch.mode != ForwardMode::EXTEND) return 0;
+  int tail = 0;
+  for (auto it = batch.extend_lens.rbegin(); it != batch.extend_lens.rend() && *it == 1; ++it) ++tail;
+  return tail;
+}
+
 namespace {
 Tensor upload(const std::vector<int32_t>& v, Device d) {
   return from_vector(v, Shape{static_cast<int64_t>(v.size())}, DType::I32, d);
@@ -86,6 +95,11 @@ ForwardInputs upload_inputs(const ForwardBatch& batch, const Tensor& req_to_toke
     in.extend.num_reqs = batch.batch_size();
     in.extend.max_extend_len =
         batch.extend_lens.empty() ? 0 : *std::max_element(batch.extend_lens.begin(), batch.extend_lens.end());
+    in.extend.decode_tail = decode_tail_of(batch);
+    if (in.extend.decode_tail > 0) {
+      in.extend.decode_first_row = batch.extend_start_loc[static_cast<size_t>(batch.batch_size() - in.extend.decode_tail)];
+      in.extend.seq_lens = upload(batch.seq_lens, d);
+    }
   }
   return in;
 }

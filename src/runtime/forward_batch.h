@@ -39,6 +39,12 @@ struct ForwardBatch {
   std::vector<int32_t> logit_rows() const;
 };
 
+// How many trailing requests of an EXTEND batch extend by exactly one token (a MIXED step's
+// decodes: the scheduler puts them after the prefill chunks). Extend attention computes them as
+// decodes (ops::ExtendAttentionMeta::decode_tail). 0 for other modes, or when
+// GRAPHRT_MIXED_DECODE_ATTENTION=0 (every request through the extend kernel, the A/B baseline).
+int decode_tail_of(const ForwardBatch& batch);
+
 // Uploads the batch into fresh device tensors (the eager path; graph runners copy into their
 // persistent buffers instead).
 ForwardInputs upload_inputs(const ForwardBatch& batch, const Tensor& req_to_token,

@@ -104,6 +104,7 @@ class ExtendSchema final : public GraphInputSchema {
     prefix_lens_ = inputs_.add_i32("prefix_lens", max_requests_, 0);
     extend_lens_ = inputs_.add_i32("extend_lens", max_requests_, 0);
     extend_start_loc_ = inputs_.add_i32("extend_start_loc", max_requests_, 0);
+    seq_lens_ = inputs_.add_i32("seq_lens", max_requests_, 0);
     num_real_ = inputs_.add_i32("num_token_non_padded", 1, 0);
     inputs_.allocate();
     live_.is_decode = false;
@@ -148,6 +149,7 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(prefix_lens_, {}, reqs);
     inputs_.set(extend_lens_, lens, reqs);
     inputs_.set(extend_start_loc_, starts, reqs);
+    inputs_.set(seq_lens_, lens, reqs);
     inputs_.set(num_real_, {}, 1);
     inputs_.upload(stream);
     bind_live(n, static_cast<int>(reqs), std::min(n, per_request));
@@ -161,11 +163,16 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(prefix_lens_, b.prefix_lens, reqs);
     inputs_.set(extend_lens_, b.extend_lens, reqs);
     inputs_.set(extend_start_loc_, b.extend_start_loc, reqs);
+    inputs_.set(seq_lens_, b.seq_lens, reqs);
     inputs_.set(num_real_, {b.num_tokens()}, 1);
     const std::vector<int32_t> rows = b.logit_rows();
     inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
-    // The recorded attention reads the real requests: their count and longest extend.
+    // The recorded attention reads the real requests: their count, longest extend and the decodes
+    // riding at the end (a MIXED step).
     bind_live(padded, reqs, *std::max_element(b.extend_lens.begin(), b.extend_lens.end()));
+    const int tail = decode_tail_of(b);
+    live_.extend.decode_tail = tail;
+    live_.extend.decode_first_row = tail > 0 ? b.extend_start_loc[static_cast<size_t>(reqs - tail)] : 0;
   }
   Tensor step(int n) override {
     GRT_CHECK(live_.input_ids.size(0) == n, "piecewise capture of {} tokens over inputs of {}", n,
@@ -188,8 +195,11 @@ class ExtendSchema final : public GraphInputSchema {
     live_.extend.prefix_lens = inputs_.view(prefix_lens_, reqs);
     live_.extend.extend_lens = inputs_.view(extend_lens_, reqs);
     live_.extend.extend_start_loc = inputs_.view(extend_start_loc_, reqs);
+    live_.extend.seq_lens = inputs_.view(seq_lens_, reqs);
     live_.extend.num_reqs = reqs;
     live_.extend.max_extend_len = max_extend_len;
+    live_.extend.decode_tail = 0;
+    live_.extend.decode_first_row = 0;
   }
 
   std::shared_ptr<const DecoderModel> model_;
@@ -198,7 +208,7 @@ class ExtendSchema final : public GraphInputSchema {
   int max_requests_;
   bool moe_dispatch_split_op_;
   int input_ids_, positions_, out_cache_loc_;
-  int req_pool_indices_, prefix_lens_, extend_lens_, extend_start_loc_, num_real_;
+  int req_pool_indices_, prefix_lens_, extend_lens_, extend_start_loc_, seq_lens_, num_real_;
   // What the captured forward reads: tensors are views of inputs_; the extend metadata's host
   // fields are updated before every replay (the recorded attention reads them by pointer).
   ForwardInputs live_;

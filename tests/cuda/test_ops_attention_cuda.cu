@@ -140,6 +140,38 @@ TEST(OpsAttentionCuda, ExtendEqualsCpuLongAndMany) {
   expect_extend_matches(make_case(32, 8, 64, prefix, ext, 5, 4), DType::BF16, 0.125f);
 }
 
+TEST(OpsAttentionCuda, ExtendWithDecodeTailEqualsCpu) {
+  // A MIXED step: prefill chunks (one with a prefix), then decodes riding as one-token extends with
+  // contexts up to 2100, then padding rows. The tail runs through decode attention (the kernel its
+  // batch picks: 3, 40 and 300 decodes); every row must equal the CPU extend reference.
+  for (Shape3 s : {Shape3{16, 8, 128}, Shape3{32, 8, 128}, Shape3{32, 8, 64}}) {
+    for (int decodes : {3, 40, 300}) {
+      std::vector<int32_t> prefix{0, 700}, ext{257, 64};
+      for (int i = 0; i < decodes; ++i) {
+        prefix.push_back(1 + (i * 397) % 2100);
+        ext.push_back(1);
+      }
+      ExtendCheck x = extend_check(make_case(s.nq, s.nkv, s.hd, prefix, ext, 5, 7 + decodes), DType::BF16, 0.088f);
+      auto tg = upload(x.c, x.dt, kGpu);
+      testing::set_decode_tail(tg, x.c, decodes, kGpu);
+      std::vector<float> got =
+          to_host_floats(ops::attention_extend(tg.q, tg.k_cache, tg.v_cache, tg.extend, s.nq, s.nkv, s.hd, x.scale));
+      ASSERT_EQ(got.size(), x.want.size());
+      for (float v : got) ASSERT_TRUE(std::isfinite(v));
+      EXPECT_LT(max_abs_diff(got, x.want), tolerance(x.dt)) << s.nq << "/" << s.nkv << " hd " << s.hd << " decodes "
+                                                           << decodes;
+    }
+  }
+  // Only decodes: no extend kernel runs.
+  ExtendCheck x = extend_check(make_case(16, 8, 128, {5, 900, 0}, {1, 1, 1}, 0, 9), DType::BF16, 0.088f);
+  auto tg = upload(x.c, x.dt, kGpu);
+  testing::set_decode_tail(tg, x.c, 3, kGpu);
+  EXPECT_LT(max_abs_diff(to_host_floats(ops::attention_extend(tg.q, tg.k_cache, tg.v_cache, tg.extend, 16, 8, 128,
+                                                              x.scale)),
+                         x.want),
+            tolerance(x.dt));
+}
+
 TEST(OpsAttentionCuda, ExtendF32AndF16EqualCpu) {
   expect_extend_matches(make_case(16, 8, 128, {0, 9}, {33, 17}, 1, 5), DType::F32, 0.088f);
   expect_extend_matches(make_case(16, 8, 128, {0, 9}, {33, 17}, 1, 5), DType::F16, 0.088f);
