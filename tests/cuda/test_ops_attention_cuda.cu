@@ -142,13 +142,15 @@ TEST(OpsAttentionCuda, ExtendEqualsCpuLongAndMany) {
 
 TEST(OpsAttentionCuda, ExtendWithDecodeTailEqualsCpu) {
   // A MIXED step: prefill chunks (one with a prefix), then decodes riding as one-token extends with
-  // contexts up to 2100, then padding rows. The tail runs through decode attention (the kernel its
-  // batch picks: 3, 40 and 300 decodes); every row must equal the CPU extend reference.
+  // contexts up to 1500, then padding rows. The tail runs through decode attention (the kernel its
+  // batch picks: 3, 40 and 200 decodes); every row must equal the CPU extend reference. (The
+  // double-precision reference dominates the test's time: 52 s at 300 decodes up to 2100.)
   for (Shape3 s : {Shape3{16, 8, 128}, Shape3{32, 8, 128}, Shape3{32, 8, 64}}) {
-    for (int decodes : {3, 40, 300}) {
+    for (int decodes : {3, 40, 200}) {
+      if (s.nq == 32 && s.hd == 128 && decodes == 200) continue;  // the group-4 kernels: covered at 40
       std::vector<int32_t> prefix{0, 700}, ext{257, 64};
       for (int i = 0; i < decodes; ++i) {
-        prefix.push_back(1 + (i * 397) % 2100);
+        prefix.push_back(1 + (i * 397) % 1500);
         ext.push_back(1);
       }
       ExtendCheck x = extend_check(make_case(s.nq, s.nkv, s.hd, prefix, ext, 5, 7 + decodes), DType::BF16, 0.088f);
