@@ -418,7 +418,10 @@ int sm_count(Device device) {
 // GRAPHRT_DECODE_MMA_CLUSTER (mma path: -1 by batch, see mma_cluster (default); 0 the global merge;
 // 2..16 clusters of that many blocks whenever they launch) and GRAPHRT_DECODE_MMA_CARVEOUT (mma
 // path: preferred shared-memory carveout in percent; default -2: by kernel, see launch_decode_mma;
-// -1 the driver's choice).
+// -1 the driver's choice); GRAPHRT_DECODE_MMA_CARRY (mma path: 1 (default) a block doing several
+// splits streams their tiles across split boundaries, 0 it drains its stages at each: the s6
+// kernel; same bits) and GRAPHRT_DECODE_MMA_EARLY (with carry: 1 (default) the decode metadata is
+// read before pdl_wait, 0 after it).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -429,6 +432,8 @@ struct DecodeKnobs {
   int mma_splits = 16;
   int mma_cluster = -1;  // -1: by batch
   int mma_carveout = -2;  // by kernel
+  int mma_carry = 1;
+  int mma_early = 1;
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -446,6 +451,8 @@ DecodeKnobs read_knobs() {
   GRT_CHECK(k.mma_cluster != 1, "GRAPHRT_DECODE_MMA_CLUSTER=1: use 0 (global merge), -1 (by batch) or 2..{}",
             kDecodeMmaMaxCluster);
   k.mma_carveout = env_int("GRAPHRT_DECODE_MMA_CARVEOUT", k.mma_carveout, -2, 100);
+  k.mma_carry = env_int("GRAPHRT_DECODE_MMA_CARRY", k.mma_carry, 0, 1);
+  k.mma_early = env_int("GRAPHRT_DECODE_MMA_EARLY", k.mma_early, 0, 1);
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -460,6 +467,7 @@ const DecodeKnobs& knobs() {
 
 std::atomic<int> g_path_override{-1};  // -1: the environment's path; else DecodeAttentionPath
 std::atomic<int> g_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_MMA_CLUSTER
+std::atomic<int> g_carry_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_CARRY
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -590,12 +598,18 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   }
   const int64_t by_gpu = std::max<int64_t>(1, (static_cast<int64_t>(sms) * knobs().blocks_per_sm + pairs - 1) / pairs);
   const int64_t grid_x = p.cluster > 1 ? p.cluster : std::min<int64_t>(p.max_splits, by_gpu);
+  // The carry kernel at every batch (with one split a block it issues the copies of the other in
+  // the same order; what differs there is the early metadata read, p.early).
+  p.carry = decode_mma_carry();
+  p.early = p.carry && knobs().mma_early != 0;
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv), static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
-      "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots)",
-      d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots);
+      "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
+      "early {})",
+      d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
+      p.early ? 1 : 0);
 }
 
 template <typename T, bool kFused>
@@ -804,6 +818,16 @@ int decode_legacy_cluster_fits(int dev, DType dtype, int heads_per_block, int si
 int decode_mma_cluster() {
   const int o = g_cluster_override.load(std::memory_order_relaxed);
   return o < -1 ? knobs().mma_cluster : o;
+}
+
+void set_decode_mma_carry(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_mma_carry({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_carry_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_mma_carry() {
+  const int o = g_carry_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().mma_carry : o) != 0;
 }
 
 }  // namespace grt::cuda

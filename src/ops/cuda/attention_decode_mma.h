@@ -39,6 +39,12 @@ struct DecodeMmaParams {
   // or counter, and the same output bits as the global merge (cluster <= 1) for the same
   // max_splits and chunk.
   int cluster, cluster_slots;
+  // Whether a block doing several splits streams their tiles without draining the stages between
+  // them (see "Carry" in attention_decode_mma.cu). Same output bits either way.
+  bool carry;
+  // With carry: read the lengths, request slots and the first tile's table entries before
+  // pdl_wait (no kernel writes them; see "Early" in attention_decode_mma.cu).
+  bool early;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -64,5 +70,11 @@ void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, D
 // size (an Error at launch where it cannot run). For tests and A/B; process-wide.
 void set_decode_mma_cluster(int mode);
 int decode_mma_cluster();  // the mode in force (-1, 0 or 2..16)
+
+// Whether the mma kernel carries its tile stream across the splits of a block (attention_decode_mma.cu,
+// "Carry"): -1 the environment's GRAPHRT_DECODE_MMA_CARRY (default 1), 0 off, 1 on. The same output
+// bits either way. For tests and A/B; process-wide (defined in attention_decode.cu).
+void set_decode_mma_carry(int mode);
+bool decode_mma_carry();  // in force
 
 }  // namespace grt::cuda
