@@ -421,7 +421,9 @@ int sm_count(Device device) {
 // -1 the driver's choice); GRAPHRT_DECODE_MMA_CARRY (mma path: 1 (default) a block doing several
 // splits streams their tiles across split boundaries, 0 it drains its stages at each: the s6
 // kernel; same bits) and GRAPHRT_DECODE_MMA_EARLY (with carry: 1 (default) the decode metadata is
-// read before pdl_wait, 0 after it).
+// read before pdl_wait, 0 after it), GRAPHRT_DECODE_MMA_WIDE (1: from SMs pairs on, 512-token
+// splits, one block each; see launch_mma) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
+// global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -434,6 +436,8 @@ struct DecodeKnobs {
   int mma_carveout = -2;  // by kernel
   int mma_carry = 1;
   int mma_early = 1;
+  int mma_wide = 0;
+  int mma_head_cluster = 0;
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -453,6 +457,9 @@ DecodeKnobs read_knobs() {
   k.mma_carveout = env_int("GRAPHRT_DECODE_MMA_CARVEOUT", k.mma_carveout, -2, 100);
   k.mma_carry = env_int("GRAPHRT_DECODE_MMA_CARRY", k.mma_carry, 0, 1);
   k.mma_early = env_int("GRAPHRT_DECODE_MMA_EARLY", k.mma_early, 0, 1);
+  k.mma_wide = env_int("GRAPHRT_DECODE_MMA_WIDE", k.mma_wide, 0, 1);
+  constexpr int kHeadClusters[] = {0, 2, 4, 8};
+  k.mma_head_cluster = kHeadClusters[env_choice("GRAPHRT_DECODE_MMA_HEAD_CLUSTER", {"0", "2", "4", "8"}, 0)];
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -582,12 +589,17 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   DecodeMmaParams p{};
   set_common_params(p, d);
   p.group = a.num_q_heads / a.num_kv_heads;
-  p.chunk = mma_chunk(static_cast<int64_t>(d.batch) * p.nkv, sms);
+  const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
+  // Wide (GRAPHRT_DECODE_MMA_WIDE=1): from SMs pairs on, splits of at most 512 tokens and one
+  // block per split (grid x = the most splits): fewer, equal, longer blocks than 256-token splits
+  // with blocks looping over them (bench/results/h100_2026-11-24_s7_dattn: llama-3.1-8b bs 64
+  // 9.78 -> 9.70 ms with chunk 512, bs 256 ctx 660 16.84 -> 16.50 with 2 blocks a pair).
+  const bool wide = knobs().mma_wide != 0 && knobs().mma_chunk == 0 && pairs >= sms;
+  p.chunk = wide ? 512 : mma_chunk(pairs, sms);
   // No request can use more splits than the table width allows: scratch for those only.
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
   p.max_splits = static_cast<int>(std::min<int64_t>(knobs().mma_splits, by_ctx));
   p.scale_log2 = a.scale * kLog2e;
-  const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
   p.cluster = mma_cluster(device.index, a.dtype, p.hd, pairs, sms, p.max_splits, &p.cluster_slots);
   Tensor part_o, part_lse;
   if (p.max_splits > 1 && p.cluster == 0) {
@@ -597,7 +609,16 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
     p.part_lse = part_lse.data_as<float>();
   }
   const int64_t by_gpu = std::max<int64_t>(1, (static_cast<int64_t>(sms) * knobs().blocks_per_sm + pairs - 1) / pairs);
-  const int64_t grid_x = p.cluster > 1 ? p.cluster : std::min<int64_t>(p.max_splits, by_gpu);
+  const int64_t grid_x = p.cluster > 1 ? p.cluster : wide ? p.max_splits : std::min<int64_t>(p.max_splits, by_gpu);
+  // Head clusters (GRAPHRT_DECODE_MMA_HEAD_CLUSTER=n): the global-merge kernel's blocks of n kv
+  // heads of one (request, split) launch as one cluster (co-scheduled: they read neighbouring
+  // 256-byte pieces of the same token rows at the same time). Where n divides the kv heads and
+  // such clusters launch; a scheduling choice only (same bits).
+  const int hc = knobs().mma_head_cluster;
+  p.head_cluster = p.cluster == 0 && hc > 1 && p.nkv % hc == 0 &&
+                           decode_mma_head_cluster_fits(device.index, a.dtype, p.hd, hc) > 0
+                       ? hc
+                       : 0;
   // The carry kernel at every batch (with one split a block it issues the copies of the other in
   // the same order; what differs there is the early metadata read, p.early).
   p.carry = decode_mma_carry();
@@ -607,9 +628,9 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
       "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
-      "early {})",
+      "early {}, head cluster {})",
       d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
-      p.early ? 1 : 0);
+      p.early ? 1 : 0, p.head_cluster);
 }
 
 template <typename T, bool kFused>

@@ -539,7 +539,9 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
   if (cluster)
     GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                    "allowing clusters of {} blocks for attention_decode mma (head_dim {})", p.cluster, HD);
-  (void)launch_pdl(dev, kernel, grid, dim3(C::kThreads), smem, st, cluster ? static_cast<unsigned>(p.cluster) : 1u, p);
+  const dim3 clusters = cluster ? dim3(static_cast<unsigned>(p.cluster), 1, 1)
+                                : dim3(1, p.head_cluster > 1 ? static_cast<unsigned>(p.head_cluster) : 1u, 1);
+  (void)launch_pdl_clusters(dev, kernel, grid, dim3(C::kThreads), smem, st, clusters, p);
 }
 
 template <typename T>
@@ -563,7 +565,37 @@ int active_clusters(int size, int slots) {
   return max_active_clusters(kernel, static_cast<unsigned>(size), dim3(C::kThreads), smem);
 }
 
+// Clusters of `size` kv-head blocks of the global-merge kernel resident at once (0: cannot launch).
+template <typename T, int HD>
+int active_head_clusters(int size) {
+  using C = MmaCfg<HD>;
+  auto kernel = decode_mma_kernel<T, HD, false, true>;  // (the other variant uses the same resources)
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)) !=
+          cudaSuccess ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return max_active_clusters(kernel, dim3(1, static_cast<unsigned>(size), 1), dim3(C::kThreads), C::kSmem);
+}
+
 }  // namespace
+
+int decode_mma_head_cluster_fits(int dev, DType dtype, int head_dim, int size) {
+  if (size < 2 || size > 8) return 0;
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int>, int> known;  // (device, dtype, head_dim, size)
+  const auto key = std::make_tuple(dev, static_cast<int>(dtype), head_dim, size);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int n = 0;
+  if (dtype == DType::BF16) n = head_dim == 64 ? active_head_clusters<__nv_bfloat16, 64>(size)
+                                               : active_head_clusters<__nv_bfloat16, 128>(size);
+  else n = head_dim == 64 ? active_head_clusters<__half, 64>(size) : active_head_clusters<__half, 128>(size);
+  known.emplace(key, n);
+  return n;
+}
 
 bool decode_mma_supports(DType dtype, int head_dim, int group, int batch, int num_kv_heads, const void* q,
                          int64_t q_row_stride, const void* k_cache, const void* v_cache, const void* out) {

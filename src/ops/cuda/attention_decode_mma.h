@@ -45,6 +45,9 @@ struct DecodeMmaParams {
   // With carry: read the lengths, request slots and the first tile's table entries before
   // pdl_wait (no kernel writes them; see "Early" in attention_decode_mma.cu).
   bool early;
+  // > 1 (global merge only): blocks of head_cluster consecutive kv heads (grid y) of one
+  // (request, split) launch as one thread-block cluster (scheduling only; the kernel ignores it).
+  int head_cluster;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -58,6 +61,10 @@ int decode_mma_blocks_per_sm(int head_dim);
 // Clusters of `size` blocks with `slots` splits each that can be resident at once on device `dev`
 // (current), 0 where that size cannot launch (size 2..kDecodeMmaMaxCluster; cached per shape).
 int decode_mma_cluster_fits(int dev, DType dtype, int head_dim, int size, int slots);
+
+// Clusters of `size` kv-head blocks (along grid y) of the global-merge kernel resident at once on
+// device `dev` (current); 0 where they cannot launch (size 2..8; cached per shape).
+int decode_mma_head_cluster_fits(int dev, DType dtype, int head_dim, int size);
 
 // Launches on `stream` (device `dev` current) with the PDL attribute; grid (splits, nkv, B), or
 // (p.cluster, nkv, B) as clusters along x. carveout: the preferred shared-memory carveout in
