@@ -480,6 +480,19 @@ class CarryScope {
   int old_;
 };
 
+// Selects the mma path's large-batch geometry (-1 the environment, 1 wide: 512-token splits one
+// block each from SMs pairs on, 0: 256-token splits on blocks looping over them) for a scope.
+class WideScope {
+ public:
+  explicit WideScope(int mode) : old_(cuda::decode_mma_wide() ? 1 : 0) { cuda::set_decode_mma_wide(mode); }
+  ~WideScope() { cuda::set_decode_mma_wide(old_); }
+  WideScope(const WideScope&) = delete;
+  WideScope& operator=(const WideScope&) = delete;
+
+ private:
+  int old_;
+};
+
 // Selects the legacy path's merge for a scope (-1 by batch, 0 the combine kernel, 8 / 16 the
 // cluster merge) and restores the previous one.
 class LegacyClusterScope {
@@ -696,11 +709,14 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     check_decode_graph_replays(path, 37, {1, 17, 1000, 4100}, 14);
     check_decode_graph_replays(path, 2, {4100, 1000}, 24);
   }
-  // The mma path where blocks loop over splits (batch 37: 4 blocks for up to 16 splits; 128 x 4
-  // kv heads: 3 blocks for 5 splits), with and without the carry across split boundaries.
+  // The mma path where blocks loop over splits (the session-6 geometry, GRAPHRT_DECODE_MMA_WIDE=0;
+  // batch 37: 4 blocks for up to 16 splits; 128 x 4 kv heads: 3 blocks for 5 splits), with and
+  // without the carry across split boundaries; and the wide default at 128 x 4 (one block a split).
+  check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 128, {1025, 300, 1025, 7}, 17, {16, 4, 128});
   for (int carry : {0, 1}) {
-    SCOPED_TRACE("mma carry " + std::to_string(carry));
+    SCOPED_TRACE("mma carry " + std::to_string(carry) + ", wide off");
     CarryScope scope(carry);
+    WideScope narrow(0);
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 37, {1, 17, 1000, 4100}, 15);
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 128, {1025, 300, 1025, 7}, 16, {16, 4, 128});
   }
@@ -860,10 +876,13 @@ TEST(OpsAttentionCuda, DecodeMmaClusterMergeEqualsGlobalMergeBitForBit) {
 // (512 pairs, 3 blocks a pair: the llama-3.1-8b / qwen3-0.6b bs 64 ctx 1024 geometry, 5 splits at
 // 1025 tokens: blocks of 2, 2 and 1 splits), 160 x 8 (1280 pairs: one block does all its splits),
 // lengths 0 / 1 / tile and split edges / long; the global merge and clusters of 8 and 4 blocks (2 and
-// 4 splits a block); bf16 and f16, head dims 128 and 64, groups 2 to 16. Then repeated launches
-// with new lengths: carry and no carry stay equal.
+// 4 splits a block); bf16 and f16, head dims 128 and 64, groups 2 to 16. The large-batch cases
+// with the session-6 geometry (GRAPHRT_DECODE_MMA_WIDE=0: blocks loop over splits there; the wide
+// default gives one split a block). Then repeated launches with new lengths: carry and no carry
+// stay equal.
 TEST(OpsAttentionCuda, DecodeMmaCarryEqualsNoCarryBitForBit) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  WideScope narrow(0);
   struct Case {
     Shape3 sh;
     int batch;
@@ -923,6 +942,39 @@ TEST(OpsAttentionCuda, DecodeMmaCarryEqualsNoCarryBitForBit) {
     for (size_t b = 0; b < seq.size(); ++b) seq[b] = std::uniform_int_distribution<int32_t>(0, s.c.prefix[b] + 1)(rng);
     EXPECT_EQ(run(s, tg, 1, 0, seq), run(s, tg, 0, 0, seq)) << "round " << round;
   }
+}
+
+// The wide geometry (default: from SMs (request, kv head) pairs on, 512-token splits with one
+// block each) and the session-6 one (256-token splits, blocks looping over them) against the CPU
+// op at 320 and 512 pairs with long and empty requests; and padding rows (as decode graphs add)
+// change no real row's bits when both batches are on the same side of the SM count.
+TEST(OpsAttentionCuda, DecodeMmaWideGeometryEqualsCpuAndIgnoresPadding) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  for (int wide : {1, 0}) {
+    WideScope w(wide);
+    SCOPED_TRACE("wide " + std::to_string(wide));
+    DecodeSetup a = decode_setup({16, 8, 128}, 40, {1, 511, 512, 513, 1025, 2049, 4097, 700}, 1400);
+    a.seq_lens[5] = 0;
+    expect_decode_matches(a, DType::BF16, 0.088f);
+    expect_decode_matches(decode_setup({16, 4, 128}, 128, {1025, 300, 1025, 7}, 1401), DType::F16, 0.088f);
+  }
+  // 24 real rows + 8 padding rows (request -1 / length 0), 8 kv heads: 192 and 256 pairs, both wide.
+  DecodeSetup s = decode_setup({32, 8, 64}, 32, {1025, 3000, 1, 513, 64, 700}, 1402);
+  const int real = 24;
+  for (int b = real; b < 32; ++b) {
+    s.c.req_idx[static_cast<size_t>(b)] = b % 2 == 0 ? -1 : s.c.req_idx[static_cast<size_t>(b)];
+    s.seq_lens[static_cast<size_t>(b)] = b % 2 == 0 ? 5 : 0;
+  }
+  auto tg = upload(s.c, DType::BF16, kGpu);
+  std::vector<float> all = to_host_floats(
+      ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu), 32, 8, 64, 0.088f));
+  PagedCase head = s.c;
+  head.req_idx.resize(real);
+  const std::vector<int32_t> head_lens(s.seq_lens.begin(), s.seq_lens.begin() + real);
+  std::vector<float> alone = to_host_floats(ops::attention_decode(tg.q.slice(0, 0, real), tg.k_cache, tg.v_cache,
+                                                                  decode_meta(head, head_lens, kGpu), 32, 8, 64, 0.088f));
+  ASSERT_EQ(alone.size(), static_cast<size_t>(real * s.c.q_width()));
+  EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin())) << "a real row changed with the padding";
 }
 
 // ---- argmax and sampling ----------------------------------------------------------------------

@@ -420,9 +420,9 @@ int sm_count(Device device) {
 // path: preferred shared-memory carveout in percent; default -2: by kernel, see launch_decode_mma;
 // -1 the driver's choice); GRAPHRT_DECODE_MMA_CARRY (mma path: 1 (default) a block doing several
 // splits streams their tiles across split boundaries, 0 it drains its stages at each: the s6
-// kernel; same bits) and GRAPHRT_DECODE_MMA_EARLY (with carry: 1 (default) the decode metadata is
-// read before pdl_wait, 0 after it), GRAPHRT_DECODE_MMA_WIDE (1: from SMs pairs on, 512-token
-// splits, one block each; see launch_mma) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
+// kernel; same bits), GRAPHRT_DECODE_MMA_EARLY (1: the carry kernel reads the decode metadata
+// before pdl_wait; default 0: after it), GRAPHRT_DECODE_MMA_WIDE (default 1: from SMs pairs on,
+// 512-token splits, one block each; 0: 256-token splits, blocks looping; see launch_mma) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
 // global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma).
 
 struct DecodeKnobs {
@@ -435,8 +435,8 @@ struct DecodeKnobs {
   int mma_cluster = -1;  // -1: by batch
   int mma_carveout = -2;  // by kernel
   int mma_carry = 1;
-  int mma_early = 1;
-  int mma_wide = 0;
+  int mma_early = 0;  // measured no gain (s7 run 1); an exception to pdl.cuh's contract point 1
+  int mma_wide = 1;
   int mma_head_cluster = 0;
   int legacy_cluster = -1;  // -1: by batch
 };
@@ -475,6 +475,7 @@ const DecodeKnobs& knobs() {
 std::atomic<int> g_path_override{-1};  // -1: the environment's path; else DecodeAttentionPath
 std::atomic<int> g_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_MMA_CLUSTER
 std::atomic<int> g_carry_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_CARRY
+std::atomic<int> g_wide_override{-1};   // -1: the environment's GRAPHRT_DECODE_MMA_WIDE
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -522,6 +523,7 @@ bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
 // split: llama-3.1-8b bs 64 10.445 -> 9.917 ms, qwen3-0.6b 4.904 -> 4.442 against 64). A request's
 // split count, and so its bits, depends on its length and on which side of the SM count the
 // batch lies, never on other rows' contents.
+// (From SMs pairs on, the wide geometry (default) takes 512 instead, one block a split: launch_mma.)
 int mma_chunk(int64_t pairs, int sms) {
   if (knobs().mma_chunk > 0) return knobs().mma_chunk;
   return pairs < sms ? 64 : 256;
@@ -590,11 +592,16 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   set_common_params(p, d);
   p.group = a.num_q_heads / a.num_kv_heads;
   const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
-  // Wide (GRAPHRT_DECODE_MMA_WIDE=1): from SMs pairs on, splits of at most 512 tokens and one
-  // block per split (grid x = the most splits): fewer, equal, longer blocks than 256-token splits
-  // with blocks looping over them (bench/results/h100_2026-11-24_s7_dattn: llama-3.1-8b bs 64
-  // 9.78 -> 9.70 ms with chunk 512, bs 256 ctx 660 16.84 -> 16.50 with 2 blocks a pair).
-  const bool wide = knobs().mma_wide != 0 && knobs().mma_chunk == 0 && pairs >= sms;
+  // Wide (default; GRAPHRT_DECODE_MMA_WIDE=0 for the session-6 geometry): from SMs pairs on,
+  // splits of at most 512 tokens and one block per split (grid x = the most splits) instead of
+  // 256-token splits on at most ceil(8 x SMs / pairs) blocks a pair looping over them. The
+  // blocks are equal and the grid fills whole waves better: llama-3.1-8b bs 256 ctx 1024 isolated
+  // 428.7 -> 394.5 us (2.55 -> 2.73 TB/s). H100 graph ms (bench/results/h100_2026-11-24_s7_dattn,
+  // run 2, two rounds): llama bs 32 8.11 -> 8.06, bs 64 9.78 -> 9.74, bs 128 13.51 -> 13.33, bs 256
+  // ctx 660 16.81 -> 16.29, bs 64 ctx 4096 19.27 -> 18.72; qwen3-0.6b bs 32 2.82 -> 2.80, bs 64
+  // 4.25 -> 4.23. A row's splits then depend on its length and on which side of the SM count
+  // batch x kv heads lies, as before (the chunk rule had that boundary already).
+  const bool wide = decode_mma_wide() && knobs().mma_chunk == 0 && pairs >= sms;
   p.chunk = wide ? 512 : mma_chunk(pairs, sms);
   // No request can use more splits than the table width allows: scratch for those only.
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
@@ -614,15 +621,20 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   // heads of one (request, split) launch as one cluster (co-scheduled: they read neighbouring
   // 256-byte pieces of the same token rows at the same time). Where n divides the kv heads and
   // such clusters launch; a scheduling choice only (same bits).
+  // Measured slower (run 2: llama bs 64 9.78 -> 9.95 ms, isolated 112.8 -> 116.4 us): off by default.
   const int hc = knobs().mma_head_cluster;
   p.head_cluster = p.cluster == 0 && hc > 1 && p.nkv % hc == 0 &&
                            decode_mma_head_cluster_fits(device.index, a.dtype, p.hd, hc) > 0
                        ? hc
                        : 0;
-  // The carry kernel at every batch (with one split a block it issues the copies of the other in
-  // the same order; what differs there is the early metadata read, p.early).
-  p.carry = decode_mma_carry();
-  p.early = p.carry && knobs().mma_early != 0;
+  // The carry kernel where a block may do several splits (below SMs pairs with long requests, or
+  // GRAPHRT_DECODE_MMA_WIDE=0), or where the early metadata read is asked for (only it has one).
+  // Same bits either way. Measured (s7 runs 1-2): no change where blocks do 1-2 splits, -0.12 ms
+  // at llama bs 64 ctx 4096 without wide (5-6 splits a block), qwen3-30b-a3b bs 8 -0.07 ms
+  // (two rounds), bs 1 within noise.
+  p.early = knobs().mma_early != 0;
+  p.carry = decode_mma_carry() && (grid_x < p.max_splits || p.early);
+  p.early = p.early && p.carry;
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv), static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
@@ -849,6 +861,16 @@ void set_decode_mma_carry(int mode) {
 bool decode_mma_carry() {
   const int o = g_carry_override.load(std::memory_order_relaxed);
   return (o < 0 ? knobs().mma_carry : o) != 0;
+}
+
+void set_decode_mma_wide(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_mma_wide({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_wide_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_mma_wide() {
+  const int o = g_wide_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().mma_wide : o) != 0;
 }
 
 }  // namespace grt::cuda

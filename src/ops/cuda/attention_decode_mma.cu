@@ -37,14 +37,18 @@
 //    (at bs 1 the kernel is a chain of memory trips, not bandwidth: 2 MB of KV in 12.9 us).
 //    Blocks past a request's splits stay for the two cluster barriers (the second keeps every
 //    block's shared memory alive until all reads are done).
-//  - Carry (p.carry, the default; GRAPHRT_DECODE_MMA_CARRY=0 for the kernel without it): when a
-//    block does several splits (large batch: grid x < splits, e.g. llama-3.1-8b bs 64 ctx 1024:
-//    5 splits on 3 blocks, bs 256: all splits on one block), its tiles form one stream: the next
+//  - Carry (p.carry; on by default where a block may do several splits, GRAPHRT_DECODE_MMA_CARRY=0
+//    for the kernel without it): when a block does several splits (grid x < splits: below SMs
+//    pairs with long requests, or at large batch with GRAPHRT_DECODE_MMA_WIDE=0, e.g. llama-3.1-8b
+//    bs 64 ctx 1024: 5 splits on 3 blocks), its tiles form one stream: the next
 //    split's table entries and first tile are issued during the current split's last tile and
 //    merge (which uses the stage not in flight), so the two stages stay busy across split
 //    boundaries instead of draining at each (a table trip and a K/V trip with nothing in flight).
-//    Same tiles, same arithmetic in the same order: the same bits as without it.
-//  - Early (p.early, with carry; GRAPHRT_DECODE_MMA_EARLY=0 turns it off): the lengths, request
+//    Same tiles, same arithmetic in the same order: the same bits as without it. Measured
+//    (bench/results/h100_2026-11-24_s7_dattn): no change at 1-2 splits a block (the other blocks'
+//    copies keep DRAM busy while one drains), -0.6% at 5-6 (llama bs 64 ctx 4096, wide off).
+//  - Early (p.early, carry kernel only; off by default, GRAPHRT_DECODE_MMA_EARLY=1: it measured no
+//    gain, the metadata lines being L2 hits at small batch): the lengths, request
 //    slots and the first tile's table entries are read before pdl_wait, so two of the three
 //    dependent trips in front of the first K/V copy overlap the predecessor's tail (in a graph
 //    the blocks are resident while prepare_qkv runs). An exception to point 1 of pdl.cuh's

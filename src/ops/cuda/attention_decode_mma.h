@@ -79,9 +79,17 @@ void set_decode_mma_cluster(int mode);
 int decode_mma_cluster();  // the mode in force (-1, 0 or 2..16)
 
 // Whether the mma kernel carries its tile stream across the splits of a block (attention_decode_mma.cu,
-// "Carry"): -1 the environment's GRAPHRT_DECODE_MMA_CARRY (default 1), 0 off, 1 on. The same output
-// bits either way. For tests and A/B; process-wide (defined in attention_decode.cu).
+// "Carry"): -1 the environment's GRAPHRT_DECODE_MMA_CARRY (default 1), 0 off, 1 on; it runs where
+// a block may do several splits (or GRAPHRT_DECODE_MMA_EARLY=1). The same output bits either way.
+// For tests and A/B; process-wide (defined in attention_decode.cu).
 void set_decode_mma_carry(int mode);
 bool decode_mma_carry();  // in force
+
+// The mma path's large-batch geometry (attention_decode.cu, launch_mma): -1 the environment's
+// GRAPHRT_DECODE_MMA_WIDE (default 1), 1 from SMs (request, kv head) pairs on 512-token splits
+// with one block each, 0 256-token splits on blocks that loop over them. Changes the split counts
+// (so the bits) of those batches. For tests and A/B; process-wide.
+void set_decode_mma_wide(int mode);
+bool decode_mma_wide();  // in force
 
 }  // namespace grt::cuda
