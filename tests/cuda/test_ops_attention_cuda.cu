@@ -501,6 +501,32 @@ class ClusterScope {
   int old_;
 };
 
+// Selects whether the mma kernel carries its tile stream across a block's splits (-1 the
+// environment, 0 off, 1 on) for a scope and restores the previous setting.
+class CarryScope {
+ public:
+  explicit CarryScope(int mode) : old_(cuda::decode_mma_carry() ? 1 : 0) { cuda::set_decode_mma_carry(mode); }
+  ~CarryScope() { cuda::set_decode_mma_carry(old_); }
+  CarryScope(const CarryScope&) = delete;
+  CarryScope& operator=(const CarryScope&) = delete;
+
+ private:
+  int old_;
+};
+
+// Selects the mma path's large-batch geometry (-1 the environment, 1 wide: 512-token splits one
+// block each from SMs pairs on, 0: 256-token splits on blocks looping over them) for a scope.
+class WideScope {
+ public:
+  explicit WideScope(int mode) : old_(cuda::decode_mma_wide() ? 1 : 0) { cuda::set_decode_mma_wide(mode); }
+  ~WideScope() { cuda::set_decode_mma_wide(old_); }
+  WideScope(const WideScope&) = delete;
+  WideScope& operator=(const WideScope&) = delete;
+
+ private:
+  int old_;
+};
+
 // Selects the legacy path's merge for a scope (-1 by batch, 0 the combine kernel, 8 / 16 the
 // cluster merge) and restores the previous one.
 class LegacyClusterScope {
@@ -717,6 +743,17 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     check_decode_graph_replays(path, 37, {1, 17, 1000, 4100}, 14);
     check_decode_graph_replays(path, 2, {4100, 1000}, 24);
   }
+  // The mma path where blocks loop over splits (the session-6 geometry, GRAPHRT_DECODE_MMA_WIDE=0;
+  // batch 37: 4 blocks for up to 16 splits; 128 x 4 kv heads: 3 blocks for 5 splits), with and
+  // without the carry across split boundaries; and the wide default at 128 x 4 (one block a split).
+  check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 128, {1025, 300, 1025, 7}, 17, {16, 4, 128});
+  for (int carry : {0, 1}) {
+    SCOPED_TRACE("mma carry " + std::to_string(carry) + ", wide off");
+    CarryScope scope(carry);
+    WideScope narrow(0);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 37, {1, 17, 1000, 4100}, 15);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 128, {1025, 300, 1025, 7}, 16, {16, 4, 128});
+  }
   // The legacy path's merges: the combine kernel and the cluster merge (16 and 8 blocks), at
   // batch 1 and 2 (group 4: two head chunks) and at the qwen3-0.6b shape (group 2).
   for (int mode : legacy_cluster_modes()) {
@@ -863,6 +900,115 @@ TEST(OpsAttentionCuda, DecodeMmaClusterMergeEqualsGlobalMergeBitForBit) {
       seq[b] = std::uniform_int_distribution<int32_t>(0, s.c.prefix[b] + 1)(rng);
     EXPECT_EQ(run(s, tg, 16, seq), run(s, tg, 0, seq)) << "round " << round;
   }
+}
+
+// The carry (a block doing several splits streams their tiles across the split boundaries, the
+// merge in the stage not in flight) against the kernel without it: the same splits and the same
+// arithmetic in the same order, so bit for bit the same output, and the CPU op within tolerance.
+// Cases where blocks loop over splits: batch 40 on both sides of the chunk rule (80 pairs: chunk
+// 64, 14 blocks for up to 16 splits; 320 pairs: chunk 256, 4 blocks), 128 requests x 4 kv heads
+// (512 pairs, 3 blocks a pair: the llama-3.1-8b / qwen3-0.6b bs 64 ctx 1024 geometry, 5 splits at
+// 1025 tokens: blocks of 2, 2 and 1 splits), 160 x 8 (1280 pairs: one block does all its splits),
+// lengths 0 / 1 / tile and split edges / long; the global merge and clusters of 8 and 4 blocks (2 and
+// 4 splits a block); bf16 and f16, head dims 128 and 64, groups 2 to 16. The large-batch cases
+// with the session-6 geometry (GRAPHRT_DECODE_MMA_WIDE=0: blocks loop over splits there; the wide
+// default gives one split a block). Then repeated launches with new lengths: carry and no carry
+// stay equal.
+TEST(OpsAttentionCuda, DecodeMmaCarryEqualsNoCarryBitForBit) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  WideScope narrow(0);
+  struct Case {
+    Shape3 sh;
+    int batch;
+    std::vector<int32_t> lens;
+  };
+  const std::vector<int32_t> mixed = {1, 7, 63, 64, 65, 255, 256, 257, 700, 1024, 1025, 2049, 4097};
+  const std::vector<Case> cases = {
+      {{32, 2, 128}, 40, mixed},                                        // group 16, chunk 64
+      {{16, 8, 128}, 40, mixed},                                        // group 2, chunk 256
+      {{32, 8, 64}, 40, mixed},                                         // group 4, head_dim 64
+      {{64, 8, 64}, 40, {1, 129, 1025, 3000}},                          // group 8
+      {{16, 4, 128}, 128, {1025, 1025, 2, 513, 1025, 640, 1, 1024}},   // 512 pairs, 3 blocks a pair
+      {{16, 8, 64}, 160, {661, 300, 3, 661, 17, 900}},                   // 1280 pairs, 1 block a pair
+  };
+  const auto run = [](const DecodeSetup& s, const testing::PagedTensors& tg, int carry, int cluster,
+                      const std::vector<int32_t>& seq) {
+    CarryScope c(carry);
+    ClusterScope cl(cluster);
+    const PagedCase& pc = s.c;
+    return to_host_floats(
+        ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(pc, seq, kGpu), pc.nq, pc.nkv, pc.hd, 0.088f));
+  };
+  std::vector<int> clusters = {0};
+  if (clusters_launch()) clusters.insert(clusters.end(), {8, 4});
+  for (size_t i = 0; i < cases.size(); ++i)
+    for (DType dt : {DType::BF16, DType::F16}) {
+      const Case& k = cases[i];
+      if (dt == DType::F16 && k.batch > 40) continue;  // the large cases once
+      DecodeSetup s = decode_setup(k.sh, k.batch, k.lens, 1300 + static_cast<uint32_t>(i));
+      for (size_t b = 2; b < s.seq_lens.size(); b += 11) s.seq_lens[b] = 0;  // empty requests too
+      auto tg = upload(s.c, dt, kGpu);
+      for (int cluster : clusters) {
+        if (cluster > 0 && k.batch > 40) continue;  // clusters: the small cases
+        SCOPED_TRACE("case " + std::to_string(i) + " " + dtype_name(dt) + " cluster mode " + std::to_string(cluster));
+        const std::vector<float> off = run(s, tg, 0, cluster, s.seq_lens);
+        for (float x : off) ASSERT_TRUE(std::isfinite(x));
+        EXPECT_EQ(run(s, tg, 1, cluster, s.seq_lens), off) << "carry changed the bits";
+      }
+      if (k.batch <= 40) {
+        CarryScope carry(1);
+        ClusterScope cluster(0);
+        expect_decode_matches(s, dt, 0.088f);
+      }
+    }
+  // The large geometry against the CPU op once (carry on).
+  {
+    CarryScope carry(1);
+    expect_decode_matches(decode_setup({16, 4, 128}, 128, {1025, 1, 513, 1025, 640, 1, 1024}, 1350), DType::BF16,
+                          0.088f);
+  }
+  // Repeated launches with new lengths: no state is left between launches.
+  DecodeSetup s = decode_setup({32, 8, 128}, 40, mixed, 1360);
+  auto tg = upload(s.c, DType::BF16, kGpu);
+  std::mt19937 rng(1361);
+  for (int round = 0; round < 6; ++round) {
+    std::vector<int32_t> seq = s.seq_lens;
+    for (size_t b = 0; b < seq.size(); ++b) seq[b] = std::uniform_int_distribution<int32_t>(0, s.c.prefix[b] + 1)(rng);
+    EXPECT_EQ(run(s, tg, 1, 0, seq), run(s, tg, 0, 0, seq)) << "round " << round;
+  }
+}
+
+// The wide geometry (default: from SMs (request, kv head) pairs on, 512-token splits with one
+// block each) and the session-6 one (256-token splits, blocks looping over them) against the CPU
+// op at 320 and 512 pairs with long and empty requests; and padding rows (as decode graphs add)
+// change no real row's bits when both batches are on the same side of the SM count.
+TEST(OpsAttentionCuda, DecodeMmaWideGeometryEqualsCpuAndIgnoresPadding) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  for (int wide : {1, 0}) {
+    WideScope w(wide);
+    SCOPED_TRACE("wide " + std::to_string(wide));
+    DecodeSetup a = decode_setup({16, 8, 128}, 40, {1, 511, 512, 513, 1025, 2049, 4097, 700}, 1400);
+    a.seq_lens[5] = 0;
+    expect_decode_matches(a, DType::BF16, 0.088f);
+    expect_decode_matches(decode_setup({16, 4, 128}, 128, {1025, 300, 1025, 7}, 1401), DType::F16, 0.088f);
+  }
+  // 24 real rows + 8 padding rows (request -1 / length 0), 8 kv heads: 192 and 256 pairs, both wide.
+  DecodeSetup s = decode_setup({32, 8, 64}, 32, {1025, 3000, 1, 513, 64, 700}, 1402);
+  const int real = 24;
+  for (int b = real; b < 32; ++b) {
+    s.c.req_idx[static_cast<size_t>(b)] = b % 2 == 0 ? -1 : s.c.req_idx[static_cast<size_t>(b)];
+    s.seq_lens[static_cast<size_t>(b)] = b % 2 == 0 ? 5 : 0;
+  }
+  auto tg = upload(s.c, DType::BF16, kGpu);
+  std::vector<float> all = to_host_floats(
+      ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu), 32, 8, 64, 0.088f));
+  PagedCase head = s.c;
+  head.req_idx.resize(real);
+  const std::vector<int32_t> head_lens(s.seq_lens.begin(), s.seq_lens.begin() + real);
+  std::vector<float> alone = to_host_floats(ops::attention_decode(tg.q.slice(0, 0, real), tg.k_cache, tg.v_cache,
+                                                                  decode_meta(head, head_lens, kGpu), 32, 8, 64, 0.088f));
+  ASSERT_EQ(alone.size(), static_cast<size_t>(real * s.c.q_width()));
+  EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin())) << "a real row changed with the padding";
 }
 
 // ---- argmax and sampling ----------------------------------------------------------------------

@@ -418,7 +418,12 @@ int sm_count(Device device) {
 // GRAPHRT_DECODE_MMA_CLUSTER (mma path: -1 by batch, see mma_cluster (default); 0 the global merge;
 // 2..16 clusters of that many blocks whenever they launch) and GRAPHRT_DECODE_MMA_CARVEOUT (mma
 // path: preferred shared-memory carveout in percent; default -2: by kernel, see launch_decode_mma;
-// -1 the driver's choice).
+// -1 the driver's choice); GRAPHRT_DECODE_MMA_CARRY (mma path: 1 (default) a block doing several
+// splits streams their tiles across split boundaries, 0 it drains its stages at each: the s6
+// kernel; same bits), GRAPHRT_DECODE_MMA_EARLY (1: the carry kernel reads the decode metadata
+// before pdl_wait; default 0: after it), GRAPHRT_DECODE_MMA_WIDE (default 1: from SMs pairs on,
+// 512-token splits, one block each; 0: 256-token splits, blocks looping; see launch_mma) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
+// global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -429,6 +434,10 @@ struct DecodeKnobs {
   int mma_splits = 16;
   int mma_cluster = -1;  // -1: by batch
   int mma_carveout = -2;  // by kernel
+  int mma_carry = 1;
+  int mma_early = 0;  // measured no gain (s7 run 1); an exception to pdl.cuh's contract point 1
+  int mma_wide = 1;
+  int mma_head_cluster = 0;
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -446,6 +455,11 @@ DecodeKnobs read_knobs() {
   GRT_CHECK(k.mma_cluster != 1, "GRAPHRT_DECODE_MMA_CLUSTER=1: use 0 (global merge), -1 (by batch) or 2..{}",
             kDecodeMmaMaxCluster);
   k.mma_carveout = env_int("GRAPHRT_DECODE_MMA_CARVEOUT", k.mma_carveout, -2, 100);
+  k.mma_carry = env_int("GRAPHRT_DECODE_MMA_CARRY", k.mma_carry, 0, 1);
+  k.mma_early = env_int("GRAPHRT_DECODE_MMA_EARLY", k.mma_early, 0, 1);
+  k.mma_wide = env_int("GRAPHRT_DECODE_MMA_WIDE", k.mma_wide, 0, 1);
+  constexpr int kHeadClusters[] = {0, 2, 4, 8};
+  k.mma_head_cluster = kHeadClusters[env_choice("GRAPHRT_DECODE_MMA_HEAD_CLUSTER", {"0", "2", "4", "8"}, 0)];
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -460,6 +474,8 @@ const DecodeKnobs& knobs() {
 
 std::atomic<int> g_path_override{-1};  // -1: the environment's path; else DecodeAttentionPath
 std::atomic<int> g_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_MMA_CLUSTER
+std::atomic<int> g_carry_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_CARRY
+std::atomic<int> g_wide_override{-1};   // -1: the environment's GRAPHRT_DECODE_MMA_WIDE
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -507,6 +523,7 @@ bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
 // split: llama-3.1-8b bs 64 10.445 -> 9.917 ms, qwen3-0.6b 4.904 -> 4.442 against 64). A request's
 // split count, and so its bits, depends on its length and on which side of the SM count the
 // batch lies, never on other rows' contents.
+// (From SMs pairs on, the wide geometry (default) takes 512 instead, one block a split: launch_mma.)
 int mma_chunk(int64_t pairs, int sms) {
   if (knobs().mma_chunk > 0) return knobs().mma_chunk;
   return pairs < sms ? 64 : 256;
@@ -574,12 +591,22 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   DecodeMmaParams p{};
   set_common_params(p, d);
   p.group = a.num_q_heads / a.num_kv_heads;
-  p.chunk = mma_chunk(static_cast<int64_t>(d.batch) * p.nkv, sms);
+  const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
+  // Wide (default; GRAPHRT_DECODE_MMA_WIDE=0 for the session-6 geometry): from SMs pairs on,
+  // splits of at most 512 tokens and one block per split (grid x = the most splits) instead of
+  // 256-token splits on at most ceil(8 x SMs / pairs) blocks a pair looping over them. The
+  // blocks are equal and the grid fills whole waves better: llama-3.1-8b bs 256 ctx 1024 isolated
+  // 428.7 -> 394.5 us (2.55 -> 2.73 TB/s). H100 graph ms (bench/results/h100_2026-11-24_s7_dattn,
+  // run 2, two rounds): llama bs 32 8.11 -> 8.06, bs 64 9.78 -> 9.74, bs 128 13.51 -> 13.33, bs 256
+  // ctx 660 16.81 -> 16.29, bs 64 ctx 4096 19.27 -> 18.72; qwen3-0.6b bs 32 2.82 -> 2.80, bs 64
+  // 4.25 -> 4.23. A row's splits then depend on its length and on which side of the SM count
+  // batch x kv heads lies, as before (the chunk rule had that boundary already).
+  const bool wide = decode_mma_wide() && knobs().mma_chunk == 0 && pairs >= sms;
+  p.chunk = wide ? 512 : mma_chunk(pairs, sms);
   // No request can use more splits than the table width allows: scratch for those only.
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
   p.max_splits = static_cast<int>(std::min<int64_t>(knobs().mma_splits, by_ctx));
   p.scale_log2 = a.scale * kLog2e;
-  const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
   p.cluster = mma_cluster(device.index, a.dtype, p.hd, pairs, sms, p.max_splits, &p.cluster_slots);
   Tensor part_o, part_lse;
   if (p.max_splits > 1 && p.cluster == 0) {
@@ -589,13 +616,33 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
     p.part_lse = part_lse.data_as<float>();
   }
   const int64_t by_gpu = std::max<int64_t>(1, (static_cast<int64_t>(sms) * knobs().blocks_per_sm + pairs - 1) / pairs);
-  const int64_t grid_x = p.cluster > 1 ? p.cluster : std::min<int64_t>(p.max_splits, by_gpu);
+  const int64_t grid_x = p.cluster > 1 ? p.cluster : wide ? p.max_splits : std::min<int64_t>(p.max_splits, by_gpu);
+  // Head clusters (GRAPHRT_DECODE_MMA_HEAD_CLUSTER=n): the global-merge kernel's blocks of n kv
+  // heads of one (request, split) launch as one cluster (co-scheduled: they read neighbouring
+  // 256-byte pieces of the same token rows at the same time). Where n divides the kv heads and
+  // such clusters launch; a scheduling choice only (same bits).
+  // Measured slower (run 2: llama bs 64 9.78 -> 9.95 ms, isolated 112.8 -> 116.4 us): off by default.
+  const int hc = knobs().mma_head_cluster;
+  p.head_cluster = p.cluster == 0 && hc > 1 && p.nkv % hc == 0 &&
+                           decode_mma_head_cluster_fits(device.index, a.dtype, p.hd, hc) > 0
+                       ? hc
+                       : 0;
+  // The carry kernel where a block may do several splits (below SMs pairs with long requests, or
+  // GRAPHRT_DECODE_MMA_WIDE=0), or where the early metadata read is asked for (only it has one).
+  // Same bits either way. Measured (s7 runs 1-2): no change where blocks do 1-2 splits, -0.12 ms
+  // at llama bs 64 ctx 4096 without wide (5-6 splits a block), qwen3-30b-a3b bs 8 -0.07 ms
+  // (two rounds), bs 1 within noise.
+  p.early = knobs().mma_early != 0;
+  p.carry = decode_mma_carry() && (grid_x < p.max_splits || p.early);
+  p.early = p.early && p.carry;
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv), static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
-      "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots)",
-      d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots);
+      "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
+      "early {}, head cluster {})",
+      d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
+      p.early ? 1 : 0, p.head_cluster);
 }
 
 template <typename T, bool kFused>
@@ -804,6 +851,26 @@ int decode_legacy_cluster_fits(int dev, DType dtype, int heads_per_block, int si
 int decode_mma_cluster() {
   const int o = g_cluster_override.load(std::memory_order_relaxed);
   return o < -1 ? knobs().mma_cluster : o;
+}
+
+void set_decode_mma_carry(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_mma_carry({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_carry_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_mma_carry() {
+  const int o = g_carry_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().mma_carry : o) != 0;
+}
+
+void set_decode_mma_wide(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_mma_wide({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_wide_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_mma_wide() {
+  const int o = g_wide_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().mma_wide : o) != 0;
 }
 
 }  // namespace grt::cuda

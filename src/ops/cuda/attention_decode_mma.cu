@@ -37,7 +37,27 @@
 //    (at bs 1 the kernel is a chain of memory trips, not bandwidth: 2 MB of KV in 12.9 us).
 //    Blocks past a request's splits stay for the two cluster barriers (the second keeps every
 //    block's shared memory alive until all reads are done).
-//  - PDL (ops/cuda/pdl.cuh): everything is read after pdl_wait; pdl_trigger after the main loop.
+//  - Carry (p.carry; on by default where a block may do several splits, GRAPHRT_DECODE_MMA_CARRY=0
+//    for the kernel without it): when a block does several splits (grid x < splits: below SMs
+//    pairs with long requests, or at large batch with GRAPHRT_DECODE_MMA_WIDE=0, e.g. llama-3.1-8b
+//    bs 64 ctx 1024: 5 splits on 3 blocks), its tiles form one stream: the next
+//    split's table entries and first tile are issued during the current split's last tile and
+//    merge (which uses the stage not in flight), so the two stages stay busy across split
+//    boundaries instead of draining at each (a table trip and a K/V trip with nothing in flight).
+//    Same tiles, same arithmetic in the same order: the same bits as without it. Measured
+//    (bench/results/h100_2026-11-24_s7_dattn): no change at 1-2 splits a block (the other blocks'
+//    copies keep DRAM busy while one drains), -0.6% at 5-6 (llama bs 64 ctx 4096, wide off).
+//  - Early (p.early, carry kernel only; off by default, GRAPHRT_DECODE_MMA_EARLY=1: it measured no
+//    gain, the metadata lines being L2 hits at small batch): the lengths, request
+//    slots and the first tile's table entries are read before pdl_wait, so two of the three
+//    dependent trips in front of the first K/V copy overlap the predecessor's tail (in a graph
+//    the blocks are resident while prepare_qkv runs). An exception to point 1 of pdl.cuh's
+//    contract that holds because no kernel writes that metadata: the host copies it (eager
+//    uploads, replay-prepare into persistent buffers) before the forward's kernels, and only the
+//    immediate predecessor can still be running when this kernel starts (pdl.cuh point 2).
+//    q and the K/V cache (prepare_qkv writes the new token's) are read after the wait.
+//  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
+//    loop.
 #include "ops/cuda/attention_decode_mma.h"
 
 #include <cuda_bf16.h>
@@ -88,6 +108,8 @@ struct MmaCfg {
   static_assert(kThreads % kChunks == 0 && kBK % kRowsPerPass == 0 && 16 % kRowsPerPass == 0);
   // The warp merge (4 x 16 x HD floats) and the split weights (16 x 64 floats) reuse the stages.
   static_assert(size_t{kWarps} * 16 * HD * 4 <= size_t{4} * kTileElems * 2);
+  // Carry: the warp merge fits in one stage (K and V of one tile), the one not in flight.
+  static_assert(size_t{kWarps} * 16 * HD * 4 <= size_t{2} * kTileElems * 2);
   static_assert(size_t{16} * kDecodeMmaMaxSplits * 4 <= size_t{4} * kTileElems * 2);
   // Cluster path: each split's normalised partial (16 x HD floats) and log2-sum-exp (16 floats)
   // stay in the block's shared memory after kSmem, one slot per split the block does.
@@ -107,7 +129,9 @@ __device__ __forceinline__ float4 fma4(float w, float4 x, float4 acc) {
   return make_float4(fmaf(w, x.x, acc.x), fmaf(w, x.y, acc.y), fmaf(w, x.z, acc.z), fmaf(w, x.w, acc.w));
 }
 
-template <typename T, int HD, bool kCluster>
+// kCarry: the block's tiles form one stream across its splits (see "Carry" in the header comment);
+// false: every split fills and drains the two stages on its own (the s5 kernel, kept for the A/B).
+template <typename T, int HD, bool kCluster, bool kCarry>
 __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
   using C = MmaCfg<HD>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -121,7 +145,9 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   float* keep = reinterpret_cast<float*>(smem_raw + C::kSmem);
   float* keep_lse = keep + static_cast<size_t>(p.cluster_slots) * 16 * HD;
 
-  pdl_wait();
+  // kCarry with p.early: the decode metadata (lengths, request slots, table) is read before
+  // pdl_wait (see "Early" in the header comment); everything else after it.
+  if constexpr (!kCarry) pdl_wait();
   const int kvh = blockIdx.y, b = blockIdx.z;
   // The length and the request slot in one trip to memory (the slot is needed for the table row).
   const int32_t req = p.req_pool_indices[b];
@@ -131,8 +157,10 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   // Uniform over the block, and over a cluster (one request and kv head) when splits == 1.
   // Cluster blocks past the splits of a longer request stay for the cluster barriers below.
   const bool idle = static_cast<int>(blockIdx.x) >= splits;
-  if (idle && (!kCluster || splits == 1)) return;
-  if (idle) pdl_trigger();  // (the loop below, where the others trigger, is empty for this block)
+  if constexpr (!kCarry) {
+    if (idle && (!kCluster || splits == 1)) return;
+    if (idle) pdl_trigger();  // (the loop below, where the others trigger, is empty for this block)
+  }
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int G = p.group;  // rows of the 16-row tile in use
@@ -148,7 +176,7 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
 
   // Q tile: row r = query head first_head + r; rows past the group zero-filled. Committed with
   // the first split's first tile (one cp.async group). Not for idle blocks (no copy left behind).
-  if (!idle) {
+  const auto load_q = [&] {
     const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride +
                  static_cast<int64_t>(first_head) * HD + chunk * 8;
 #pragma unroll
@@ -157,7 +185,9 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
       const bool ok = r < G;
       cp_async16(smem_addr(qs + r * C::kPitch + chunk * 8), ok ? q + static_cast<int64_t>(r) * HD : q, ok);
     }
-  }
+  };
+  if constexpr (!kCarry)
+    if (!idle) load_q();
 
   // Fragment ownership (mma layouts): this lane holds rows g and g + 8 (query heads), score
   // columns (tokens) and output columns (dims) 2 t4, 2 t4 + 1 of every 8-column tile.
@@ -174,49 +204,94 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   int done = 0;  // splits this block finished
   T* out = static_cast<T*>(p.out);
 
-  for (int split = blockIdx.x; split < splits; split += gridDim.x) {
-    const int64_t start = split * per_split;
-    const int n = static_cast<int>(max(int64_t{0}, min(len, start + per_split) - start));  // tokens of the split
-    const int num_tiles = (n + C::kBK - 1) / C::kBK;
-    const int32_t* row = table != nullptr ? table + start : nullptr;
+  // Tokens of split s (0 only for trailing splits: a block's splits come in increasing order).
+  const auto split_tokens = [&](int s) {
+    const int64_t start = s * per_split;
+    return static_cast<int>(max(int64_t{0}, min(len, start + per_split) - start));
+  };
+  int32_t slots[C::kKvRows];  // this thread's rows of the next tile to issue (-1: past its split, zero-filled)
+  auto load_slots_of = [&](int s, int t) {
+    const int n = split_tokens(s);
+    const int32_t* row = table != nullptr ? table + s * per_split : nullptr;
+#pragma unroll
+    for (int i = 0; i < C::kKvRows; ++i) {
+      const int pos = t * C::kBK + crow + i * C::kRowsPerPass;
+      slots[i] = pos < n ? static_cast<int32_t>(kv_slot(row, pos, p.num_slots)) : -1;
+    }
+  };
+  auto issue_tile = [&](int stage) {
+    T* ks = kvs + (2 * stage) * C::kTileElems;
+    T* vs = ks + C::kTileElems;
+#pragma unroll
+    for (int i = 0; i < C::kKvRows; ++i) {
+      const int r = crow + i * C::kRowsPerPass;
+      const bool ok = slots[i] >= 0;
+      const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
+      cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
+      cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, ok);
+    }
+  };
+  // kCarry: the next tile to issue is tile `nt` of split `ns` (ns >= splits: none left). Uniform
+  // over the block. Stages alternate over the block's whole tile stream: its c-th tile (counted
+  // over all its splits) lies in stage c & 1.
+  int ns = static_cast<int>(blockIdx.x), nt = 0;
+  const auto next_tile = [&] {  // moves the cursor one tile on, into the block's next split at the end
+    if (++nt * C::kBK >= split_tokens(ns)) {
+      ns += static_cast<int>(gridDim.x);
+      nt = 0;
+      if (ns < splits && split_tokens(ns) == 0) ns = splits;  // trailing empty splits: no tiles
+    }
+  };
+  int ct = 0;  // kCarry: tiles of the stream computed so far
+  if constexpr (kCarry) {
+    if (ns < splits && split_tokens(ns) == 0) ns = splits;
+    if (p.early && ns < splits) load_slots_of(ns, nt);  // the first tile's table entries, before the wait
+    pdl_wait();
+    if (idle && (!kCluster || splits == 1)) return;
+    if (idle) pdl_trigger();  // (the loop below, where the others trigger, is empty for this block)
+    if (!idle) load_q();
+    if (ns < splits) {
+      if (!p.early) load_slots_of(ns, nt);
+      issue_tile(0);
+      next_tile();
+    }
+    cp_async_commit();  // (Q and) the first tile
+    if (ns < splits) load_slots_of(ns, nt);
+  }
 
-    int32_t slots[C::kKvRows];  // this thread's rows of one tile (-1: past the split, zero-filled)
-    auto load_slots = [&](int t) {
-#pragma unroll
-      for (int i = 0; i < C::kKvRows; ++i) {
-        const int pos = t * C::kBK + crow + i * C::kRowsPerPass;
-        slots[i] = pos < n ? static_cast<int32_t>(kv_slot(row, pos, p.num_slots)) : -1;
-      }
-    };
-    auto issue_tile = [&](int stage) {
-      T* ks = kvs + (2 * stage) * C::kTileElems;
-      T* vs = ks + C::kTileElems;
-#pragma unroll
-      for (int i = 0; i < C::kKvRows; ++i) {
-        const int r = crow + i * C::kRowsPerPass;
-        const bool ok = slots[i] >= 0;
-        const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
-        cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
-        cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, ok);
-      }
-    };
+  for (int split = blockIdx.x; split < splits; split += gridDim.x) {
+    const int n = split_tokens(split);  // tokens of the split
+    const int num_tiles = (n + C::kBK - 1) / C::kBK;
 
     float o[HD / 8][4];
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < HD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
-    if (num_tiles > 0) {
-      load_slots(0);
-      issue_tile(0);
+    if constexpr (!kCarry) {
+      if (num_tiles > 0) {
+        load_slots_of(split, 0);
+        issue_tile(0);
+      }
+      cp_async_commit();  // (Q and) tile 0
+      if (num_tiles > 1) load_slots_of(split, 1);
     }
-    cp_async_commit();  // (Q and) tile 0
-    if (num_tiles > 1) load_slots(1);
 
     for (int t = 0; t < num_tiles; ++t) {
-      if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
-      cp_async_commit();
-      if (t + 2 < num_tiles) load_slots(t + 2);
+      if constexpr (kCarry) {
+        // The next tile of the stream, maybe the next split's first: its copies run during this
+        // tile's math and the split's merge instead of after them.
+        if (ns < splits) {
+          issue_tile((ct + 1) & 1);
+          next_tile();
+        }
+        cp_async_commit();
+        if (ns < splits) load_slots_of(ns, nt);
+      } else {
+        if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
+        cp_async_commit();
+        if (t + 2 < num_tiles) load_slots_of(split, t + 2);
+      }
       cp_async_wait<1>();  // this thread's copies of tile t (and Q) landed
       __syncthreads();     // every thread's did
       if (!q_in_regs) {
@@ -225,7 +300,7 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
         for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
         q_in_regs = true;
       }
-      const T* ks = kvs + (2 * (t & 1)) * C::kTileElems;
+      const T* ks = kvs + (2 * ((kCarry ? ct : t) & 1)) * C::kTileElems;
       const T* vs = ks + C::kTileElems;
       const int key0 = t * C::kBK + warp * 16;  // the warp's first token in the split
       if (key0 < n) {
@@ -286,8 +361,17 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
         }
       }
       __syncthreads();  // this stage is refilled by the next iteration's copy
+      ++ct;
     }
-    cp_async_wait<0>();
+    // kCarry: the stage of the split's last tile is free (the next split's first tile, if any,
+    // is in flight in the other): the warp merge goes there. Drained when nothing is in flight.
+    float* merge = scratch;
+    if constexpr (kCarry) {
+      merge = reinterpret_cast<float*>(kvs + (2 * ((ct + 1) & 1)) * C::kTileElems);
+      if (ns >= splits) cp_async_wait<0>();
+    } else {
+      cp_async_wait<0>();
+    }
     pdl_trigger();
     __syncthreads();  // every warp is done with the stages (also when the split had no tile)
 
@@ -309,7 +393,7 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
       if (r >= G) continue;
 #pragma unroll
       for (int j = 0; j < HD / 8; ++j)
-        *reinterpret_cast<float2*>(scratch + (warp * 16 + r) * HD + 8 * j + 2 * t4) = make_float2(o[j][2 * i], o[j][2 * i + 1]);
+        *reinterpret_cast<float2*>(merge + (warp * 16 + r) * HD + 8 * j + 2 * t4) = make_float2(o[j][2 * i], o[j][2 * i + 1]);
     }
     __syncthreads();
     for (int e = tid; e < G * (HD / 4); e += C::kThreads) {
@@ -324,7 +408,7 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
         for (int w = 0; w < C::kWarps; ++w) {
           const float wt = exp2f(sh_m[w][r] - mx);
           lsum = fmaf(sh_l[w][r], wt, lsum);
-          acc = fma4(wt, *reinterpret_cast<const float4*>(scratch + (w * 16 + r) * HD + d), acc);
+          acc = fma4(wt, *reinterpret_cast<const float4*>(merge + (w * 16 + r) * HD + d), acc);
         }
       }
       const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
@@ -441,7 +525,8 @@ template <typename T, int HD>
 void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid, int carveout) {
   using C = MmaCfg<HD>;
   const bool cluster = p.cluster > 1;
-  auto kernel = cluster ? decode_mma_kernel<T, HD, true> : decode_mma_kernel<T, HD, false>;
+  auto kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true> : decode_mma_kernel<T, HD, true, false>)
+                        : (p.carry ? decode_mma_kernel<T, HD, false, true> : decode_mma_kernel<T, HD, false, false>);
   const size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                  "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", smem, HD);
@@ -458,7 +543,9 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
   if (cluster)
     GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                    "allowing clusters of {} blocks for attention_decode mma (head_dim {})", p.cluster, HD);
-  (void)launch_pdl(dev, kernel, grid, dim3(C::kThreads), smem, st, cluster ? static_cast<unsigned>(p.cluster) : 1u, p);
+  const dim3 clusters = cluster ? dim3(static_cast<unsigned>(p.cluster), 1, 1)
+                                : dim3(1, p.head_cluster > 1 ? static_cast<unsigned>(p.head_cluster) : 1u, 1);
+  (void)launch_pdl_clusters(dev, kernel, grid, dim3(C::kThreads), smem, st, clusters, p);
 }
 
 template <typename T>
@@ -471,7 +558,8 @@ void launch_hd(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid, in
 template <typename T, int HD>
 int active_clusters(int size, int slots) {
   using C = MmaCfg<HD>;
-  auto kernel = decode_mma_kernel<T, HD, true>;
+  // (Both kernels of the carry switch use the same resources: the carry one is checked.)
+  auto kernel = decode_mma_kernel<T, HD, true, true>;
   const size_t smem = C::smem_bytes(slots);
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess ||
       cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
@@ -481,7 +569,37 @@ int active_clusters(int size, int slots) {
   return max_active_clusters(kernel, static_cast<unsigned>(size), dim3(C::kThreads), smem);
 }
 
+// Clusters of `size` kv-head blocks of the global-merge kernel resident at once (0: cannot launch).
+template <typename T, int HD>
+int active_head_clusters(int size) {
+  using C = MmaCfg<HD>;
+  auto kernel = decode_mma_kernel<T, HD, false, true>;  // (the other variant uses the same resources)
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)) !=
+          cudaSuccess ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return max_active_clusters(kernel, dim3(1, static_cast<unsigned>(size), 1), dim3(C::kThreads), C::kSmem);
+}
+
 }  // namespace
+
+int decode_mma_head_cluster_fits(int dev, DType dtype, int head_dim, int size) {
+  if (size < 2 || size > 8) return 0;
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int>, int> known;  // (device, dtype, head_dim, size)
+  const auto key = std::make_tuple(dev, static_cast<int>(dtype), head_dim, size);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int n = 0;
+  if (dtype == DType::BF16) n = head_dim == 64 ? active_head_clusters<__nv_bfloat16, 64>(size)
+                                               : active_head_clusters<__nv_bfloat16, 128>(size);
+  else n = head_dim == 64 ? active_head_clusters<__half, 64>(size) : active_head_clusters<__half, 128>(size);
+  known.emplace(key, n);
+  return n;
+}
 
 bool decode_mma_supports(DType dtype, int head_dim, int group, int batch, int num_kv_heads, const void* q,
                          int64_t q_row_stride, const void* k_cache, const void* v_cache, const void* out) {

@@ -39,6 +39,15 @@ struct DecodeMmaParams {
   // or counter, and the same output bits as the global merge (cluster <= 1) for the same
   // max_splits and chunk.
   int cluster, cluster_slots;
+  // Whether a block doing several splits streams their tiles without draining the stages between
+  // them (see "Carry" in attention_decode_mma.cu). Same output bits either way.
+  bool carry;
+  // With carry: read the lengths, request slots and the first tile's table entries before
+  // pdl_wait (no kernel writes them; see "Early" in attention_decode_mma.cu).
+  bool early;
+  // > 1 (global merge only): blocks of head_cluster consecutive kv heads (grid y) of one
+  // (request, split) launch as one thread-block cluster (scheduling only; the kernel ignores it).
+  int head_cluster;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -53,6 +62,10 @@ int decode_mma_blocks_per_sm(int head_dim);
 // (current), 0 where that size cannot launch (size 2..kDecodeMmaMaxCluster; cached per shape).
 int decode_mma_cluster_fits(int dev, DType dtype, int head_dim, int size, int slots);
 
+// Clusters of `size` kv-head blocks (along grid y) of the global-merge kernel resident at once on
+// device `dev` (current); 0 where they cannot launch (size 2..8; cached per shape).
+int decode_mma_head_cluster_fits(int dev, DType dtype, int head_dim, int size);
+
 // Launches on `stream` (device `dev` current) with the PDL attribute; grid (splits, nkv, B), or
 // (p.cluster, nkv, B) as clusters along x. carveout: the preferred shared-memory carveout in
 // percent; -1 none (the driver's choice); -2 by kernel (global merge 100, cluster merge none).
@@ -64,5 +77,19 @@ void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, D
 // size (an Error at launch where it cannot run). For tests and A/B; process-wide.
 void set_decode_mma_cluster(int mode);
 int decode_mma_cluster();  // the mode in force (-1, 0 or 2..16)
+
+// Whether the mma kernel carries its tile stream across the splits of a block (attention_decode_mma.cu,
+// "Carry"): -1 the environment's GRAPHRT_DECODE_MMA_CARRY (default 1), 0 off, 1 on; it runs where
+// a block may do several splits (or GRAPHRT_DECODE_MMA_EARLY=1). The same output bits either way.
+// For tests and A/B; process-wide (defined in attention_decode.cu).
+void set_decode_mma_carry(int mode);
+bool decode_mma_carry();  // in force
+
+// The mma path's large-batch geometry (attention_decode.cu, launch_mma): -1 the environment's
+// GRAPHRT_DECODE_MMA_WIDE (default 1), 1 from SMs (request, kv head) pairs on 512-token splits
+// with one block each, 0 256-token splits on blocks that loop over them. Changes the split counts
+// (so the bits) of those batches. For tests and A/B; process-wide.
+void set_decode_mma_wide(int mode);
+bool decode_mma_wide();  // in force
 
 }  // namespace grt::cuda

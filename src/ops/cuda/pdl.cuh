@@ -40,12 +40,12 @@ __device__ __forceinline__ void pdl_trigger() {
 }
 
 // Launches kernel<<<grid, block, smem, stream>>>(args...) on device `index` (already current),
-// with the PDL attribute when pdl_enabled(index) and as a thread block cluster of `cluster` blocks
-// along x when cluster > 1. The kernel must keep the contract above. Returns the launch's error
-// (also left as the last error, which GRT_CUDA_CHECK_LAUNCH reads).
+// with the PDL attribute when pdl_enabled(index) and as thread block clusters of `cluster` blocks
+// (x, y, z) when that holds more than one block. The kernel must keep the contract above. Returns
+// the launch's error (also left as the last error, which GRT_CUDA_CHECK_LAUNCH reads).
 template <typename... Params, typename... Args>
-cudaError_t launch_pdl(int index, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                       unsigned cluster, Args&&... args) {
+cudaError_t launch_pdl_clusters(int index, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                cudaStream_t stream, dim3 cluster, Args&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -58,11 +58,11 @@ cudaError_t launch_pdl(int index, void (*kernel)(Params...), dim3 grid, dim3 blo
     attr[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
   }
-  if (cluster > 1) {
+  if (cluster.x * cluster.y * cluster.z > 1) {
     attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = cluster;
-    attr[n].val.clusterDim.y = 1;
-    attr[n].val.clusterDim.z = 1;
+    attr[n].val.clusterDim.x = cluster.x;
+    attr[n].val.clusterDim.y = cluster.y;
+    attr[n].val.clusterDim.z = cluster.z;
     ++n;
   }
   cfg.attrs = attr;
@@ -70,21 +70,28 @@ cudaError_t launch_pdl(int index, void (*kernel)(Params...), dim3 grid, dim3 blo
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
-// Clusters of `cluster` blocks (along x) of `block` threads and `smem` dynamic shared memory
-// bytes that the device can hold resident at once when launched as launch_pdl does, or 0 when
-// such a launch cannot run (the error is cleared). The kernel's attributes (shared memory limit,
-// non-portable cluster sizes) must be set first.
+// launch_pdl_clusters with clusters of `cluster` blocks along x (none when cluster <= 1).
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(int index, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       unsigned cluster, Args&&... args) {
+  return launch_pdl_clusters(index, kernel, grid, block, smem, stream, dim3(cluster, 1, 1), std::forward<Args>(args)...);
+}
+
+// Clusters of `cluster` blocks (x, y, z) of `block` threads and `smem` dynamic shared memory
+// bytes that the device can hold resident at once when launched as launch_pdl_clusters does, or 0
+// when such a launch cannot run (the error is cleared). The kernel's attributes (shared memory
+// limit, non-portable cluster sizes) must be set first.
 template <typename... Params>
-int max_active_clusters(void (*kernel)(Params...), unsigned cluster, dim3 block, size_t smem) {
+int max_active_clusters(void (*kernel)(Params...), dim3 cluster, dim3 block, size_t smem) {
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(cluster, 1, 1);
+  cfg.gridDim = cluster;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = cluster;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
+  attr.val.clusterDim.x = cluster.x;
+  attr.val.clusterDim.y = cluster.y;
+  attr.val.clusterDim.z = cluster.z;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   int n = 0;
@@ -93,6 +100,12 @@ int max_active_clusters(void (*kernel)(Params...), unsigned cluster, dim3 block,
     return 0;
   }
   return n;
+}
+
+// Clusters of `cluster` blocks along x (max_active_clusters above).
+template <typename... Params>
+int max_active_clusters(void (*kernel)(Params...), unsigned cluster, dim3 block, size_t smem) {
+  return max_active_clusters(kernel, dim3(cluster, 1, 1), block, smem);
 }
 
 }  // namespace grt::cuda
