@@ -975,13 +975,18 @@ TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
           }
 }
 
-// A prefill's thousands of tokens in one flat grid of the lanes kernel: same bits as the unfused
-// ops there too.
+// A prefill's thousands of tokens (by default the token-tile kernel from 512 tokens, the lanes
+// kernel below; GRAPHRT_PREPARE_QKV=lanes|early|tile forces one for every count): same bits as the
+// unfused ops there too. Qwen3 (16/8/128: 2 tile rounds in bf16), Llama (32/8/128: 3 rounds), hd 64
+// (the f32 tile with 16 lanes a head), around the 512-token switch and at a 4096-token prefill.
 TEST(OpsCudaPrepareQkv, ManyTokensEqualUnfusedSequence) {
   uint32_t seed = 9100;
-  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 64}})
+  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}, {32, 8, 64}})
     for (DType dt : {DType::BF16, DType::F32})
-      for (int64_t T : {4500, 6001}) check_prepare_qkv_cuda(c, dt, /*norm=*/true, T, /*pad=*/0, seed += 13);
+      for (int64_t T : {511, 512, 4096, 6001}) check_prepare_qkv_cuda(c, dt, /*norm=*/true, T, /*pad=*/0, seed += 13);
+  // Without norms (q of a token without rope stays as it is) and with a strided, still aligned row.
+  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}})
+    check_prepare_qkv_cuda(c, DType::BF16, /*norm=*/false, 4096, /*pad=*/8, seed += 13);
 }
 
 // Captured (as the decode graphs capture it), prepare_qkv_ replays on new values, positions and
