@@ -204,6 +204,48 @@ struct LaneUnit {
   }
 };
 
+// One unit's arithmetic in both lanes kernels and the tile kernel: the lane's chunk raw (elements
+// c.. of the head), its RMSNorm when norm (wraw: the weight's chunk), RoPE with this lane's
+// cos/sin when rope, stored to out (the chunk's place) when write. Every lane of the warp calls it
+// (the sum and the partner element come by shuffles inside the lane's group of L).
+template <typename T, int L>
+__device__ __forceinline__ void norm_rope_chunk(const uint4& raw, bool norm, const uint4& wraw, float eps, bool rope,
+                                                const float* cs_c, const float* cs_s, int sub, bool write, T* out) {
+  constexpr int V = kChunk<T>, hd = L * V;
+  float x[V];
+  const T* xe = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (norm) {
+    const float inv = rsqrtf(ss / static_cast<float>(hd) + eps);
+    const T* we = reinterpret_cast<const T*>(&wraw);
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[j] = round_to<T>(to_float(we[j]) * round_to<T>(x[j] * inv));
+  }
+  float partner[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
+  if (!write) return;
+  const bool low = sub < L / 2;  // holds elements j < half: keeps rope's lo, its partner hi
+  float y[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (rope) {
+      float lo, hi;
+      rope_rotate(low ? x[j] : partner[j], low ? partner[j] : x[j], cs_c[j], cs_s[j], lo, hi);
+      y[j] = low ? lo : hi;
+    } else {
+      y[j] = x[j];
+    }
+  }
+  store_chunk(out, 0, hd, true, y);
+}
+
 // kEarly (GRAPHRT_PREPARE_QKV=early): the chunk load is predicated on the unit being in range only,
 // not on its token's cache slot, so it leaves at once instead of one L2 round trip (the slot read)
 // later; a k/v chunk of a token whose slot is skipped is read and dropped (its source row exists).
@@ -240,39 +282,9 @@ __global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvA
       cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
     }
   }
-  float x[V];
-  const T* xe = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-  for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
-  float ss = 0.0f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
-#pragma unroll
-  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if (w) {
-    const float inv = rsqrtf(ss / static_cast<float>(hd) + a.eps);
-    const T* we = reinterpret_cast<const T*>(&wraw);
-#pragma unroll
-    for (int j = 0; j < V; ++j) x[j] = round_to<T>(to_float(we[j]) * round_to<T>(x[j] * inv));
-  }
-  float partner[V];
-#pragma unroll
-  for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
   // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
-  if (!active || un.is_v || (un.is_q && !w && !rope)) return;
-  const bool low = sub < L / 2;  // holds elements j < half: keeps rope's lo, its partner hi
-  float y[V];
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    if (rope) {
-      float lo, hi;
-      rope_rotate(low ? x[j] : partner[j], low ? partner[j] : x[j], cs_c[j], cs_s[j], lo, hi);
-      y[j] = low ? lo : hi;
-    } else {
-      y[j] = x[j];
-    }
-  }
-  store_chunk(dst, c, hd, true, y);
+  const bool write = active && !un.is_v && !(un.is_q && !w && !rope);
+  norm_rope_chunk<T, L>(raw, w != nullptr, wraw, a.eps, rope, cs_c, cs_s, sub, write, dst + c);
 }
 
 // The token-tile kernel (GRAPHRT_PREPARE_QKV=tile; auto from kTileMinTokens tokens): block t takes
@@ -338,44 +350,14 @@ __global__ void __launch_bounds__(256) prepare_qkv_tile_kernel(ops::PrepareQkvAr
       if (active) *reinterpret_cast<uint4*>(v_row + static_cast<int64_t>(r - nq - nkv) * hd + c) = raw[k];
     }
     const T* w = is_q ? wq : is_v ? nullptr : wk;
-    float x[V];
-    const T* xe = reinterpret_cast<const T*>(&raw[k]);
-#pragma unroll
-    for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
-    float ss = 0.0f;
-#pragma unroll
-    for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
-#pragma unroll
-    for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (w) {
-      const float inv = rsqrtf(ss / static_cast<float>(hd) + a.eps);
-      const uint4 wr = is_q ? wq_raw : wk_raw;
-      const T* we = reinterpret_cast<const T*>(&wr);
-#pragma unroll
-      for (int j = 0; j < V; ++j) x[j] = round_to<T>(to_float(we[j]) * round_to<T>(x[j] * inv));
-    }
-    float partner[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
     const bool rope_here = rope && !is_v;
     // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
-    if (active && !is_v && !(is_q && !w && !rope_here)) {
-      const bool low = sub < L / 2;  // holds elements j < half: keeps rope's lo, its partner hi
-      float y[V];
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        if (rope_here) {
-          float lo, hi;
-          rope_rotate(low ? x[j] : partner[j], low ? partner[j] : x[j], cs_c[j], cs_s[j], lo, hi);
-          y[j] = low ? lo : hi;
-        } else {
-          y[j] = x[j];
-        }
-      }
-      T* dst = is_q ? static_cast<T*>(a.q) + t * a.q_stride + static_cast<int64_t>(r) * hd
-                    : k_row + static_cast<int64_t>(r - nq) * hd;
-      store_chunk(dst, c, hd, true, y);
-    }
+    const bool write = active && !is_v && !(is_q && !w && !rope_here);
+    T* dst = is_q ? static_cast<T*>(a.q) + t * a.q_stride + static_cast<int64_t>(r) * hd
+                  : k_row + static_cast<int64_t>(r - nq) * hd;
+    const uint4 wraw = is_q ? wq_raw : wk_raw;  // a value: a selected reference would put both in local memory
+    norm_rope_chunk<T, L>(raw[k], w != nullptr, wraw, a.eps, rope_here, cs_c, cs_s, sub, write,
+                          dst + c);
   }
 }
 
