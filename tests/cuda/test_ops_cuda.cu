@@ -882,6 +882,7 @@ TEST(OpsCudaFusedLinear, MoreThanGemvMaxRowsAreRefused) {
 // 1e-5 for f32, 3e-2 for bf16 (see check_prepare_qkv_cuda).
 #include "ops/kv_store.h"
 #include "ops/prepare_qkv.h"
+#include "ops/cuda/dense_cuda.h"
 #include "capture_in_pool.h"
 #include "qkv_test_util.h"
 
@@ -960,33 +961,54 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
       ASSERT_EQ(after[static_cast<size_t>(t * W + col)], buf[static_cast<size_t>(t * W + col)]) << what << " col " << col;
 }
 
+// Each test runs every kernel of prepare_qkv_ on CUDA (set_prepare_qkv_path; GRAPHRT_PREPARE_QKV
+// picks one in a process), and goes back to the environment's choice at the end.
+const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads"};
+struct PrepareQkvPath {
+  explicit PrepareQkvPath(const char* p) { cuda::set_prepare_qkv_path(p); }
+  ~PrepareQkvPath() { cuda::set_prepare_qkv_path(nullptr); }
+};
+
 TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
   uint32_t seed = 7000;
   // Qwen3-0.6B / 8B heads, Llama-like GQA, an odd head_dim (scalar paths), and wide heads (the
   // norm's reduction then spans 2 or 4 warps of rms_norm_kernel); 68 heads: 17 head blocks of 4 warps.
-  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}, {4, 1, 64}, {3, 3, 10}, {2, 1, 256}, {1, 1, 512},
-                           {64, 4, 64}})
-    for (DType dt : {DType::BF16, DType::F32})
-      for (bool norm : {true, false})
-        for (int64_t T : {1, 3, 17, 257})
-          for (int64_t pad : {int64_t{0}, int64_t{8}, int64_t{3}}) {
-            if (T == 257 && pad != 0) continue;
-            check_prepare_qkv_cuda(c, dt, norm, T, pad, seed += 13);
-          }
+  for (const char* path : kPrepareQkvPaths) {
+    SCOPED_TRACE(path);
+    PrepareQkvPath forced(path);
+    for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}, {4, 1, 64}, {3, 3, 10}, {2, 1, 256},
+                             {1, 1, 512}, {64, 4, 64}})
+      for (DType dt : {DType::BF16, DType::F32})
+        for (bool norm : {true, false})
+          for (int64_t T : {1, 3, 17, 257})
+            for (int64_t pad : {int64_t{0}, int64_t{8}, int64_t{3}}) {
+              if (T == 257 && pad != 0) continue;
+              check_prepare_qkv_cuda(c, dt, norm, T, pad, seed += 13);
+            }
+  }
 }
 
-// A prefill's thousands of tokens (by default the token-tile kernel from 512 tokens, the lanes
-// kernel below; GRAPHRT_PREPARE_QKV=lanes|early|tile forces one for every count): same bits as the
-// unfused ops there too. Qwen3 (16/8/128: 2 tile rounds in bf16), Llama (32/8/128: 3 rounds), hd 64
-// (the f32 tile with 16 lanes a head), around the 512-token switch and at a 4096-token prefill.
+// A prefill's thousands of tokens, under each kernel (auto: the lanes kernel below 512 tokens, the
+// token tile from there): same bits as the unfused ops there too. Qwen3 (16/8/128: 2 tile rounds in
+// bf16), Llama (32/8/128: 3 rounds), hd 64 (the f32 tile with 16 lanes a head), around the
+// 512-token switch and at a 4096-token prefill.
 TEST(OpsCudaPrepareQkv, ManyTokensEqualUnfusedSequence) {
   uint32_t seed = 9100;
-  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}, {32, 8, 64}})
-    for (DType dt : {DType::BF16, DType::F32})
-      for (int64_t T : {511, 512, 4096, 6001}) check_prepare_qkv_cuda(c, dt, /*norm=*/true, T, /*pad=*/0, seed += 13);
-  // Without norms (q of a token without rope stays as it is) and with a strided, still aligned row.
-  for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}})
-    check_prepare_qkv_cuda(c, DType::BF16, /*norm=*/false, 4096, /*pad=*/8, seed += 13);
+  for (const char* path : kPrepareQkvPaths) {
+    SCOPED_TRACE(path);
+    PrepareQkvPath forced(path);
+    for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}, {32, 8, 64}})
+      for (DType dt : {DType::BF16, DType::F32})
+        for (int64_t T : {511, 512, 4096, 6001}) check_prepare_qkv_cuda(c, dt, /*norm=*/true, T, /*pad=*/0, seed += 13);
+    // Without norms (q of a token without rope stays as it is) and with a strided, still aligned row.
+    for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {32, 8, 128}})
+      check_prepare_qkv_cuda(c, DType::BF16, /*norm=*/false, 4096, /*pad=*/8, seed += 13);
+  }
+}
+
+TEST(OpsCudaPrepareQkv, UnknownKernelNameIsAnError) {
+  EXPECT_THROW(cuda::set_prepare_qkv_path("tiles"), Error);
+  cuda::set_prepare_qkv_path(nullptr);
 }
 
 // Captured (as the decode graphs capture it), prepare_qkv_ replays on new values, positions and

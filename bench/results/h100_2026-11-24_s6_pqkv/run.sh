@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # s6-pqkv, one device call: build, OpsCudaPrepareQkv.* under each kernel, prefill/decode A/B in
-# fresh processes, ncu of one eager 4096-token prefill (all kernels under the default; the
-# prepare_qkv launches only under the old lanes kernel and under early).
+# fresh processes, ncu of one eager 4096-token prefill (all kernels under auto; the prepare_qkv
+# launches only under lanes, early and auto).
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 export NCCL_NVLS_ENABLE=0
@@ -9,25 +9,23 @@ S=$OUT/summary.txt
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_DEPS_DIR=$PWD/.deps/include -DCMAKE_CUDA_ARCHITECTURES=90a-real > $OUT/build.log 2>&1 && timeout 250 cmake --build build-gpu -j16 --target graphrt graphrt_cuda_tests >> $OUT/build.log 2>&1 || { grep -B2 -A5 error $OUT/build.log | head -40; exit 1; }
 echo "build at $(el)s" >> $S
 TB=build-gpu/tests/graphrt_cuda_tests; [ -x $TB ] || TB=$(find build-gpu -name graphrt_cuda_tests -type f | head -1)
-for p in auto tile early lanes; do
-  [ $(el) -gt 215 ] && break
-  GRAPHRT_PREPARE_QKV=$p timeout 60 $TB --gtest_filter='OpsCudaPrepareQkv.*' > $OUT/tests_$p.log 2>&1
-  echo "tests $p rc=$? $(grep -E '^\[  (PASSED|FAILED)' $OUT/tests_$p.log | tr '\n' ' ') at $(el)s" >> $S
-done
+timeout 90 $TB --gtest_filter='OpsCudaPrepareQkv.*' > $OUT/tests.log 2>&1  # every kernel in-process
+echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' $OUT/tests.log | tr '\n' ' ') at $(el)s" >> $S
 P="prefill --model builtin:qwen3-0.6b --tokens 256,4096 --iters 10"
 D="decode --model builtin:qwen3-0.6b --batch-sizes 1,64 --cuda-graph-bs 1,64 --iters 20"
 cat > $OUT/abl.txt <<AB
-prefill lanes (old)|GRAPHRT_PREPARE_QKV=lanes|$P
-prefill auto (tile >= 512, early below)||$P
+prefill lanes (old, default)||$P
+prefill auto (tile >= 512, early below)|GRAPHRT_PREPARE_QKV=auto|$P
 prefill early|GRAPHRT_PREPARE_QKV=early|$P
-decode lanes (old)|GRAPHRT_PREPARE_QKV=lanes|$D
-decode auto (early)||$D
+prefill tile|GRAPHRT_PREPARE_QKV=tile|$P
+decode lanes (old, default)||$D
+decode auto (early)|GRAPHRT_PREPARE_QKV=auto|$D
 AB
 ABLATIONS=$OUT/abl.txt BIN=build-gpu/graphrt ABLATION_TIMEOUT=40 timeout $((290 - $(el))) bash scripts/gpu_ablations.sh > $OUT/ablations.txt 2>&1
 echo "ablations at $(el)s" >> $S
 export GRAPHRT_CAPTURE_INSTANTIATE_THREADS=0 GRAPHRT_BENCH_PROFILE=1
 E="build-gpu/graphrt bench eager --model builtin:qwen3-0.6b --batch-sizes 1 --prefill-tokens 4096 --iters 4"
-[ $(el) -lt 300 ] && timeout 45 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv --log-file $OUT/ncu.csv $E > /dev/null 2> $OUT/ncu.err
+[ $(el) -lt 300 ] && GRAPHRT_PREPARE_QKV=auto timeout 45 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv --log-file $OUT/ncu.csv $E > /dev/null 2> $OUT/ncu.err
 python3 scripts/ncu_breakdown.py $OUT/ncu.csv --layers 28 --top 8 > $OUT/ncu_pre4096.txt 2>&1
 for p in lanes early auto; do
   [ $(el) -gt 330 ] && break

@@ -46,16 +46,19 @@ constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one
 
 // GRAPHRT_PREPARE_QKV, for A/B (same result bits whichever runs; each falls back to the next
 // that applies: tile -> early -> heads, lanes -> heads):
-//  auto (default): tile from kTileMinTokens tokens, early below;
-//  lanes: the session-5 lanes kernel (its chunk load waits for the token's cache slot);
+//  lanes (default): the session-5 lanes kernel (its chunk load waits for the token's cache slot);
 //  early: the lanes kernel with the chunk load issued before the slot is known;
 //  tile: the token-tile kernel at every token count;
+//  auto: tile from kTileMinTokens tokens, early below (the candidate default, not yet measured);
 //  heads, token: the shared-memory kernels.
-enum class Path { auto_, lanes, early, tile, heads, token };
+enum class Path { lanes, early, tile, auto_, heads, token };
+constexpr const char* kPathNames[] = {"lanes", "early", "tile", "auto", "heads", "token"};  // Path's order
+int path_override = -1;  // set_prepare_qkv_path (tests), host side only
 Path chosen_path() {
   static const Path p = static_cast<Path>(
-      env_choice("GRAPHRT_PREPARE_QKV", {"auto", "lanes", "early", "tile", "heads", "token"}, 0));
-  return p;
+      env_choice("GRAPHRT_PREPARE_QKV", {kPathNames[0], kPathNames[1], kPathNames[2], kPathNames[3], kPathNames[4],
+                                         kPathNames[5]}, 0));
+  return path_override >= 0 ? static_cast<Path>(path_override) : p;
 }
 constexpr int64_t kTileMinTokens = 512;
 bool one_block_per_token() { return chosen_path() == Path::token; }
@@ -452,6 +455,22 @@ void launch(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
 }
 
 }  // namespace
+
+void set_prepare_qkv_path(const char* path) {
+  if (path == nullptr) {
+    path_override = -1;
+    return;
+  }
+  int i = 0;
+  for (const char* name : kPathNames) {
+    if (std::strcmp(name, path) == 0) {
+      path_override = i;
+      return;
+    }
+    ++i;
+  }
+  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads or token)", path);
+}
 
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& a) {
   GRT_CHECK(a.tokens <= 0x7fffffff, "prepare_qkv_: {} tokens exceed one grid", a.tokens);
