@@ -1,5 +1,6 @@
 // prepare_qkv_ on CUDA: per token, RMSNorm of each q/k head (when weights are given), RoPE of q
-// and k, q written in place, k and v stored into their cache slots. Two kernels, same result bits:
+// and k, q written in place, k and v stored into their cache slots. Kernels with the same result
+// bits (GRAPHRT_PREPARE_QKV below picks; `early` and `tile`, further down, are lanes variants):
 //  - lanes (default where it applies: head_dim / chunk in {4, 8, 16, 32}, every row 16-byte
 //    aligned): a head is a group of L = head_dim / chunk lanes, each holding one 16-byte chunk in
 //    registers; a warp takes 32 / L heads (q, k and v heads of all tokens in one flat index, so a
