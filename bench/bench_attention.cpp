@@ -214,7 +214,7 @@ void register_bench_attention(CLI::App& bench) {
                   "GRAPHRT_EXTEND_KERNEL values to time (auto, auto-s5, fa3-wg2, fa3-ov, fa3-ws, fa3-wsnp, ...: the list "
                   "in src/ops/cuda/attention_extend_params.h)")
       ->capture_default_str();
-  cmd->add_option("--iters", o->iters, "timed calls per point (event-timed mean)")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed calls per point (event-timed mean)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--torch", o->torch, "JSON from scripts/bench_attention_torch.py, measured in the same job");
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->add_option("--json-out", o->json_out, "also write the JSON to this file");

@@ -115,7 +115,7 @@ void register_bench_breakable(CLI::App& bench) {
   cmd->add_option("--batch-sizes", o->batch_sizes, "decode batch sizes")->capture_default_str();
   cmd->add_option("--breaks", o->breaks, "break counts to measure ('all': one per layer)")->capture_default_str();
   cmd->add_option("--context", o->context, "tokens already in the cache of each request")->capture_default_str();
-  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o] { run_breakable(*o); });
 }

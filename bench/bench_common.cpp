@@ -33,6 +33,32 @@ double median_ms(Device d, int warmup, int iters, const std::function<void()>& f
   return t[t.size() / 2];
 }
 
+std::vector<double> interleaved_medians_ms(Device d, int warmup, int iters,
+                                           const std::vector<std::function<void()>>& fns) {
+  GRT_CHECK(iters >= 1 && !fns.empty(), "interleaved timing needs iters >= 1 and a variant, got {} and {}", iters,
+            fns.size());
+  Stream& s = current_stream(d);
+  for (const auto& fn : fns)
+    for (int i = 0; i < warmup; ++i) fn();
+  s.synchronize();
+  std::vector<std::vector<double>> t(fns.size());
+  for (int round = 0; round < iters; ++round) {
+    for (size_t k = 0; k < fns.size(); ++k) {
+      const size_t v = (k + static_cast<size_t>(round)) % fns.size();
+      const auto a = std::chrono::steady_clock::now();
+      fns[v]();
+      s.synchronize();
+      t[v].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    }
+  }
+  std::vector<double> medians;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
+}
+
 void profiled_step(Device d, const std::function<void()>& fn) {
   const char* env = std::getenv("GRAPHRT_BENCH_PROFILE");
   if (!env || !*env || std::string(env) == "0") return;

@@ -15,6 +15,12 @@ namespace grt::bench {
 // Median milliseconds of `iters` runs of fn (after `warmup` runs), each synchronised on the
 // device so host overhead counts, as it does for a real step.
 double median_ms(Device device, int warmup, int iters, const std::function<void()>& fn);
+// Median milliseconds of each of `fns` (synchronised as median_ms), timed in turns: `warmup` runs
+// of each, then `iters` rounds that run every fn once, the order rotating by one each round. Clock
+// or power drift over a measurement (long prefills heat the GPU) then falls on every variant alike
+// instead of on whichever is timed last.
+std::vector<double> interleaved_medians_ms(Device device, int warmup, int iters,
+                                           const std::vector<std::function<void()>>& fns);
 // Average milliseconds of one call of fn, timed with device events around `iters` back-to-back
 // calls (kernel time; launch gaps included only where the GPU waits for them).
 double event_ms_per_call(Device device, int warmup, int iters, const std::function<void()>& fn);

@@ -98,9 +98,12 @@ void run_decode(const DecodeOpts& o) {
   for (int bs : bss) {
     bench::Occupancy occ(*runner, bs, o.context + 1);
     ForwardBatch b = bench::decode_batch(occ, o.context, m.config().vocab_size);
-    const double eager = bench::median_ms(d, 3, o.iters, [&] { runner->sample(b, runner->forward_eager(b)); });
     const uint64_t before = graphs->replay_count();
-    const double graph = bench::median_ms(d, 3, o.iters, [&] { runner->sample(b, runner->forward(b)); });
+    const std::vector<double> ms =
+        bench::interleaved_medians_ms(d, 3, o.iters,
+                                      {[&] { runner->sample(b, runner->forward_eager(b)); },
+                                       [&] { runner->sample(b, runner->forward(b)); }});
+    const double eager = ms[0], graph = ms[1];
     GRT_CHECK(graphs->replay_count() > before, "bench decode: batch size {} did not run on a graph", bs);
     bench::profiled_step(d, [&] { runner->sample(b, runner->forward(b)); });  // one graph step
     const double kv_bytes = static_cast<double>(TokenToKVPool::bytes_per_token(m.config().num_hidden_layers,
@@ -172,7 +175,7 @@ void register_bench_decode(CLI::App& bench) {
   o->args.add_to(*cmd);
   cmd->add_option("--batch-sizes", o->batch_sizes, "decode batch sizes to time")->capture_default_str();
   cmd->add_option("--context", o->context, "tokens already in the cache of each request")->capture_default_str();
-  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->add_flag("--lazy", o->lazy,

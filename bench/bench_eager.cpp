@@ -163,7 +163,7 @@ void register_bench(CLI::App& app) {
   eager->add_option("--batch-sizes", o->batch_sizes, "decode batch sizes")->capture_default_str();
   eager->add_option("--context", o->context, "tokens already in the cache of each decode request")->capture_default_str();
   eager->add_option("--prefill-tokens", o->prefill_tokens, "prefill token counts")->capture_default_str();
-  eager->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
+  eager->add_option("--iters", o->iters, "timed steps per point (median)")->check(CLI::Range(1, 1000000))->capture_default_str();
   eager->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
   eager->add_flag("--json", o->json, "print JSON");
   eager->callback([o] { run_eager(*o); });

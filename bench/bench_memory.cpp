@@ -152,7 +152,7 @@ void register_bench_memory(CLI::App& bench) {
   cmd->add_option("--prefill-tokens", o->prefill_tokens, "prefill tokens timed per configuration")
       ->capture_default_str();
   cmd->add_option("--context", o->context, "cached tokens of each decode request")->capture_default_str();
-  cmd->add_option("--iters", o->iters, "timed steps (median)")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps (median)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--capture-repeats", o->capture_repeats, "captures per configuration (the fastest is reported)")
       ->capture_default_str();
   cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();

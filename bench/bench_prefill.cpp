@@ -86,17 +86,21 @@ void run_prefill(const PrefillOpts& o) {
     bench::Occupancy occ(runner, 1, t);
     ForwardBatch b = bench::prefill_batch(occ, t, vocab);
     const int iters = t >= 2048 ? std::max(3, o.iters / 4) : o.iters;
-    const double eager = bench::median_ms(d, 2, iters, [&] { runner.sample(b, runner.forward_eager(b)); });
     const uint64_t before = pg->replay_count();
     // Host time to issue the forward (before sampling waits for it): near piecewise_ms, the step
     // is bound by the host (graph launches and the eager steps between pieces), not the device.
     std::vector<double> issue;
-    const double graph = bench::median_ms(d, 2, iters, [&] {
-      const auto a = std::chrono::steady_clock::now();
-      const Tensor logits = runner.forward(b);
-      issue.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-      runner.sample(b, logits);
-    });
+    const std::vector<double> ms = bench::interleaved_medians_ms(
+        d, 2, iters,
+        {[&] { runner.sample(b, runner.forward_eager(b)); },
+         [&] {
+           const auto a = std::chrono::steady_clock::now();
+           const Tensor logits = runner.forward(b);
+           issue.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+           runner.sample(b, logits);
+         }});
+    const double eager = ms[0], graph = ms[1];
+    issue.erase(issue.begin(), issue.begin() + 2);  // the warm-up runs
     std::sort(issue.begin(), issue.end());
     GRT_CHECK(pg->replay_count() > before, "bench prefill: {} tokens did not run on a piecewise graph", t);
     bench::profiled_step(d, [&] { runner.sample(b, runner.forward_eager(b)); });
@@ -134,7 +138,7 @@ void register_bench_prefill(CLI::App& bench) {
   cmd->add_option("--tokens", o->tokens, "prefill token counts to time")->capture_default_str();
   cmd->add_option("--schedule-max-tokens", o->max_tokens, "largest token count of the captured schedule")
       ->capture_default_str();
-  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps per point (median)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o] { run_prefill(*o); });

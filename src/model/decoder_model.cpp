@@ -175,7 +175,14 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
     if (config_.is_moe_layer(l)) {
       // Each rank runs every expert's intermediate slice; the router is replicated. The
       // all-reduce follows the block, outside the "moe_dispatch" split op, so it is captured.
-      res.pending = moe_block(config_, w, res.normed(w.post_norm), in.num_real_tokens, in.moe_eager_routing);
+      // One token: the post-attention norm in the router's kernel; with GRAPHRT_MOE_RESIDUAL_ADD=1
+      // also the block's output added into the residual by its down kernel (then the next qkv
+      // normalizes in its prologue; measured slower, so off by default).
+      const bool norm_first = !res.pending.defined() && moe_block_norm_first(res.sum, in.moe_eager_routing);
+      const bool add = res.fuse && moe_block_adds_to_residual(config_, w, res.sum, in.moe_eager_routing);
+      Tensor x = norm_first ? res.sum : res.normed(w.post_norm);
+      res.pending = moe_block(config_, w, x, in.num_real_tokens, in.moe_eager_routing, norm_first,
+                              add ? res.sum : Tensor());
       all_reduce_(res.pending);
     } else {
       add_output(res.normed_gate_up_silu(w.post_norm, w.gate_up, dtype_), w.down);

@@ -7,6 +7,7 @@
 #include "graph/split_ops.h"
 #include "ops/linear.h"
 #include "ops/moe.h"
+#include "ops/rms_norm.h"
 
 namespace grt {
 namespace {
@@ -30,7 +31,8 @@ MoeDispatch route(const ModelConfig* c, const LayerWeights* w, const Tensor& x, 
   // Router logits in the run dtype, as transformers' gate Linear gives them; softmax in float32.
   MoeDispatch d;
   if (ops::moe_fused_router_enabled()) {  // one kernel for 1-token blocks by default (ops/moe.h)
-    ops::MoeRouted r = ops::moe_route_group(x, w->router, c->num_experts_per_tok, c->norm_topk_prob, num_real);
+    ops::MoeRouted r = ops::moe_route_group(x, w->router, c->num_experts_per_tok, c->norm_topk_prob, num_real,
+                                            ops::MoeFusedChoice::kAuto, {w->expert_gate_up, w->expert_down});
     GRT_CHECK(r.groups.expert_counts.numel() == c->num_experts, "moe_block: the router has {} experts, the config {}",
               r.groups.expert_counts.numel(), c->num_experts);
     d.routing = std::move(r.routing);
@@ -47,10 +49,29 @@ MoeDispatch route(const ModelConfig* c, const LayerWeights* w, const Tensor& x, 
 // segments (as host-decided routing would have to) and its result is written back.
 const auto eager_route = eager_on_graph("moe_route", &route);
 
-Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real,
-               bool eager_routing) {
-  MoeDispatch d = eager_routing ? eager_route(host_ref("config", c), host_ref("layer_weights", w), x, num_real)
-                                : route(c, w, x, num_real);
+Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& in, const Tensor& num_real,
+               bool eager_routing, bool norm_first, const Tensor& residual) {
+  Tensor x = in;
+  MoeDispatch d;
+  if (norm_first && !eager_routing && ops::moe_fused_router_enabled()) {
+    // The post-attention norm in the router's kernel where it takes it (ops/moe.h).
+    ops::MoeRouted r = ops::moe_norm_route_group(in, w->post_norm, static_cast<float>(c->rms_norm_eps), w->router,
+                                                 c->num_experts_per_tok, c->norm_topk_prob, num_real,
+                                                 ops::MoeFusedChoice::kAuto, {w->expert_gate_up, w->expert_down});
+    GRT_CHECK(r.groups.expert_counts.numel() == c->num_experts, "moe_block: the router has {} experts, the config {}",
+              r.groups.expert_counts.numel(), c->num_experts);
+    x = std::move(r.x);
+    d.routing = std::move(r.routing);
+    d.groups = std::move(r.groups);
+  } else {
+    if (norm_first) x = ops::rms_norm(in, w->post_norm, static_cast<float>(c->rms_norm_eps));
+    d = eager_routing ? eager_route(host_ref("config", c), host_ref("layer_weights", w), x, num_real)
+                      : route(c, w, x, num_real);
+  }
+  if (residual.defined()) {  // moe_block_adds_to_residual said so
+    ops::moe_experts_combine_add_(x, d.groups, d.routing, w->expert_gate_up, w->expert_down, residual);
+    return Tensor();
+  }
   if (ops::moe_fused_experts_enabled())
     return ops::moe_experts_combine(x, d.groups, d.routing, w->expert_gate_up, w->expert_down);
   Tensor expert_out = ops::moe_experts(x, d.groups, w->expert_gate_up, w->expert_down);
@@ -61,15 +82,33 @@ Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& x, con
 // and the model (which owns both, immutable) outlives its graphs.
 const auto moe_dispatch =
     split_op(kMoeDispatchOp, [](const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real,
-                                bool eager_routing) { return run_moe(c, w, x, num_real, eager_routing); });
+                                bool eager_routing, bool norm_first, const Tensor& residual) {
+      return run_moe(c, w, x, num_real, eager_routing, norm_first, residual);
+    });
 
 }  // namespace
 
 Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real,
-                 bool eager_routing) {
+                 bool eager_routing, bool norm_first, const Tensor& residual) {
   GRT_CHECK(w.router.defined() && w.expert_gate_up.defined() && w.expert_down.defined(),
             "moe_block: the layer has no expert weights (is it a sparse layer of {}?)", config.source);
-  return moe_dispatch(host_ref("config", &config), host_ref("layer_weights", &w), x, num_real, eager_routing);
+  GRT_CHECK(!norm_first || w.post_norm.defined(), "moe_block: norm_first without the layer's post-attention norm ({})",
+            config.source);
+  GRT_CHECK(!residual.defined() || !splits_here(kMoeDispatchOp),
+            "moe_block: adding into the residual inside a split op (the block's output must be a tensor there)");
+  return moe_dispatch(host_ref("config", &config), host_ref("layer_weights", &w), x, num_real, eager_routing,
+                      norm_first, residual);
+}
+
+bool moe_block_adds_to_residual(const ModelConfig& config, const LayerWeights& w, const Tensor& residual,
+                                bool eager_routing) {
+  return ops::moe_residual_add_enabled() && !eager_routing && !splits_here(kMoeDispatchOp) &&
+         w.expert_gate_up.defined() && w.expert_down.defined() &&
+         ops::moe_experts_add_fusable(residual, config.num_experts_per_tok, w.expert_gate_up, w.expert_down);
+}
+
+bool moe_block_norm_first(const Tensor& residual, bool eager_routing) {
+  return residual.size(0) == 1 && !eager_routing && ops::moe_router_norm_enabled();
 }
 
 ScopedMoeDispatchSplit::ScopedMoeDispatchSplit(bool enable) : saved_(split_op_names()) {

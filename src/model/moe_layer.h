@@ -24,8 +24,25 @@ inline constexpr const char* kMoeDispatchOp = "moe_dispatch";
 // runs as a split op. `eager_routing`: the routing and grouping are an eager_on_graph step
 // ("moe_route", graph/breakable.h), so a capture with the breakable policy runs them eagerly
 // between segments inside the layer (a plain call otherwise).
+// `norm_first`: x is the residual stream, and the block applies the layer's post-attention
+// RMSNorm to it first: in the one-token router's kernel where it can (ops::moe_norm_route_group),
+// else as ops::rms_norm. The same values either way.
+// `residual` (defined only where moe_block_adds_to_residual): the block's output is added into
+// it (residual = round(out + residual)) and moe_block returns an undefined tensor.
 Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real,
-                 bool eager_routing = false);
+                 bool eager_routing = false, bool norm_first = false, const Tensor& residual = Tensor());
+
+// Whether moe_block may add its output into `residual` ([T, H], the residual stream):
+// GRAPHRT_MOE_RESIDUAL_ADD=1 (off by default: measured slower, ops/moe.h), one token on the
+// one-token expert kernels (ops::moe_experts_add_fusable), no eager routing, not inside a
+// "moe_dispatch" split op. Shapes, alignment and switches only.
+bool moe_block_adds_to_residual(const ModelConfig& config, const LayerWeights& w, const Tensor& residual,
+                                bool eager_routing);
+
+// Whether a model passes its residual stream to moe_block with norm_first: one row (decode bs 1,
+// where the router kernel may take the norm; larger batches keep the norm kernel outside the
+// block, in a captured piece), no eager routing, GRAPHRT_MOE_ROUTER_NORM not "0". Shapes only.
+bool moe_block_norm_first(const Tensor& residual, bool eager_routing);
 
 // While alive, "moe_dispatch" is (enable) or is not a registered split op; the previous registry
 // comes back on destruction. Graph runners hold one around their capture: the choice is baked

@@ -14,8 +14,10 @@
 #include "ops/linear.h"
 #include "ops/moe_args.h"
 #include "ops/op_checks.h"
+#include "ops/rms_norm.h"
 #ifdef GRAPHRT_WITH_CUDA
 #include "ops/cuda/moe_cuda.h"
+#include "ops/cuda/moe_one_token.h"
 #endif
 
 namespace grt::ops {
@@ -99,6 +101,21 @@ MoeExpertsArgs experts_args(const Tensor& x, const MoeGroups& g, const Tensor& g
   a.slots = g.slot_rows.numel();
   a.use_gemv = kernel == MoeExpertsKernel::kGemv ||
                (kernel == MoeExpertsKernel::kAuto && a.slots <= moe_gemv_max_slots(gate_up.size(0)));
+  return a;
+}
+
+// The arguments of the fused experts + combine (out and residual unset).
+MoeExpertsCombineArgs combine_args(const Tensor& x, const MoeGroups& g, const MoeRouting& routing,
+                                   const Tensor& gate_up, const Tensor& down, const Tensor& act) {
+  MoeExpertsCombineArgs a{experts_args(x, g, gate_up, down, act, nullptr, MoeExpertsKernel::kGemv),
+                          routing.topk_ids.data_as<int32_t>(),
+                          g.slot_rows.data_as<int32_t>(),
+                          routing.topk_weights.data_as<float>(),
+                          nullptr,
+                          x.size(0)};
+  a.num_experts = gate_up.size(0);
+  a.one_token = moe_one_token_kernels_enabled();
+  a.one_token_shared_carveout = moe_one_token_shared_carveout();
   return a;
 }
 
@@ -233,8 +250,71 @@ int one_token_from_env() {
 bool moe_one_token_kernels_enabled() { return one_token_from_env() != 1; }
 bool moe_one_token_shared_carveout() { return one_token_from_env() == 2; }
 
+int moe_router_prefetch_mode() {
+  static const int v = env_choice("GRAPHRT_MOE_ROUTER_PREFETCH", {"0", "1", "down-l2"}, 0);
+  return v;
+}
+
+bool moe_router_norm_enabled() {
+  static const int v = env_choice("GRAPHRT_MOE_ROUTER_NORM", {"1", "0"}, 0);
+  return v == 0;
+}
+
+namespace {
+
+// The RMSNorm of moe_norm_route_group, when the one-token router runs it.
+struct RouterNorm {
+  const Tensor* residual = nullptr;
+  const Tensor* weight = nullptr;
+  float eps = 0.0f;
+};
+
+// Whether `x` (fused router) and `n` describe a norm the router kernel takes (see ops/moe.h).
+bool router_norm_fusable(const Tensor& residual, const Tensor& norm_weight, int top_k) {
+  return moe_router_norm_enabled() && moe_one_token_kernels_enabled() && residual.device().is_cuda() &&
+         residual.dtype() == DType::BF16 && residual.rank() == 2 && residual.is_contiguous() && residual.size(0) == 1 &&
+         residual.size(1) % 8 == 0 && residual.size(1) / 8 <= kMoeRouterNormMaxChunks && top_k >= 1 && top_k <= 32 &&
+         norm_weight.dtype() == DType::BF16 && norm_weight.rank() == 1 && norm_weight.is_contiguous() &&
+         norm_weight.size(0) == residual.size(1) && reinterpret_cast<uintptr_t>(residual.data()) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(norm_weight.data()) % 16 == 0;
+}
+
+MoeRouted route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
+                      const Tensor& num_real, MoeFusedChoice choice, const RouterNorm* norm,
+                      const MoeRouterPrefetch& prefetch);
+
+}  // namespace
+
 MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
-                          const Tensor& num_real, MoeFusedChoice choice) {
+                          const Tensor& num_real, MoeFusedChoice choice, const MoeRouterPrefetch& prefetch) {
+  return route_group(x, router_weight, top_k, renormalize, num_real, choice, nullptr, prefetch);
+}
+
+MoeRouted moe_norm_route_group(const Tensor& residual, const Tensor& norm_weight, float eps,
+                               const Tensor& router_weight, int top_k, bool renormalize, const Tensor& num_real,
+                               MoeFusedChoice choice, const MoeRouterPrefetch& prefetch) {
+  check_defined("moe_norm_route_group", residual, "residual");
+  check_defined("moe_norm_route_group", norm_weight, "norm_weight");
+  if (router_norm_fusable(residual, norm_weight, top_k) && choice != MoeFusedChoice::kSeparate) {
+    check_same_device("moe_norm_route_group", residual, norm_weight);
+    // x: the normalized row the kernel writes (route_group's checks and choice then apply to it).
+    Tensor x = empty(residual.shape(), residual.dtype(), residual.device());
+    RouterNorm n{&residual, &norm_weight, eps};
+    MoeRouted r = route_group(x, router_weight, top_k, renormalize, num_real, choice, &n, prefetch);
+    if (r.x.defined()) return r;  // the router normalized it
+    // route_group took the separate ops (a shape its kernel does not take): x was never written.
+  }
+  Tensor x = rms_norm(residual, norm_weight, eps);
+  MoeRouted r = route_group(x, router_weight, top_k, renormalize, num_real, choice, nullptr, prefetch);
+  r.x = std::move(x);
+  return r;
+}
+
+namespace {
+
+MoeRouted route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
+                      const Tensor& num_real, MoeFusedChoice choice, const RouterNorm* norm,
+                      const MoeRouterPrefetch& prefetch) {
   const char* op = "moe_route_group";
   check_defined(op, x, "x");
   check_defined(op, router_weight, "router_weight");
@@ -254,7 +334,8 @@ MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_
   fused = fused && ::grt::cuda::moe_route_group_supported(x.device());
 #endif
   MoeRouted r;
-  if (!fused) {  // the separate ops (their checks apply)
+  if (!fused || (norm && !moe_one_token_kernels_enabled())) {  // the separate ops (their checks apply)
+    if (norm) return r;  // the caller normalizes first (r.x undefined: nothing was written)
     r.logits = linear(x, router_weight, Tensor(), x.dtype());
     r.routing = moe_route(r.logits, top_k, renormalize, num_real);
     r.groups = moe_group(r.routing, static_cast<int>(E));
@@ -295,10 +376,34 @@ MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_
                          g.expert_counts.data_as<int32_t>(), g.sorted_slots.data_as<int32_t>(),
                          g.block_expert.data_as<int32_t>(), g.slot_rows.data_as<int32_t>()};
   a.one_token = moe_one_token_kernels_enabled();
+  if (prefetch.gate_up.defined() && prefetch.down.defined() && moe_router_prefetch_mode() != 0) {
+    const Tensor& gu = prefetch.gate_up;
+    const Tensor& dn = prefetch.down;
+    GRT_CHECK(gu.rank() == 3 && dn.rank() == 3 && gu.size(0) == E && dn.size(0) == E && gu.is_contiguous() &&
+                  dn.is_contiguous(),
+              "{}: prefetch weights must be contiguous [{}, ...] expert tensors, got {} and {}", op, E, gu.str(),
+              dn.str());
+    check_same_device(op, x, gu);
+    check_same_device(op, x, dn);
+    a.prefetch_gate_up = gu.data();
+    a.prefetch_down = dn.data();
+    a.gate_up_expert_bytes = gu.numel() / E * static_cast<int64_t>(dtype_size(gu.dtype()));
+    a.down_expert_bytes = dn.numel() / E * static_cast<int64_t>(dtype_size(dn.dtype()));
+    a.prefetch_mode = moe_router_prefetch_mode();
+    if (a.down_expert_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(dn.data()) % 16 != 0) a.prefetch_mode = 0;
+  }
+  if (norm) {
+    a.norm_x = norm->residual->data();
+    a.norm_weight = norm->weight->data();
+    a.eps = norm->eps;
+    r.x = x;
+  }
   ::grt::cuda::moe_route_group(d, a);
 #endif
   return r;
 }
+
+}  // namespace
 
 Tensor moe_experts_combine(const Tensor& x, const MoeGroups& g, const MoeRouting& routing, const Tensor& gate_up,
                            const Tensor& down, MoeFusedChoice choice) {
@@ -319,19 +424,66 @@ Tensor moe_experts_combine(const Tensor& x, const MoeGroups& g, const MoeRouting
 #ifdef GRAPHRT_WITH_CUDA
   Tensor act = empty(Shape{g.max_rows, I}, x.dtype(), x.device());
   Tensor out = empty(Shape{T, H}, x.dtype(), x.device());
-  MoeExpertsCombineArgs a{experts_args(x, g, gate_up, down, act, nullptr, MoeExpertsKernel::kGemv),
-                          routing.topk_ids.data_as<int32_t>(),
-                          g.slot_rows.data_as<int32_t>(),
-                          w.data_as<float>(),
-                          out.data(),
-                          T};
-  a.num_experts = E;
-  a.one_token = moe_one_token_kernels_enabled();
-  a.one_token_shared_carveout = moe_one_token_shared_carveout();
+  MoeExpertsCombineArgs a = combine_args(x, g, routing, gate_up, down, act);
+  a.out = out.data();
   ::grt::cuda::moe_experts_combine(x.device(), a);
   return out;
 #else
+  (void)I;
+  (void)H;
   return Tensor();
+#endif
+}
+
+bool moe_residual_add_enabled() {
+  static const int v = env_choice("GRAPHRT_MOE_RESIDUAL_ADD", {"0", "1"}, 0);
+  return v == 1;
+}
+
+bool moe_experts_add_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_up, const Tensor& down) {
+  if (!moe_fused_experts_enabled() || !moe_one_token_kernels_enabled() || moe_fused_max_tokens() < 1) return false;
+  if (!x.defined() || !gate_up.defined() || !down.defined() || !x.device().is_cuda() || x.dtype() != DType::BF16 ||
+      x.rank() != 2 || x.size(0) != 1 || !x.is_contiguous() || gate_up.rank() != 3 || down.rank() != 3 ||
+      gate_up.dtype() != x.dtype() || down.dtype() != x.dtype() || !gate_up.is_contiguous() || !down.is_contiguous() ||
+      gate_up.size(1) % 2 != 0 || gate_up.size(2) != x.size(1) || down.size(1) != x.size(1) ||
+      down.size(2) != gate_up.size(1) / 2 || down.size(0) != gate_up.size(0))
+    return false;
+  const auto aligned = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data()) % 16 == 0; };
+  if (!aligned(x) || !aligned(gate_up) || !aligned(down) || top_k > moe_gemv_max_slots(gate_up.size(0))) return false;
+#ifdef GRAPHRT_WITH_CUDA
+  return ::grt::cuda::moe_one_token_shape_supported(x.device(), top_k, gate_up.size(1) / 2, x.size(1), gate_up.size(0),
+                                                    moe_one_token_shared_carveout());
+#else
+  return false;
+#endif
+}
+
+void moe_experts_combine_add_(const Tensor& x, const MoeGroups& g, const MoeRouting& routing, const Tensor& gate_up,
+                              const Tensor& down, const Tensor& residual) {
+  const char* op = "moe_experts_combine_add_";
+  check_experts(op, x, g, gate_up, down);
+  check_defined(op, residual, "residual");
+  const Tensor& w = routing.topk_weights;
+  check_defined(op, w, "topk_weights");
+  GRT_CHECK(w.rank() == 2 && w.is_contiguous() && w.dtype() == DType::F32 && w.size(0) == x.size(0) &&
+                w.size(1) == g.top_k && routing.topk_ids.defined() && routing.topk_ids.numel() == w.numel(),
+            "{}: routing of {} tokens x top-{} expected, got weights {}", op, x.size(0), g.top_k, w.str());
+  GRT_CHECK(residual.shape() == x.shape() && residual.dtype() == x.dtype() && residual.is_contiguous(),
+            "{}: residual must be a contiguous {} like x, got {}", op, x.str(), residual.str());
+  check_same_device(op, x, residual);
+  const auto* xb = static_cast<const char*>(x.data());
+  const auto* rb = static_cast<const char*>(residual.data());
+  const int64_t bytes = x.numel() * static_cast<int64_t>(dtype_size(x.dtype()));
+  GRT_CHECK(rb + bytes <= xb || xb + bytes <= rb, "{}: residual {} overlaps x {}", op, residual.str(), x.str());
+  GRT_CHECK(moe_experts_add_fusable(x, g.top_k, gate_up, down),
+            "{}: x {} with top-{} of gate_up {} is not a token the one-token kernels add in place (see "
+            "moe_experts_add_fusable)",
+            op, x.str(), g.top_k, gate_up.str());
+#ifdef GRAPHRT_WITH_CUDA
+  Tensor act = empty(Shape{g.max_rows, gate_up.size(1) / 2}, x.dtype(), x.device());
+  MoeExpertsCombineArgs a = combine_args(x, g, routing, gate_up, down, act);
+  a.residual = residual.data();
+  ::grt::cuda::moe_experts_combine(x.device(), a);
 #endif
 }
 

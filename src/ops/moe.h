@@ -95,9 +95,43 @@ struct MoeRouted {
   MoeRouting routing;
   MoeGroups groups;
   Tensor logits;
+  Tensor x;  // moe_norm_route_group: the normalized rows the router read (the experts' input)
+};
+// `prefetch` (optional, the layer's expert weights): where moe_router_prefetch_mode() != 0 the
+// one-token router asks the L2 for each chosen expert's weights as soon as it has routed: 1, one
+// line a MiB of gate_up and down (address translations and first lines under way before the
+// expert kernels read them); 2, all of down, marked evict_last (DRAM streams it while gate_up
+// starts; down then reads the L2). Ignored by the other kernels. Both measured slower on an H100
+// at qwen3-30b-a3b bs 1 (bench/results/h100_2026-11-24_s6_moe): 1, 3.917 against 3.877-3.889 ms
+// a step; 2, 8.05 ms: one SM's bulk prefetches of 25 MB run at ~0.3 TB/s and the router's grid
+// completes only after them. Off by default, kept for A/B.
+struct MoeRouterPrefetch {
+  Tensor gate_up;  // [E, 2 * inter, H]
+  Tensor down;     // [E, H, inter]
 };
 MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_k, bool renormalize,
-                          const Tensor& num_real, MoeFusedChoice choice = MoeFusedChoice::kAuto);
+                          const Tensor& num_real, MoeFusedChoice choice = MoeFusedChoice::kAuto,
+                          const MoeRouterPrefetch& prefetch = MoeRouterPrefetch{});
+
+// GRAPHRT_MOE_ROUTER_PREFETCH (read once) as the mode above: unset, "" or "0": 0 (none); "1": 1;
+// "down-l2": 2 (the A/B of session 6). Anything else is an error.
+int moe_router_prefetch_mode();
+
+// moe_route_group(rms_norm(residual, norm_weight, eps), ...) with the normalized rows in
+// MoeRouted::x (measured on an H100, qwen3-30b-a3b bs 1: 3.829 ms a step against 3.965 without,
+// bench/results/h100_2026-11-24_s6_moe). One kernel where the one-token router takes it (moe_route_group fuses it, one
+// token, the one-token kernels enabled, bf16, hidden a multiple of 8 and <= 8 *
+// kMoeRouterNormMaxChunks, top_k <= 32, 16-byte aligned, GRAPHRT_MOE_ROUTER_NORM not "0"): the
+// router blocks normalize the row themselves, bit for bit ops::rms_norm, instead of a norm
+// kernel before them. Otherwise ops::rms_norm, then moe_route_group (their contracts).
+MoeRouted moe_norm_route_group(const Tensor& residual, const Tensor& norm_weight, float eps,
+                               const Tensor& router_weight, int top_k, bool renormalize, const Tensor& num_real,
+                               MoeFusedChoice choice = MoeFusedChoice::kAuto,
+                               const MoeRouterPrefetch& prefetch = MoeRouterPrefetch{});
+
+// GRAPHRT_MOE_ROUTER_NORM (read once): unset, "" or "1": moe_norm_route_group runs the norm in
+// the one-token router where it can; "0": never (the A/B of session 6). Anything else is an error.
+bool moe_router_norm_enabled();
 
 // moe_combine(moe_experts(x, groups, gate_up, down), groups, routing) as one op: [T, H] of x's
 // dtype, the same values (bit for bit the separate ops on the GEMV kernels; the CPU runs the
@@ -108,6 +142,27 @@ MoeRouted moe_route_group(const Tensor& x, const Tensor& router_weight, int top_
 // the PDL wait). Otherwise the separate ops.
 Tensor moe_experts_combine(const Tensor& x, const MoeGroups& groups, const MoeRouting& routing,
                            const Tensor& gate_up, const Tensor& down, MoeFusedChoice choice = MoeFusedChoice::kAuto);
+
+// moe_experts_combine added into the residual stream: residual = round(out + residual) (the add of
+// fused_add_rms_norm_, bit for bit), by the one-token down kernel's epilogue, so the block's
+// output is never a tensor of its own and the next layer's norm can run in its qkv GEMV's prologue
+// (ops/fused_linear.h) instead of a fused add+norm kernel. residual: [1, H] like x, not
+// overlapping it. Requires moe_experts_add_fusable (an error otherwise).
+// Measured on an H100 (bench/results/h100_2026-11-24_s6_moe): the model step 0.05 ms slower at
+// qwen3-30b-a3b bs 1 (the qkv GEMV with the norm prologue took 15.8 us isolated against 12.4 plus
+// the 3.6 us norm kernel it replaces), so models use it only where moe_residual_add_enabled().
+void moe_experts_combine_add_(const Tensor& x, const MoeGroups& groups, const MoeRouting& routing,
+                              const Tensor& gate_up, const Tensor& down, const Tensor& residual);
+
+// Whether moe_experts_combine_add_ takes x ([1, H]) with top_k choices over these weights: CUDA,
+// bf16, one token on the one-token kernels (fused experts, moe_one_token_kernels_enabled, a shape
+// they take), 16-byte aligned. Depends on shapes, alignment and switches only.
+bool moe_experts_add_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_up, const Tensor& down);
+
+// GRAPHRT_MOE_RESIDUAL_ADD (read once): "1": the model's MoE blocks add into the residual where
+// moe_experts_add_fusable; unset, "" or "0": never (the default: measured slower, above). Anything
+// else is an error.
+bool moe_residual_add_enabled();
 
 // Which fused ops the model's MoE block uses, from the environment variable GRAPHRT_MOE_FUSED
 // (read once): unset, "" or "1": both; "router": moe_route_group only; "experts":
@@ -126,7 +181,9 @@ bool moe_fused_experts_enabled();
 // (bench/results/h100_2026-11-23_s5_moe: 4.36-4.44 against 4.23 ms a bs-1 step). Not because
 // the carveout caps loads in flight, as first thought: `graphrt bench stream` streamed at the same
 // rate with either carveout (bench/results/h100_2026-11-23_s5_stream); the cause is not
-// established. Same results bit for bit in every case. Anything else is an error.
+// established. Still slower in session 6 with down's TMA bulk copies and gate_up's loads not
+// allocating in L1 (4.06-4.11 against 3.88-3.89 ms, bench/results/h100_2026-11-24_s6_moe). Same
+// results bit for bit in every case. Anything else is an error.
 bool moe_one_token_kernels_enabled();
 bool moe_one_token_shared_carveout();
 

@@ -63,7 +63,29 @@ struct MoeRouterArgs {
   MoeRouteArgs route;  // route.logits: the output [tokens, experts] (written here despite its const)
   MoeGroupArgs group;  // group.topk_ids == route.topk_ids
   bool one_token = false;  // 1 token: the one-token router kernel (moe_one_token_kernels_enabled)
+  // The one-token router with the RMSNorm before it (moe_norm_route_group): when norm_weight is
+  // set, the kernel computes x = rms_norm(norm_x, norm_weight, eps) itself (bit for bit the
+  // rms_norm kernel), routes from it and writes it to `x` (then an output; norm_x must not overlap
+  // it). Requires one_token, 1 token, hidden <= 8 * kMoeRouterNormMaxChunks.
+  const void* norm_x = nullptr;       // [1, hidden]: the residual stream
+  const void* norm_weight = nullptr;  // [hidden]
+  float eps = 0.0f;
+  // Optional (one-token router), once the token is routed, by the routing warp's lanes (one a
+  // chosen expert; experts laid out back to back, *_expert_bytes each), nothing waiting for it:
+  // prefetch_mode 1: one L2 line every kMoeRouterPrefetchStride bytes of the expert's gate_up and
+  // down weights (address translations and first lines under way before the expert kernels);
+  // 2: the expert's whole down weights into the L2 by bulk prefetches marked evict_last, so that
+  // DRAM streams them while the expert kernels start and down reads them from the L2.
+  int prefetch_mode = 0;
+  const void* prefetch_gate_up = nullptr;
+  const void* prefetch_down = nullptr;
+  int64_t gate_up_expert_bytes = 0, down_expert_bytes = 0;
 };
+
+constexpr int64_t kMoeRouterPrefetchStride = int64_t{1} << 20;
+
+// The most 16-byte chunks of a row the one-token router normalizes itself (one a thread).
+constexpr int64_t kMoeRouterNormMaxChunks = 512;
 
 // The gate_up GEMV of `experts`, then the per-token down GEMV with the weighted combine.
 struct MoeExpertsCombineArgs {
@@ -76,6 +98,9 @@ struct MoeExpertsCombineArgs {
   int64_t num_experts = 0; // experts in gate_up / down (ids outside [0, experts) route nowhere)
   bool one_token = false;  // 1 token: the one-token expert kernels (moe_one_token_kernels_enabled)
   bool one_token_shared_carveout = false;  // moe_one_token_shared_carveout
+  // Set (one-token kernels only; moe_experts_combine_add_): residual[n] = bf16(out[n] + residual[n])
+  // instead of writing out (which may then be null).
+  void* residual = nullptr;
 };
 
 }  // namespace grt::ops

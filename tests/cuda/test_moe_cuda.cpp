@@ -21,6 +21,7 @@
 #include "ops/linear.h"
 #include "ops/cuda/moe_one_token.h"
 #include "ops/moe.h"
+#include "ops/rms_norm.h"
 #include "runtime/engine.h"
 #include "runtime_test_util.h"
 
@@ -563,4 +564,98 @@ TEST(MoeFusedCuda, CapturedOneTokenBlockCpAsyncDownEqualsEager) {
   REQUIRE_GPU();
   OneTokenCopyScope scope(cuda::Down1Copy::kCpAsync, cuda::GateUp1Copy::kLoads);
   captured_one_token_block_equals_eager();
+}
+
+// The one-token router with the post-attention RMSNorm in its kernel (moe_norm_route_group)
+// against ops::rms_norm followed by the same router: the normalized row, the logits, the routing
+// and the groups bit for bit (the kernel repeats rms_norm's arithmetic), over qwen3-30b-a3b's
+// shape, a partial last warp of chunks, the 16-logits-a-lane router, the widest row it takes,
+// 32 choices and a token routed nowhere.
+TEST(MoeFusedCuda, OneTokenRouterNormMatchesNormThenRouterBitwise) {
+  REQUIRE_GPU();
+  if (!ops::moe_router_norm_enabled() || !ops::moe_one_token_kernels_enabled())
+    GTEST_SKIP() << "GRAPHRT_MOE_ROUTER_NORM=0 or GRAPHRT_MOE_ONE_TOKEN=0";
+  if (std::getenv("GRAPHRT_MOE_FUSED_MAX_TOKENS")) GTEST_SKIP() << "environment overrides the fused rule";
+  const Device d = Device::cuda(0);
+  int runs = 0;
+  for (const RouterCase& c : {RouterCase{1, 128, 8, 2048}, RouterCase{1, 20, 4, 1000}, RouterCase{1, 200, 8, 2056},
+                              RouterCase{1, 64, 32, 4096}, RouterCase{1, 8, 8, 256}}) {
+    for (int real : {1, 0}) {
+      const std::string tag = std::to_string(c.E) + "_" + std::to_string(c.H) + "_" + std::to_string(real);
+      auto res = bf16_round(randoms(("nres" + tag).c_str(), c.H, 80.0f));
+      auto nw = bf16_round(randoms(("nw" + tag).c_str(), c.H, 10.0f));
+      for (float& v : nw) v += 1.0f;
+      auto w = bf16_round(randoms(("nrw" + tag).c_str(), int64_t{c.E} * c.H, 100.0f / std::sqrt(static_cast<float>(c.H))));
+      Tensor rt = from_floats(res, Shape{1, c.H}, DType::BF16, d);
+      Tensor nwt = from_floats(nw, Shape{c.H}, DType::BF16, d);
+      Tensor router = from_floats(w, Shape{c.E, c.H}, DType::BF16, d);
+      Tensor n = from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d);
+      ops::MoeRouted f = ops::moe_norm_route_group(rt, nwt, 1e-6f, router, c.k, true, n, ops::MoeFusedChoice::kFused);
+      Tensor x = ops::rms_norm(rt, nwt, 1e-6f);
+      ops::MoeRouted s = ops::moe_route_group(x, router, c.k, true, n, ops::MoeFusedChoice::kFused);
+      ASSERT_TRUE(f.x.defined()) << tag;
+      EXPECT_EQ(to_host_floats(f.x), to_host_floats(x)) << tag << ": the normalized row";
+      EXPECT_EQ(to_host_floats(f.logits), to_host_floats(s.logits)) << tag;
+      EXPECT_EQ(to_host_vector<int32_t>(f.routing.topk_ids), to_host_vector<int32_t>(s.routing.topk_ids)) << tag;
+      EXPECT_EQ(to_host_vector<float>(f.routing.topk_weights), to_host_vector<float>(s.routing.topk_weights)) << tag;
+      EXPECT_EQ(to_host_vector<int32_t>(f.groups.slot_rows), to_host_vector<int32_t>(s.groups.slot_rows)) << tag;
+      EXPECT_EQ(to_host_vector<int32_t>(f.groups.sorted_slots), to_host_vector<int32_t>(s.groups.sorted_slots)) << tag;
+      EXPECT_EQ(to_host_vector<int32_t>(f.groups.block_expert), to_host_vector<int32_t>(s.groups.block_expert)) << tag;
+      EXPECT_EQ(to_host_vector<int32_t>(f.groups.expert_counts), to_host_vector<int32_t>(s.groups.expert_counts)) << tag;
+      ++runs;
+    }
+  }
+  // Past the widest row the kernel normalizes: the norm runs on its own, the same values.
+  const int H = 8 * static_cast<int>(ops::kMoeRouterNormMaxChunks) + 8;
+  auto res = bf16_round(randoms("nres_wide", H, 80.0f));
+  auto w = bf16_round(randoms("nrw_wide", int64_t{16} * H, 100.0f / std::sqrt(static_cast<float>(H))));
+  Tensor rt = from_floats(res, Shape{1, H}, DType::BF16, d);
+  Tensor nwt = from_floats(std::vector<float>(static_cast<size_t>(H), 1.0f), Shape{H}, DType::BF16, d);
+  Tensor router = from_floats(w, Shape{16, H}, DType::BF16, d);
+  Tensor n = from_vector(std::vector<int32_t>{1}, Shape{1}, DType::I32, d);
+  ops::MoeRouted f = ops::moe_norm_route_group(rt, nwt, 1e-6f, router, 4, true, n);
+  EXPECT_EQ(to_host_floats(f.x), to_host_floats(ops::rms_norm(rt, nwt, 1e-6f)));
+  std::printf("[ one token, router norm ] equals rms_norm + router bit for bit in %d runs\n", runs);
+}
+
+// The one-token experts added into the residual by the down kernel (moe_experts_combine_add_):
+// residual = bf16(out + residual), with out the block's output of moe_experts_combine, bit for bit,
+// over qwen3-30b-a3b's proportions, 32 choices and a token routed nowhere (residual unchanged).
+TEST(MoeFusedCuda, OneTokenExpertsAddIntoResidualBitwise) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS") || std::getenv("GRAPHRT_MOE_FUSED_MAX_TOKENS"))
+    GTEST_SKIP() << "environment overrides the fused rules";
+  if (!ops::moe_one_token_kernels_enabled() || !ops::moe_fused_experts_enabled())
+    GTEST_SKIP() << "GRAPHRT_MOE_ONE_TOKEN=0 or GRAPHRT_MOE_FUSED without experts";
+  struct Shape4 {
+    int E, k, H, I;
+  };
+  const Device d = Device::cuda(0);
+  for (const Shape4& sh : {Shape4{16, 8, 1024, 384}, Shape4{48, 32, 512, 96}, Shape4{128, 8, 2048, 64}}) {
+    const std::string tag = "add" + std::to_string(sh.E) + "_" + std::to_string(sh.k) + "_" + std::to_string(sh.H);
+    Tensor g = from_floats(bf16_round(randoms(("gu" + tag).c_str(), int64_t{sh.E} * 2 * sh.I * sh.H, 5.0f)),
+                           Shape{sh.E, 2 * sh.I, sh.H}, DType::BF16, d);
+    Tensor w = from_floats(bf16_round(randoms(("dn" + tag).c_str(), int64_t{sh.E} * sh.H * sh.I, 5.0f)),
+                           Shape{sh.E, sh.H, sh.I}, DType::BF16, d);
+    for (int round = 0; round < 3; ++round) {
+      const std::string rt = tag + "_" + std::to_string(round);
+      const int real = round == 2 ? 0 : 1;
+      Tensor xt = from_floats(bf16_round(randoms(("x" + rt).c_str(), sh.H, 50.0f)), Shape{1, sh.H}, DType::BF16, d);
+      auto res = bf16_round(randoms(("res" + rt).c_str(), sh.H, 30.0f));
+      Tensor l = from_floats(randoms(("l" + rt).c_str(), sh.E, 100.0f), Shape{1, sh.E}, DType::F32, d);
+      Tensor n = from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d);
+      auto r = ops::moe_route(l, sh.k, true, n);
+      auto groups = ops::moe_group(r, sh.E);
+      ASSERT_TRUE(ops::moe_experts_add_fusable(xt, sh.k, g, w)) << rt;
+      auto out = to_host_floats(ops::moe_experts_combine(xt, groups, r, g, w, ops::MoeFusedChoice::kFused));
+      Tensor residual = from_floats(res, Shape{1, sh.H}, DType::BF16, d);
+      ops::moe_experts_combine_add_(xt, groups, r, g, w, residual);
+      std::vector<float> want(res.size());
+      for (size_t i = 0; i < res.size(); ++i) want[i] = out[i] + res[i];
+      EXPECT_EQ(to_host_floats(residual), bf16_round(want)) << rt;
+      if (real == 0) EXPECT_EQ(to_host_floats(residual), res) << rt << ": a token routed nowhere adds zeros";
+    }
+    Tensor two = zeros(Shape{2, sh.H}, DType::BF16, d);
+    EXPECT_FALSE(ops::moe_experts_add_fusable(two, sh.k, g, w)) << tag << ": two tokens";
+  }
 }

@@ -43,7 +43,8 @@ enum class Fa2Tile { kQ64, kQ128, kQ128W4, kV2Q64, kV2, kV2K64, kV2Exp };
 // Launches the FA2 kernel; an unsupported case (fa2_supports false) is an Error.
 void launch_extend_fa2(cudaStream_t stream, const ExtendParams& p, DType dtype, Fa2Tile tile);
 
-// The wgmma kernels (attention_extend_wgmma.cu): sm_90 GPUs, otherwise as fa2_supports.
+// The wgmma kernels (attention_extend_wgmma.cu, attention_extend_ws.cu): sm_90 GPUs, otherwise as
+// fa2_supports.
 bool wgmma_supports(const ExtendParams& p, DType dtype);
 // fa3-wg / fa3-wg2: 128-row q tiles (2 warpgroups), 2 stages, no overlap of softmax and GEMMs,
 // registers for 1 / 2 blocks per multiprocessor. fa3-ov (issue 18, session 5): 128-row tiles,
@@ -60,6 +61,9 @@ enum class WgVariant { kWg, kWg2, kOv, kOv64, kOvQ, kWs, kWsP, kWsN, kWsNP };
 int wgmma_q_tile(WgVariant v);
 // Launches it (pairing as the FA2 kernels: p.pair_q_tiles); an unsupported case is an Error.
 void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
+// The warp-specialised variants (kWs, kWsP, kWsN, kWsNP; attention_extend_ws.cu), which
+// launch_extend_wgmma hands over after its checks; any other variant is an Error.
+void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
 
 enum class ExtendKernel {
   kFa2Q64,

@@ -1,5 +1,5 @@
 // Device helpers shared by the tensor-core attention kernels (attention_extend_fa2.cu,
-// attention_extend_wgmma.cu, attention_decode_mma.cu): cp.async copies, shared-memory addresses,
+// attention_wgmma.cuh, attention_decode_mma.cu): cp.async copies, shared-memory addresses,
 // ldmatrix, mma.sync m16n8k16, bf16/f16 packing, exp2.
 #pragma once
 #include <cuda_bf16.h>

@@ -118,10 +118,18 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(ops::MoeRouterAr
 // warp routes the token and groups it from the ranks of its ids: a token's choices are distinct
 // experts, so expert of rank r (ascending id) owns group block r and its slot sits at row r * B,
 // which is what moe::group_block computes for it. kPerLane: logits per lane (4 for <= 128 experts).
-template <int kPerLane>
+//
+// kNorm (a.norm_weight set; moe_norm_route_group): the RMSNorm before the router runs here
+// instead of in a kernel of its own: every block normalizes the residual row into its shared
+// memory (thread t takes chunk t, as the rms_norm kernel's thread t does with its 256 threads
+// for hidden 2048: the same fmaf chain, and dense::block_sum, whose partial sums of warps past
+// the row's are exact zeros: the same bits), block 0 also writes it out for the expert kernels,
+// and the router rows read it from shared memory. One kernel and one PDL edge fewer a layer.
+template <int kPerLane, bool kNorm>
 __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // clusters: launched on sm_90+ only
   __shared__ float slog[32 * kPerLane];  // block 0's: every logit (as the bf16 Linear rounds it)
+  __shared__ uint4 xs[kNorm ? ops::kMoeRouterNormMaxChunks : 1];  // kNorm: the normalized row
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -129,11 +137,40 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
   const int E = static_cast<int>(a.route.experts);
   const int chunks = static_cast<int>(a.hidden / 8);
   const auto* w = static_cast<const bf16*>(a.weight);
-  const auto* x4 = static_cast<const uint4*>(a.x);
+  const uint4* x4 = static_cast<const uint4*>(a.x);
   uint4 pre[kRouterPre];
   load_router_row(w, gw, E, chunks, lane, pre);  // weights only: before the wait
+  uint4 nw = make_uint4(0, 0, 0, 0);
+  if (kNorm && static_cast<int>(threadIdx.x) < chunks)
+    nw = __ldg(static_cast<const uint4*>(a.norm_weight) + threadIdx.x);  // a weight too
   pdl_wait();
   pdl_trigger();
+  if constexpr (kNorm) {  // rms_norm_kernel's arithmetic, one chunk a thread
+    const int t = static_cast<int>(threadIdx.x);
+    float v[8];
+    float ss = 0.0f;
+    if (t < chunks) {
+      const uint4 raw = static_cast<const uint4*>(a.norm_x)[t];
+      const bf16* e = reinterpret_cast<const bf16*>(&raw);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        v[j] = __bfloat162float(e[j]);
+        ss = __fmaf_rn(v[j], v[j], ss);
+      }
+    }
+    const float inv = rsqrtf(dense::block_sum(ss) / static_cast<float>(a.hidden) + a.eps);
+    if (t < chunks) {
+      const bf16* wv = reinterpret_cast<const bf16*>(&nw);
+      uint4 o;
+      bf16* oe = reinterpret_cast<bf16*>(&o);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) oe[j] = __float2bfloat16_rn(__bfloat162float(wv[j]) * dense::round_to<bf16>(v[j] * inv));
+      xs[t] = o;
+      if (rank == 0) static_cast<uint4*>(const_cast<void*>(a.x))[t] = o;  // the output here
+    }
+    __syncthreads();
+    x4 = xs;
+  }
   float* slog0 = cluster.map_shared_rank(slog, 0);
   auto* logits = static_cast<bf16*>(const_cast<void*>(a.route.logits));  // the output here
   for (int e = gw; e < E; e += kRouterRowWarps) {  // router_kernel's sums for token 0, bit for bit
@@ -179,6 +216,26 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
       g.sorted_slots[row] = lane;
       g.block_expert[r] = id;
       g.expert_counts[id] = 1;
+    }
+  }
+  if (a.prefetch_mode == 1 && lane < k && valid) {  // fire and forget: nothing waits for these
+    const auto prefetch = [&](const void* base, int64_t bytes) {
+      const char* p = static_cast<const char*>(base) + static_cast<int64_t>(id) * bytes;
+      for (int64_t o = 0; o < bytes; o += ops::kMoeRouterPrefetchStride)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(p + bytes - 1));
+    };
+    prefetch(a.prefetch_gate_up, a.gate_up_expert_bytes);
+    prefetch(a.prefetch_down, a.down_expert_bytes);
+  } else if (a.prefetch_mode == 2 && lane < k && valid) {  // bytes: a multiple of 16 (host)
+    uint64_t keep;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
+    const char* p = static_cast<const char*>(a.prefetch_down) + static_cast<int64_t>(id) * a.down_expert_bytes;
+    constexpr int64_t kPiece = int64_t{1} << 18;
+    for (int64_t o = 0; o < a.down_expert_bytes; o += kPiece) {
+      const unsigned n = static_cast<unsigned>(min(kPiece, a.down_expert_bytes - o));
+      asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p + o), "r"(n), "l"(keep)
+                   : "memory");
     }
   }
 #else
@@ -288,13 +345,18 @@ void moe_route_group(Device d, const ops::MoeRouterArgs& a) {
             "experts <= {}, experts <= 512, hidden a multiple of 8",
             T, E, a.hidden, ops::kMoeFusedMaxTokens, ops::kMoeFusedMaxLogits);
   GRT_CHECK(a.group.max_rows <= 0x7fffffff, "moe_route_group: {} rows exceed int32 indices", a.group.max_rows);
+  const bool norm = a.norm_weight != nullptr;
+  GRT_CHECK(!norm || (a.one_token && T == 1 && a.route.top_k <= 32 && a.hidden / 8 <= ops::kMoeRouterNormMaxChunks &&
+                      a.norm_x != nullptr),
+            "moe_route_group with the norm on CUDA: one token on the one-token router, top_k <= 32, hidden <= {} "
+            "(got {} tokens, top_k {}, hidden {})",
+            8 * ops::kMoeRouterNormMaxChunks, T, a.route.top_k, a.hidden);
   if (a.one_token && T == 1 && a.route.top_k <= 32) {
-    if (E <= 128)
-      (void)launch_pdl(d.index, router1_kernel<4>, dim3(kRouterCluster), dim3(kRouterThreads), 0, s, kRouterCluster, a);
-    else
-      (void)launch_pdl(d.index, router1_kernel<moe::kMaxPerLane>, dim3(kRouterCluster), dim3(kRouterThreads), 0, s,
-                       kRouterCluster, a);
-    GRT_CUDA_CHECK_LAUNCH("moe_route_group (one token) experts={} hidden={} top_k={}", E, a.hidden, a.route.top_k);
+    const auto kernel = E <= 128 ? (norm ? router1_kernel<4, true> : router1_kernel<4, false>)
+                                 : (norm ? router1_kernel<moe::kMaxPerLane, true> : router1_kernel<moe::kMaxPerLane, false>);
+    (void)launch_pdl(d.index, kernel, dim3(kRouterCluster), dim3(kRouterThreads), 0, s, kRouterCluster, a);
+    GRT_CUDA_CHECK_LAUNCH("moe_route_group (one token) experts={} hidden={} top_k={} norm={}", E, a.hidden,
+                          a.route.top_k, norm);
     return;
   }
   const size_t smem = static_cast<size_t>(T * E) * sizeof(float);
@@ -310,6 +372,10 @@ void moe_experts_combine(Device d, const ops::MoeExpertsCombineArgs& a) {
             "moe_experts_combine on CUDA: bf16, hidden {} and inter {} multiples of 8, 1..65535 tokens (got {})",
             e.hidden, e.inter, a.tokens);
   if (a.one_token && a.tokens == 1 && moe_experts_combine_one_token(d, a)) return;
+  GRT_CHECK(a.residual == nullptr,
+            "moe_experts_combine_add_ on CUDA: the one-token kernels did not take this token (hidden {}, inter {}, "
+            "top_k {}, {} tokens): check moe_experts_add_fusable first",
+            e.hidden, e.inter, e.top_k, a.tokens);
   moe_experts_gemv_gate_up(s, e, d.index);
   const int64_t tiles = (e.hidden + kDcWarps - 1) / kDcWarps;
   (void)launch_pdl(d.index, down_combine_kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(a.tokens)),

@@ -29,6 +29,10 @@
 // us, slower): `graphrt bench stream` shows LDG, cp.async and bulk copies all stream at ~3.1 TB/s
 // once an SM has >= 32 KB in flight, whatever the carveout, so the ~9 us (down1) and ~4.5 us
 // (gate_up1) these kernels take above that floor come from elsewhere (see that README).
+// Session 6 (bench/results/h100_2026-11-24_s6_moe): gate_up1 loads by ld.global.nc.L1::no_allocate
+// instead of __ldcs: 3.877-3.889 against 3.941 ms a step (ncu 22.9 against 23.2 us); down1 may add
+// its output into the residual (GRAPHRT_MOE_RESIDUAL_ADD=1, measured slower through the qkv norm
+// prologue it brings) and loads its act chunks four at a time.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -59,9 +63,43 @@ constexpr int kGuBlocksPerSm = 3;  // gate_up blocks an SM (<= 64 registers a th
 constexpr int kGuUnroll = 4;       // 16-byte chunks per lane and matrix in flight
 constexpr int kDnWarps = 8, kDnThreads = kDnWarps * 32;
 constexpr int kDnJ = 8;  // experts whose dot products a warp runs together
+constexpr int kDnActLoads = 4;  // act chunks a thread loads before converting them (down1)
 
 __device__ __forceinline__ bool valid_expert(int e, int experts) { return e >= 0 && e < experts; }
 
+// 16 bytes of an expert weight row, read once: not allocated in L1 (the load `graphrt bench stream`
+// measured at ~3.1 TB/s with either carveout), the L2 asked for the surrounding 256 bytes, which
+// this lane's neighbours read next. volatile: never speculated past its bounds check.
+__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// 16 bytes as load_stream, marked evict_first in the L2 by a cache policy: gate_up's stream then
+// leaves the lines the router prefetched for down (GRAPHRT_MOE_ROUTER_PREFETCH=down-l2) in place.
+__device__ __forceinline__ uint4 load_stream_evict_first(const uint4* p, uint64_t policy) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+
+// How gate_up1 loads its weights (GRAPHRT_MOE_GATE_UP1_LOAD): kLoadCs, __ldcs (session 5:
+// ld.global.cs, which allocates its lines in L1 evict-first); kLoadNoAllocate, load_stream (the
+// default since session 6); kLoadEvictFirst, load_stream_evict_first.
+constexpr int kLoadCs = 0, kLoadNoAllocate = 1, kLoadEvictFirst = 2;
+template <int kLoad>
+__device__ __forceinline__ uint4 load_weight_row(const uint4* p, uint64_t policy) {
+  if constexpr (kLoad == kLoadNoAllocate) return load_stream(p);
+  else if constexpr (kLoad == kLoadEvictFirst) return load_stream_evict_first(p, policy);
+  else return __ldcs(p);
+}
+
+template <int kLoad>
 __global__ void __launch_bounds__(kGuThreads, 4)
     gate_up1_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ ids, const bf16* __restrict__ w,
                     bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_warp) {
@@ -74,6 +112,8 @@ __global__ void __launch_bounds__(kGuThreads, 4)
   const int chunks = K / 8, units = top_k * I;
   const auto* x4 = reinterpret_cast<const uint4*>(x);
   const int u_end = min((gw + 1) * units_per_warp, units);
+  uint64_t policy = 0;
+  if constexpr (kLoad == kLoadEvictFirst) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   for (int u = gw * units_per_warp; u < u_end; ++u) {
     const int j = u / I, n = u - j * I;
     const int e = __shfl_sync(0xffffffffu, id, j);
@@ -86,8 +126,8 @@ __global__ void __launch_bounds__(kGuThreads, 4)
 #pragma unroll
       for (int i = 0; i < kGuUnroll; ++i) {  // every weight load issued before the first use
         const int c = c0 + 32 * i;
-        vg[i] = c < chunks ? __ldcs(wg + c) : make_uint4(0, 0, 0, 0);
-        vu[i] = c < chunks ? __ldcs(wu + c) : make_uint4(0, 0, 0, 0);
+        vg[i] = c < chunks ? load_weight_row<kLoad>(wg + c, policy) : make_uint4(0, 0, 0, 0);
+        vu[i] = c < chunks ? load_weight_row<kLoad>(wu + c, policy) : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int i = 0; i < kGuUnroll; ++i) {
@@ -210,7 +250,8 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 template <bool kBulk>
 __global__ void __launch_bounds__(kDnThreads, 4)
     down1_kernel(const bf16* __restrict__ act, const int32_t* __restrict__ ids, const float* __restrict__ weights,
-                 const bf16* __restrict__ w, bf16* __restrict__ out, int top_k, int experts, int N, int K, int R) {
+                 const bf16* __restrict__ w, bf16* __restrict__ out, bf16* __restrict__ residual, int top_k,
+                 int experts, int N, int K, int R) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int sid[32];
   __shared__ float swt[32];
@@ -253,15 +294,28 @@ __global__ void __launch_bounds__(kDnThreads, 4)
   pdl_wait();  // gate_up's act rows are written
   pdl_trigger();
   const auto* a4 = reinterpret_cast<const uint4*>(act);
-  for (int q = threadIdx.x; q < top_k * chunks; q += kDnThreads) {
-    const int j = q / chunks, c = q - j * chunks;
-    if (sid[j] < 0) continue;
-    const uint4 v = __ldcg(a4 + q);  // act row j, chunk c (written by gate_up1: read at L2)
-    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-    const float2 p0 = __bfloat1622float2(h[0]), p1 = __bfloat1622float2(h[1]), p2 = __bfloat1622float2(h[2]),
-                 p3 = __bfloat1622float2(h[3]);
-    sa[(2 * j) * chunks + c] = make_float4(p0.x, p0.y, p1.x, p1.y);
-    sa[(2 * j + 1) * chunks + c] = make_float4(p2.x, p2.y, p3.x, p3.y);
+  // kDnActLoads loads of act in flight per thread before the first is converted: after the wait
+  // this is on the critical path (qwen3-30b-a3b: 768 chunks, 3 a thread, one round trip).
+  for (int q0 = threadIdx.x; q0 < top_k * chunks; q0 += kDnThreads * kDnActLoads) {
+    uint4 v[kDnActLoads];
+#pragma unroll
+    for (int u = 0; u < kDnActLoads; ++u) {
+      const int q = q0 + u * kDnThreads;
+      // act row j, chunk c (written by gate_up1: read at L2); rows of no expert are not read
+      v[u] = q < top_k * chunks && sid[q / chunks] >= 0 ? __ldcg(a4 + q) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kDnActLoads; ++u) {
+      const int q = q0 + u * kDnThreads;
+      if (q >= top_k * chunks) break;
+      const int j = q / chunks, c = q - j * chunks;
+      if (sid[j] < 0) continue;
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v[u]);
+      const float2 p0 = __bfloat1622float2(h[0]), p1 = __bfloat1622float2(h[1]), p2 = __bfloat1622float2(h[2]),
+                   p3 = __bfloat1622float2(h[3]);
+      sa[(2 * j) * chunks + c] = make_float4(p0.x, p0.y, p1.x, p1.y);
+      sa[(2 * j + 1) * chunks + c] = make_float4(p2.x, p2.y, p3.x, p3.y);
+    }
   }
   if constexpr (kBulk) {
     mbar_wait(&full, 0);
@@ -292,7 +346,14 @@ __global__ void __launch_bounds__(kDnThreads, 4)
         acc += swt[j] * y;                                       // moe_combine's sum, in choice order
       }
     }
-    if (lane == 0) out[n0 + r] = __float2bfloat16_rn(acc);
+    if (lane == 0) {
+      if (residual) {  // fused_add_rms_norm_'s add: the block's output rounded, then the sum rounded
+        const float y = dense::round_to<bf16>(acc);
+        residual[n0 + r] = __float2bfloat16_rn(y + __bfloat162float(residual[n0 + r]));
+      } else {
+        out[n0 + r] = __float2bfloat16_rn(acc);
+      }
+    }
   }
 }
 
@@ -346,9 +407,10 @@ OneTokenInfo one_token_info(int index, bool shared_carveout) {
     info.gu_smem = optin - static_cast<int>(fg.sharedSizeBytes);
     allow_down1_smem(gate_up1_bulk_kernel, static_cast<int>(info.gu_smem), index);
     if (shared_carveout)
-      GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up1_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                          cudaSharedmemCarveoutMaxShared),
-                     "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
+      for (auto kernel : {gate_up1_kernel<kLoadCs>, gate_up1_kernel<kLoadNoAllocate>, gate_up1_kernel<kLoadEvictFirst>})
+        GRT_CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+            "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
     info.down_smem = dyn;
     info.bulk = bulk_copy_supported(major);
     info.sms = sms;
@@ -377,6 +439,12 @@ std::pair<int, int> gate_up1_bulk_shape(int64_t K, int64_t budget) {
   return {0, 0};
 }
 
+// GRAPHRT_MOE_GATE_UP1_LOAD ({"no-allocate", "cs", "evict-first"}, read once) as gate_up1's kernel.
+auto gate_up1_kernel_from_env() {
+  static const int v = env_choice("GRAPHRT_MOE_GATE_UP1_LOAD", {"no-allocate", "cs", "evict-first"}, 0);
+  return v == 0 ? gate_up1_kernel<kLoadNoAllocate> : v == 1 ? gate_up1_kernel<kLoadCs> : gate_up1_kernel<kLoadEvictFirst>;
+}
+
 // GRAPHRT_MOE_DOWN1_COPY as an index of {"bulk", "cp-async"}, read once.
 Down1Copy down1_copy_from_env() {
   static const int v = env_choice("GRAPHRT_MOE_DOWN1_COPY", {"bulk", "cp-async"}, 0);
@@ -390,18 +458,26 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 void set_down1_copy_override(Down1Copy c) { g_down1_copy_override.store(static_cast<int>(c)); }
 void set_gate_up1_copy_override(GateUp1Copy c) { g_gate_up1_copy_override.store(static_cast<int>(c)); }
 
+bool moe_one_token_shape_supported(Device d, int64_t top_k, int64_t inter, int64_t hidden, int64_t experts,
+                                   bool shared_carveout) {
+  const int64_t k = top_k, I = inter, H = hidden;
+  if (k < 1 || k > 32 || I % 8 != 0 || H % 8 != 0 || I < 8 || H < 8 || experts < 1 || experts > 0x7fffffff ||
+      k * I > 0x7fffffff || H * I > 0x7fffffff)
+    return false;
+  const OneTokenInfo info = one_token_info(d.index, shared_carveout);
+  return info.down_smem - k * I * 4 >= k * I * 2;  // one output row of k experts and the act rows fit
+}
+
 bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a) {
   const ops::MoeExpertsArgs& e = a.experts;
   const int64_t k = e.top_k, I = e.inter, H = e.hidden;
-  if (a.tokens != 1 || k < 1 || k > 32 || e.dtype != DType::BF16 || I % 8 != 0 || H % 8 != 0 || I < 8 || H < 8 ||
-      a.num_experts < 1 || a.num_experts > 0x7fffffff || k * I > 0x7fffffff || H * I > 0x7fffffff ||
-      e.max_rows < k)
+  if (a.tokens != 1 || e.dtype != DType::BF16 || e.max_rows < k ||
+      !moe_one_token_shape_supported(d, k, I, H, a.num_experts, a.one_token_shared_carveout))
     return false;
   if (!aligned16(e.x) || !aligned16(e.gate_up) || !aligned16(e.down) || !aligned16(e.act)) return false;
   const OneTokenInfo info = one_token_info(d.index, a.one_token_shared_carveout);
   const int64_t act_bytes = k * I * 4, row_bytes = k * I * 2;
   const int64_t budget = info.down_smem - act_bytes;
-  if (budget < row_bytes) return false;  // one output row of k experts does not fit
   const int64_t R = std::min((H + info.sms - 1) / info.sms, budget / row_bytes);
   const int64_t down_blocks = (H + R - 1) / R;
   const size_t smem = static_cast<size_t>(R * row_bytes + act_bytes);
@@ -425,7 +501,7 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
         "moe_experts_combine (one token) gate_up (bulk) blocks={} units/block={} tile={} depth={} smem={} hidden={}",
         blocks, upb, tile, depth, gsmem, H);
   } else {
-  (void)launch_pdl(d.index, gate_up1_kernel, dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
+  (void)launch_pdl(d.index, gate_up1_kernel_from_env(), dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
                    static_cast<const bf16*>(e.x), a.topk_ids, static_cast<const bf16*>(e.gate_up),
                    static_cast<bf16*>(e.act), static_cast<int>(k), static_cast<int>(a.num_experts),
                    static_cast<int>(I), static_cast<int>(H), static_cast<int>(per_warp));
@@ -436,8 +512,8 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
   const bool bulk = info.bulk && (o == Down1Copy::kEnv ? down1_copy_from_env() : o) == Down1Copy::kBulk;
   (void)launch_pdl(d.index, bulk ? down1_kernel<true> : down1_kernel<false>, dim3(static_cast<unsigned>(down_blocks)), dim3(kDnThreads), smem, s, 1,
                    static_cast<const bf16*>(e.act), a.topk_ids, a.topk_weights, static_cast<const bf16*>(e.down),
-                   static_cast<bf16*>(a.out), static_cast<int>(k), static_cast<int>(a.num_experts),
-                   static_cast<int>(H), static_cast<int>(I), static_cast<int>(R));
+                   static_cast<bf16*>(a.out), static_cast<bf16*>(a.residual), static_cast<int>(k),
+                   static_cast<int>(a.num_experts), static_cast<int>(H), static_cast<int>(I), static_cast<int>(R));
   GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) down blocks={} rows={} smem={} hidden={} inter={} bulk={}",
                         down_blocks, R, smem, H, I, bulk);
   return true;

@@ -17,6 +17,12 @@ namespace grt::cuda {
 // one it takes (a down row block of k experts must fit in shared memory).
 bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a);
 
+// Whether moe_experts_combine_one_token takes a token of these sizes on `d` (bf16, 16-byte
+// aligned pointers aside): top_k <= 32, sizes multiples of 8, a down row block of top_k experts
+// and their act rows within the shared memory. shared_carveout: moe_one_token_shared_carveout().
+bool moe_one_token_shape_supported(Device d, int64_t top_k, int64_t inter, int64_t hidden, int64_t experts,
+                                   bool shared_carveout);
+
 // How the down kernel copies its weight rows into shared memory before its PDL wait: kBulk, TMA
 // bulk copies (one per expert, on sm_90+; elsewhere cp.async), or kCpAsync, 16-byte cp.async by
 // every thread (session 5's first kernel). kEnv: from GRAPHRT_MOE_DOWN1_COPY (read once): unset,

@@ -70,4 +70,29 @@ cudaError_t launch_pdl(int index, void (*kernel)(Params...), dim3 grid, dim3 blo
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
+// Clusters of `cluster` blocks (along x) of `block` threads and `smem` dynamic shared memory
+// bytes that the device can hold resident at once when launched as launch_pdl does, or 0 when
+// such a launch cannot run (the error is cleared). The kernel's attributes (shared memory limit,
+// non-portable cluster sizes) must be set first.
+template <typename... Params>
+int max_active_clusters(void (*kernel)(Params...), unsigned cluster, dim3 block, size_t smem) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(cluster, 1, 1);
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cluster;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(kernel), &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 }  // namespace grt::cuda

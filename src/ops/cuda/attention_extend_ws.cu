@@ -1,0 +1,288 @@
+// fa3-ws / fa3-wsp / fa3-wsn / fa3-wsnp: paged extend attention on Hopper with warp
+// specialisation (issue 18, session 6). A producer warpgroup and an mbarrier ring feed two
+// consumer warpgroups on the fa3-ov loop (attention_extend_wgmma.cu, whose building blocks,
+// attention_wgmma.cuh, it shares). The default on large grids at head_dim 128 (399 TFLOP/s at 4k,
+// 450 at 8k, 16/8/128 causal, H100) and on grids of about one block per multiprocessor
+// (bench/results/h100_2026-11-24_s6_fa3ws).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "device/cuda/cuda_check.h"
+#include "ops/cuda/attention_extend_params.h"
+#include "ops/cuda/attention_wgmma.cuh"
+
+namespace grt::cuda {
+namespace {
+
+using namespace wg;
+
+// The block: warpgroup 0 the producer, 1 and 2 the consumers.
+template <int HD, int STAGES>
+struct WsCfg {
+  static constexpr int kGroups = 2;         // consumer warpgroups of 64 q rows
+  static constexpr int kThreads = 128;      // loader threads (WgTile's gather): the producer warpgroup
+  static constexpr int kBlockThreads = 384;
+  static constexpr int kBQ = 128;
+  static constexpr int kBK = 64;
+  static constexpr uint32_t kQBytes = kBQ * HD * 2;
+  static constexpr uint32_t kTileBytes = kBK * HD * 2;
+  static constexpr uint32_t kBarOffset = kQBytes + 2 * STAGES * kTileBytes;  // full[S], empty[S], q_full, q_empty
+  static constexpr size_t kSmem = size_t{kBarOffset} + 8 * (2 * STAGES + 2) + 1024;
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// ---- fa3-ws: warp specialisation (issue 18, session 6) -----------------------------------------
+// Three warpgroups: warpgroup 0 gathers (page table rows, cp.async per 16 bytes; no TMA: a row's
+// slot is arbitrary at page size 1 and TMA writes rows unswizzled) Q and a ring of STAGES K/V
+// tiles, each stage with a "full" mbarrier (the 128 producer threads arrive through
+// cp.async.mbarrier.arrive.noinc when their copies land) and an "empty" one (the 256 consumer
+// threads arrive when their O GEMM on it is done); warpgroups 1 and 2 run the fa3-ov loop on 64 q
+// rows each without any block-wide barrier. setmaxnreg gives the producer 72 registers and the
+// consumers 216 (40 spilled the producer's slot list at head_dim 128). PINGPONG (fa3-wsp): the
+// two consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's softmax runs
+// while the other's GEMMs run. O128 (fa3-wsn / fa3-wsnp): the O GEMM as m64n128 instructions.
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+// Arrives once this thread's earlier cp.async copies have landed (the count was set for it).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (a fresh barrier: parity 1 is done).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+__device__ __forceinline__ void named_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+
+// Ring position of the block's it-th key tile (counted over both q tiles of a pair).
+template <int STAGES>
+struct WsRing {
+  int it = 0;
+  __device__ __forceinline__ int stage(int k = 0) const { return (it + k) % STAGES; }
+  __device__ __forceinline__ uint32_t phase(int k = 0) const { return static_cast<uint32_t>((it + k) / STAGES) & 1u; }
+};
+
+// Producer warpgroup: Q of q tile `qt` (after the consumers released the previous one) and its key tiles.
+template <typename T, int HD, int STAGES>
+__device__ __forceinline__ void ws_produce(const ExtendParams& p, int qt, int ext, unsigned char* smem, int pass,
+                                           WsRing<STAGES>& ring, uint32_t bars) {
+  using C = WsCfg<HD, STAGES>;
+  WgTile<T, HD, C> w(p, qt, ext, smem, static_cast<int>(threadIdx.x));
+  const uint32_t full = bars, empty = bars + 8 * STAGES, q_full = bars + 16 * STAGES, q_empty = q_full + 8;
+  if (pass > 0) mbar_wait(q_empty, static_cast<uint32_t>(pass - 1) & 1u);
+  w.load_q();
+  cp_async_mbar_arrive(q_full);
+  for (int t = 0; t < w.num_tiles; ++t, ++ring.it) {
+    w.load_slots(t);
+    mbar_wait(empty + 8 * ring.stage(), ring.phase() ^ 1u);
+    w.issue_tile(ring.stage());
+    cp_async_mbar_arrive(full + 8 * ring.stage());
+  }
+}
+
+// Consumer warpgroup cw (0 or 1): rows 64·cw .. 64·cw + 63 of q tile `qt`, the fa3-ov loop with
+// the ring's mbarriers in place of the block barrier.
+template <typename T, int HD, int STAGES, bool PINGPONG, bool O128>
+__device__ __forceinline__ void ws_consume(const ExtendParams& p, int qt, int ext, unsigned char* smem, int pass,
+                                           WsRing<STAGES>& ring, uint32_t bars) {
+  using C = WsCfg<HD, STAGES>;
+  WgTile<T, HD, C> w(p, qt, ext, smem, static_cast<int>(threadIdx.x) - 128);
+  constexpr int kCB = WgTile<T, HD, C>::kCB;
+  const uint32_t full = bars, empty = bars + 8 * STAGES, q_full = bars + 16 * STAGES, q_empty = q_full + 8;
+  const int num_tiles = w.num_tiles;
+  const int me = 1 + w.wg, other = 2 - w.wg;  // named barriers of the pingpong turns
+  const auto wait_full = [&](int k) {
+    mbar_wait(full + 8 * ring.stage(k), ring.phase(k));
+    fence_proxy_async();  // the producer's cp.async writes (generic proxy) before wgmma's reads
+  };
+
+  float o[kCB][32];
+  float s[32];
+  uint32_t pf[4][4];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    s[i] = 0.0f;
+#pragma unroll
+    for (int cb = 0; cb < kCB; ++cb) o[cb][i] = 0.0f;
+  }
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) pf[kk][j] = 0u;
+  const auto issue_o = [&](int stage) {  // O128: m64n128 O GEMM instructions (head_dim 128)
+    if constexpr (O128 && kCB == 2) w.issue_o128(o, pf, stage);
+    else w.issue_o(o, pf, stage);
+  };
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const float sl2 = p.scale_log2;
+
+  mbar_wait(q_full, static_cast<uint32_t>(pass) & 1u);
+  if (num_tiles > 0) {  // S(0) and P(0); O is zero, so a rescale changes nothing
+    wait_full(0);
+    fence_regs(s);
+    wgmma_fence();
+    w.issue_s(s, ring.stage());
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(s);
+    w.mask_voted(s, 0);
+    float mx[2], alpha[2];
+    tile_max(s, sl2, m, mx);
+    new_max_lazy(m, l, mx, alpha);
+    exp_rows(s, m, l, sl2);
+    pack_p<T>(s, pf);
+  }
+  // As wg_tile_ov: each wgmma's issue and wait in one branch; both consumers run every tile.
+  for (int t = 0; t < num_tiles; ++t, ++ring.it) {
+    const uint32_t release = empty + 8 * ring.stage();
+    if (t + 1 < num_tiles) {
+      wait_full(1);
+      if constexpr (PINGPONG) named_sync(me, 256);
+      fence_regs(s);
+      wgmma_fence();
+      w.issue_s(s, ring.stage(1));
+      wgmma_commit();
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+      fence_regs(pf);
+      wgmma_fence();
+      issue_o(ring.stage());
+      wgmma_commit();
+      if constexpr (PINGPONG) named_arrive(other, 256);
+      wgmma_wait<1>();  // S(t + 1); O(t) may still run
+      fence_regs(s);
+      w.mask_voted(s, t + 1);
+      float mx[2], alpha[2];
+      const bool grow = tile_max(s, sl2, m, mx);
+      new_max_lazy(m, l, mx, alpha);
+      exp_rows(s, m, l, sl2);
+      wgmma_wait<0>();
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+      fence_regs(pf);
+      mbar_arrive(release);  // stage of tile t read by this thread's warpgroup for the last time
+      if (grow) scale_o(o, alpha);
+      pack_p<T>(s, pf);
+    } else {  // the last tile: O only
+      if constexpr (PINGPONG) named_sync(me, 256);
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+      fence_regs(pf);
+      wgmma_fence();
+      issue_o(ring.stage());
+      wgmma_commit();
+      if constexpr (PINGPONG) named_arrive(other, 256);
+      wgmma_wait<0>();
+#pragma unroll
+      for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
+      mbar_arrive(release);
+    }
+  }
+  mbar_arrive(q_empty);  // every S GEMM of this q tile is done: the producer may load the next Q
+  w.store(o, l);
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// fa3-ws / fa3-wsp: the warp-specialised kernel (WsCfg); pairing and tile order as above. The
+// ring and its phases run on across the two q tiles of a pair (no block-wide barrier after the
+// role split).
+template <typename T, int HD, int STAGES, bool PINGPONG, bool O128>
+__global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = WsCfg<HD, STAGES>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+  const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
+  const int tiles = (ext + C::kBQ - 1) / C::kBQ;
+  int first = 0, second = -1;
+  if (!attn::extend_block_tiles(p.pair_q_tiles, tiles, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), first,
+                                second))
+    return;
+  const uint32_t bars = smem_addr(smem) + C::kBarOffset;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bars + 8 * s, 128);                 // full: the producer's threads, through their copies
+      mbar_init(bars + 8 * (STAGES + s), 256);      // empty: every consumer thread
+    }
+    mbar_init(bars + 16 * STAGES, 128);             // q_full
+    mbar_init(bars + 16 * STAGES + 8, 256);         // q_empty
+  }
+  __syncthreads();
+  WsRing<STAGES> ring;
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
+#pragma unroll 1
+    for (int pass = 0; pass < 2; ++pass) {
+      const int qt = pass == 0 ? first : second;
+      if (qt < 0) break;
+      ws_produce<T, HD, STAGES>(p, qt, ext, smem, pass, ring, bars);
+    }
+    cp_async_wait<0>();
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
+    // Pingpong: consumer 0 takes the first turn (consumer 1 grants it), and at the end takes
+    // consumer 1's last grant so that no named barrier is left half-arrived.
+    const bool second_consumer = threadIdx.x >= 256;
+    if (PINGPONG && second_consumer) named_arrive(1, 256);
+#pragma unroll 1
+    for (int pass = 0; pass < 2; ++pass) {
+      const int qt = pass == 0 ? first : second;
+      if (qt < 0) break;
+      ws_consume<T, HD, STAGES, PINGPONG, O128>(p, qt, ext, smem, pass, ring, bars);
+    }
+    if (PINGPONG && !second_consumer) named_sync(1, 256);
+  }
+#else
+  __trap();  // launch_extend_wgmma refuses devices other than sm_90
+#endif
+}
+
+template <typename T, int HD, int STAGES, bool PINGPONG, bool O128>
+void launch_ws(cudaStream_t st, const ExtendParams& p) {
+  using C = WsCfg<HD, STAGES>;
+  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128>;
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
+                 "allowing {} bytes of shared memory for attention_extend fa3-ws (head_dim {})", C::kSmem, HD);
+  const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
+  dim3 grid(static_cast<unsigned>(p.pair_q_tiles ? (tiles + 1) / 2 : tiles), static_cast<unsigned>(p.nq),
+            static_cast<unsigned>(p.num_reqs));
+  kernel<<<grid, C::kBlockThreads, C::kSmem, st>>>(p);
+}
+
+template <typename T, int HD>
+void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
+  switch (v) {
+    case WgVariant::kWs: launch_ws<T, HD, 4, false, false>(st, p); return;
+    case WgVariant::kWsP: launch_ws<T, HD, 4, true, false>(st, p); return;
+    case WgVariant::kWsN: launch_ws<T, HD, 4, false, HD == 128>(st, p); return;  // head_dim 64: fa3-ws
+    case WgVariant::kWsNP: launch_ws<T, HD, 4, true, HD == 128>(st, p); return;
+    default: GRT_FAIL("attention_extend fa3-ws: variant {} is not warp-specialised", static_cast<int>(v));
+  }
+}
+
+}  // namespace
+
+void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v) {
+  with_type_and_head_dim(dtype, p.hd, [&]<typename T, int HD>() { launch_ws_variant<T, HD>(stream, p, v); });
+}
+
+}  // namespace grt::cuda

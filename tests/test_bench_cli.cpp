@@ -1,0 +1,55 @@
+// End-to-end tests of `graphrt bench decode` / `bench prefill` on the CPU device: the JSON rows
+// the GPU jobs read (scripts/targets_table.py), eager and graph timed in turns.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+using grt::testing::run_graphrt;
+using nlohmann::json;
+
+TEST(BenchCli, PrefillTimesEagerAndPiecewiseAndTheHostIssue) {
+  auto r = run_graphrt(
+      "bench prefill --model builtin:tiny --device cpu --tokens 4,16 --iters 3 --schedule-max-tokens 64 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["prefill"].size(), 2u) << r.out;
+  int expect_tokens[] = {4, 16};
+  for (size_t i = 0; i < 2; ++i) {
+    const json& row = j["prefill"][i];
+    EXPECT_EQ(row["tokens"].get<int>(), expect_tokens[i]);
+    const double eager = row["eager_ms"], piecewise = row["piecewise_ms"], issue = row["piecewise_issue_ms"];
+    EXPECT_GT(eager, 0.0);
+    EXPECT_GT(piecewise, 0.0);
+    // Each sample's issue time is part of the same sample's step time, so the medians keep the order.
+    EXPECT_GT(issue, 0.0);
+    EXPECT_LE(issue, piecewise) << row.dump();
+    EXPECT_DOUBLE_EQ(row["speedup"].get<double>(), eager / piecewise);
+  }
+  EXPECT_EQ(j["capture"]["sizes"].get<size_t>(), j["capture"]["token_counts"].size());
+  EXPECT_GT(j["capture"]["capture_seconds"].get<double>(), 0.0);
+}
+
+TEST(BenchCli, DecodeTimesEagerAndGraphPerBatchSize) {
+  auto r = run_graphrt(
+      "bench decode --model builtin:tiny --device cpu --batch-sizes 1,4 --cuda-graph-bs 1,4 --context 64 --iters 3 "
+      "--json");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["decode"].size(), 2u) << r.out;
+  EXPECT_EQ(j["decode"][0]["bs"].get<int>(), 1);
+  EXPECT_EQ(j["decode"][1]["bs"].get<int>(), 4);
+  for (const json& row : j["decode"]) {
+    EXPECT_GT(row["eager_ms"].get<double>(), 0.0) << row.dump();
+    EXPECT_GT(row["graph_ms"].get<double>(), 0.0) << row.dump();
+  }
+}
+
+TEST(BenchCli, ZeroItersIsAnErrorNamingTheFlag) {
+  for (const char* bench : {"decode", "prefill"}) {
+    auto r = run_graphrt(std::string("bench ") + bench + " --model builtin:tiny --device cpu --iters 0");
+    EXPECT_NE(r.exit_code, 0) << bench;
+    EXPECT_NE(r.all.find("--iters"), std::string::npos) << r.all;
+    EXPECT_NE(r.all.find("not in range 1 to 1000000"), std::string::npos) << r.all;
+  }
+}
