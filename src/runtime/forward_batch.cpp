@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "memory/tensor_alloc.h"
+#include "ops/attention.h"
 
 namespace grt {
 
@@ -86,6 +87,7 @@ ForwardInputs upload_inputs(const ForwardBatch& batch, const Tensor& req_to_toke
     in.extend.num_reqs = batch.batch_size();
     in.extend.max_extend_len =
         batch.extend_lens.empty() ? 0 : *std::max_element(batch.extend_lens.begin(), batch.extend_lens.end());
+    in.extend.covered_rows = ops::packed_extend_rows(batch.extend_start_loc, batch.extend_lens);
   }
   return in;
 }

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "model/moe_layer.h"
+#include "ops/attention.h"
 #include "ops/gather.h"
 
 namespace grt {
@@ -150,7 +151,7 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(extend_start_loc_, starts, reqs);
     inputs_.set(num_real_, {}, 1);
     inputs_.upload(stream);
-    bind_live(n, static_cast<int>(reqs), std::min(n, per_request));
+    bind_live(n, static_cast<int>(reqs), std::min(n, per_request), ops::packed_extend_rows(starts, lens));
   }
   void stage(const ForwardBatch& b, int padded) override {
     const int reqs = b.batch_size();
@@ -165,7 +166,8 @@ class ExtendSchema final : public GraphInputSchema {
     const std::vector<int32_t> rows = b.logit_rows();
     inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
     // The recorded attention reads the real requests: their count and longest extend.
-    bind_live(padded, reqs, *std::max_element(b.extend_lens.begin(), b.extend_lens.end()));
+    bind_live(padded, reqs, *std::max_element(b.extend_lens.begin(), b.extend_lens.end()),
+              ops::packed_extend_rows(b.extend_start_loc, b.extend_lens));
   }
   Tensor step(int n) override {
     GRT_CHECK(live_.input_ids.size(0) == n, "piecewise capture of {} tokens over inputs of {}", n,
@@ -180,7 +182,9 @@ class ExtendSchema final : public GraphInputSchema {
 
  private:
   // Points live_ at the first `tokens` rows and `reqs` requests of the persistent inputs.
-  void bind_live(int tokens, int reqs, int max_extend_len) {
+  // covered_rows: the rows the requests cover (packed from row 0), or -1; the padding rows after
+  // them are the ones the attention zeroes.
+  void bind_live(int tokens, int reqs, int max_extend_len, int covered_rows) {
     live_.input_ids = inputs_.view(input_ids_, tokens);
     live_.positions = inputs_.view(positions_, tokens);
     live_.out_cache_loc = inputs_.view(out_cache_loc_, tokens);
@@ -190,6 +194,7 @@ class ExtendSchema final : public GraphInputSchema {
     live_.extend.extend_start_loc = inputs_.view(extend_start_loc_, reqs);
     live_.extend.num_reqs = reqs;
     live_.extend.max_extend_len = max_extend_len;
+    live_.extend.covered_rows = covered_rows;
   }
 
   std::shared_ptr<const DecoderModel> model_;
