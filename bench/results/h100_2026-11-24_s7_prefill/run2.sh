@@ -10,18 +10,23 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_DEPS_DIR=$PWD/.deps
 echo "build at $(el)s" >> $S
 B=build-gpu/graphrt
 TB=build-gpu/tests/graphrt_cuda_tests; [ -x $TB ] || TB=$(find build-gpu -name graphrt_cuda_tests -type f | head -1)
-timeout 80 $TB --gtest_filter='OpsAttentionCuda.ExtendOut*:OpsAttentionCuda.ExtendEqualsCpuAcrossShapes:PiecewiseGraphsCuda.ReplayMatches*:PiecewiseGraphsCuda.VmmReplayMatchesEager:PiecewiseGraphRunnerCuda.*:ModelCuda.DecodeAfterExtendEqualsLongerExtend:OpsCudaPrepareQkv.*' > $R/tests.log 2>&1
+timeout 80 $TB --gtest_filter='OpsAttentionCuda.ExtendOut*:OpsCudaActivation.*:OpsAttentionCuda.ExtendEqualsCpuAcrossShapes:PiecewiseGraphsCuda.ReplayMatches*:PiecewiseGraphsCuda.VmmReplayMatchesEager:PiecewiseGraphRunnerCuda.*:ModelCuda.DecodeAfterExtendEqualsLongerExtend:OpsCudaPrepareQkv.*' > $R/tests.log 2>&1
 echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' $R/tests.log | tr '\n' ' ') at $(el)s" >> $S
 grep -E '^\[ +(OK|FAILED) ' $R/tests.log | sed 's/^/  /' >> $S
-P="prefill --model builtin:qwen3-0.6b --tokens 4,256,1024,4096 --iters 40"
+P="prefill --model builtin:qwen3-0.6b --tokens 4,16,64,256,1024,4096 --iters 40"
+P2="prefill --model builtin:qwen3-0.6b --tokens 1024,4096 --iters 40"
 P4="prefill --model builtin:qwen3-0.6b --tokens 4096 --iters 40"
+S6="GRAPHRT_EXTEND_OUT=copy GRAPHRT_EXTEND_ZERO=all GRAPHRT_SILU_KERNEL=cols"
 cat > $R/abl.txt <<AB
-new: direct + tail zero||$P
-s6: copy + zero all|GRAPHRT_EXTEND_OUT=copy GRAPHRT_EXTEND_ZERO=all|$P
+new (direct, tail zero, silu rows)||$P
+s6 (copy, zero all, silu cols)|$S6|$P
+new again||$P
+s6 again|$S6|$P
 direct + zero all|GRAPHRT_EXTEND_ZERO=all|$P4
 copy + tail zero|GRAPHRT_EXTEND_OUT=copy|$P4
-new again||$P4
+new but silu cols|GRAPHRT_SILU_KERNEL=cols|$P2
 new + prepare_qkv tile|GRAPHRT_PREPARE_QKV=tile|$P4
+new + prepare_qkv auto|GRAPHRT_PREPARE_QKV=auto|$P
 AB
 OUT=$R ABLATIONS=$R/abl.txt BIN=$B ABLATION_TIMEOUT=40 timeout 150 bash scripts/gpu_ablations.sh > $R/ablations.txt 2>&1
 echo "ablations at $(el)s" >> $S
@@ -38,13 +43,15 @@ PY
 [ $(el) -lt 340 ] && { timeout 45 $B inspect --model builtin:qwen3-0.6b --device cuda --verify-cuda-graph --json > $R/verify.json 2> $R/verify.err; echo "verify rc=$? at $(el)s" >> $S; python3 -c "import json,sys; j=json.load(open(sys.argv[1])); v=j.get('verify_cuda_graph', j); print(json.dumps(v)[:500])" $R/verify.json >> $S 2>&1; }
 export GRAPHRT_CAPTURE_INSTANTIATE_THREADS=0 GRAPHRT_BENCH_PROFILE=1
 N="prefill --model builtin:qwen3-0.6b --tokens 4096 --schedule-max-tokens 4096 --piecewise-cuda-graph-tokens 4096 --iters 3"
+[ $(el) -lt 360 ] && { timeout 40 ncu --clock-control none --cache-control none --profile-from-start off --metrics gpu__time_duration.sum --csv --log-file $R/ncu_step.csv $B bench $N > /dev/null 2> $R/ncu_step.err; python3 scripts/ncu_layer_table.py $R/ncu_step.csv --layers 28 > $R/layer_step.txt 2>&1; echo "ncu step at $(el)s" >> $S; }
+M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread
 for p in tile early lanes; do
-  [ $(el) -gt 375 ] && break
-  GRAPHRT_PREPARE_QKV=$p timeout 30 ncu --clock-control none --cache-control none --profile-from-start off -k regex:prepare_qkv --metrics gpu__time_duration.sum,dram__bytes.sum,launch__registers_per_thread --csv --log-file $R/ncu_$p.csv $B bench $N > /dev/null 2> $R/ncu_$p.err
+  [ $(el) -gt 380 ] && break
+  GRAPHRT_PREPARE_QKV=$p timeout 30 ncu --clock-control none --cache-control none --profile-from-start off -k regex:prepare_qkv --metrics $M --csv --log-file $R/pq_$p.csv $B bench $N > /dev/null 2> $R/pq_$p.err
 done
 python3 - "$R" >> $S <<'PY'
 import csv, sys, glob, os, re
-for f in sorted(glob.glob(sys.argv[1] + "/ncu_*.csv")):
+for f in sorted(glob.glob(sys.argv[1] + "/pq_*.csv")):
     lines = [l for l in open(f) if l.startswith('"')]
     m = {}
     for r in csv.DictReader(lines):
@@ -55,4 +62,5 @@ for f in sorted(glob.glob(sys.argv[1] + "/ncu_*.csv")):
 PY
 echo "total $(el)s" >> $S
 tar czf $OUT/r.tgz -C $R . 2>/dev/null
+cat $R/layer_step.txt 2>/dev/null | cut -c1-120
 cat $S
