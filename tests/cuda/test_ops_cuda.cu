@@ -312,44 +312,6 @@ TEST(OpsCudaActivation, SiluAndMulMatchesCpu) {
                1e-2, "strided silu_and_mul");
 }
 
-}  // namespace
-}  // namespace grt
-
-#include "qkv_test_util.h"
-
-namespace grt {
-namespace {
-
-// The row-pair kernel (GRAPHRT_SILU_KERNEL=rows; auto from 1024 rows) against the column kernel: the
-// same bits, odd row counts (a block's second row missing), rows of up to 1024 chunks (beyond,
-// and unaligned rows, the column kernel runs whatever the switch says), bf16 and f32.
-TEST(OpsCudaActivation, SiluAndMulRowsKernelEqualsColumnKernel) {
-  struct Env {
-    explicit Env(const char* v) { setenv("GRAPHRT_SILU_KERNEL", v, 1); }
-    ~Env() { unsetenv("GRAPHRT_SILU_KERNEL"); }
-  };
-  for (DType dt : {DType::BF16, DType::F32})
-    for (int64_t I : {3072, 1000, 77, 8192, 8200, 4096})
-      for (int64_t T : {1, 3, 64, 65, 257, 1025, 4096}) {
-        if (T == 4096 && I != 3072) continue;
-        Pair x = random_pair(Shape{T, 2 * I}, static_cast<uint32_t>(T * 7 + I), dt, -6.0f, 6.0f);
-        std::vector<float> want;
-        {
-          Env cols("cols");
-          want = host(ops::silu_and_mul(x.gpu));
-        }
-        for (const char* k : {"rows", "auto"}) {
-          Env e(k);
-          poison();
-          EXPECT_TRUE(testing::same_bits(host(ops::silu_and_mul(x.gpu)), want))
-              << k << " " << label("silu_and_mul", T, I) << " " << dtype_name(dt);
-        }
-      }
-  Env bad("row");
-  Pair x = random_pair(Shape{2, 16}, 5, DType::BF16, -1.0f, 1.0f);
-  EXPECT_THROW(ops::silu_and_mul(x.gpu), Error);
-}
-
 // ---- linear -----------------------------------------------------------------------------------
 
 struct LinearCase {
