@@ -2,6 +2,7 @@
 # s7-prefill, device call 2 (H100): build; the new/changed tests; prefill A/B of the attention
 # output (direct buffer + tail zeroing vs the session-6 write-back copy and full zeroing) in fresh
 # processes; inspect --verify-cuda-graph on qwen3-0.6b; ncu of the prepare_qkv kernels at 4096.
+# (GRAPHRT_SILU_KERNEL was removed after this run with its rows kernel: now an ignored variable.)
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 export NCCL_NVLS_ENABLE=0
