@@ -73,6 +73,11 @@ void profiled_step(Device d, const std::function<void()>& fn) {
 #endif
 }
 
+bool profile_graph_step() {
+  const char* env = std::getenv("GRAPHRT_BENCH_PROFILE");
+  return env && std::string(env) == "graph";
+}
+
 double event_ms_per_call(Device d, int warmup, int iters, const std::function<void()>& fn) {
   Stream& s = current_stream(d);
   for (int i = 0; i < warmup; ++i) fn();

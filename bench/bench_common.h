@@ -34,6 +34,9 @@ std::vector<int> parse_int_list(const std::string& text);
 // kernels (graph nodes included), not the weight fill, the captures or the timed steps.
 // Otherwise does nothing.
 void profiled_step(Device device, const std::function<void()>& fn);
+// True when GRAPHRT_BENCH_PROFILE is "graph": a bench that profiles an eager step by default
+// (prefill) profiles a graph step instead.
+bool profile_graph_step();
 
 }  // namespace grt::bench
 

@@ -1,7 +1,9 @@
 // graphrt bench prefill: prefill (extend) time eager vs piecewise graphs through the real runtime
 // path (ModelRunner forward + sampling), next to the PyTorch eager and per-layer-graph anchors;
 // capture time and graph memory of the whole token schedule, and of its largest count alone.
-// GRAPHRT_BENCH_PROFILE=1 adds one eager step per token count inside a profiler range (ncu).
+// GRAPHRT_BENCH_PROFILE=1 adds one eager step per token count inside a profiler range (ncu);
+// GRAPHRT_BENCH_PROFILE=graph profiles one piecewise graph step instead (its pieces' kernel nodes
+// and the eager split ops between them).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +45,7 @@ void run_prefill(const PrefillOpts& o) {
   const int vocab = model->config().vocab_size;
   nlohmann::json anchor = bench::load_anchor(o.anchor);
   const bool small = args.model == "builtin:qwen3-0.6b";
+  const bool profile_graph = bench::profile_graph_step();
 
   nlohmann::json j;
   j["device"] = device_name(d);
@@ -103,7 +106,7 @@ void run_prefill(const PrefillOpts& o) {
     issue.erase(issue.begin(), issue.begin() + 2);  // the warm-up runs
     std::sort(issue.begin(), issue.end());
     GRT_CHECK(pg->replay_count() > before, "bench prefill: {} tokens did not run on a piecewise graph", t);
-    bench::profiled_step(d, [&] { runner.sample(b, runner.forward_eager(b)); });
+    bench::profiled_step(d, [&] { runner.sample(b, profile_graph ? runner.forward(b) : runner.forward_eager(b)); });
     nlohmann::json row = {{"tokens", t}, {"padded", gr.padded_size(t)}, {"eager_ms", eager}, {"piecewise_ms", graph},
                           {"piecewise_issue_ms", issue[issue.size() / 2]},
                           {"speedup", eager / graph}};

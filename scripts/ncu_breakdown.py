@@ -17,8 +17,10 @@ from collections import OrderedDict
 
 
 def short(name):
+    name = name.replace("<unnamed>::", "").replace("(anonymous namespace)::", "")
     name = re.sub(r"\(.*$", "", name)  # parameters
-    name = re.sub(r"<.*>", "", name)   # template arguments
+    while re.search(r"<[^<>]*>", name):
+        name = re.sub(r"<[^<>]*>", "", name)  # template arguments, innermost first
     return name.split("::")[-1].strip() or name
 
 

@@ -172,6 +172,58 @@ TEST(OpsAttentionCpu, ExtendRejectsBadHeadCounts) {
   }
 }
 
+// attention_extend_out_: the result lands in the caller's buffer; with covered_rows the kernel's
+// rows are written and only the padding after them is zeroed (whatever the buffer held before).
+TEST(OpsAttentionCpu, ExtendOutWritesCoveredRowsAndZeroesOnlyPadding) {
+  PagedCase c = make_case(4, 2, 16, {0, 5, 40}, {7, 3, 1}, 3, 11);
+  auto t = upload(c, DType::F32, kCpu);
+  const std::vector<float> want = to_host_floats(ops::attention_extend(t.q, t.k_cache, t.v_cache, t.extend, 4, 2, 16, 0.25f));
+  const int covered = ops::packed_extend_rows(c.start, c.ext);
+  ASSERT_EQ(covered, 11);
+  for (int rows : {covered, -1}) {
+    ops::ExtendAttentionMeta meta = t.extend;
+    meta.covered_rows = rows;
+    Tensor out = from_floats(std::vector<float>(static_cast<size_t>(c.rows * c.q_width()), 7.5f),
+                             Shape{c.rows, c.q_width()}, DType::F32, kCpu);
+    ops::attention_extend_out_(out, t.q, t.k_cache, t.v_cache, meta, 4, 2, 16, 0.25f);
+    std::vector<float> got = to_host_floats(out);
+    EXPECT_EQ(got, want) << "covered_rows " << rows;
+    for (int64_t i = covered * c.q_width(); i < c.rows * c.q_width(); ++i)
+      ASSERT_EQ(got[static_cast<size_t>(i)], 0.0f) << "padding element " << i << ", covered_rows " << rows;
+  }
+}
+
+TEST(OpsAttentionCpu, PackedExtendRowsOnlyForRequestsPackedFromRowZero) {
+  EXPECT_EQ(ops::packed_extend_rows({0, 7, 10}, {7, 3, 1}), 11);
+  EXPECT_EQ(ops::packed_extend_rows({}, {}), 0);
+  EXPECT_EQ(ops::packed_extend_rows({0, 7, 0}, {7, 0, 0}), -1);  // out of order
+  EXPECT_EQ(ops::packed_extend_rows({1}, {3}), -1);               // a gap before the first
+  EXPECT_EQ(ops::packed_extend_rows({0, 8}, {7, 3}), -1);         // a gap between
+  EXPECT_EQ(ops::packed_extend_rows({0, 2}, {2, -1}), -1);        // a negative length
+  EXPECT_EQ(ops::packed_extend_rows({0}, {3, 4}), -1);            // lengths differ
+}
+
+TEST(OpsAttentionCpu, ExtendOutRejectsBadBuffers) {
+  PagedCase c = make_case(4, 2, 16, {0}, {3}, 1, 1);
+  auto t = upload(c, DType::F32, kCpu);
+  auto expect_error = [&](const Tensor& out, const ops::ExtendAttentionMeta& meta, const char* what) {
+    try {
+      ops::attention_extend_out_(out, t.q, t.k_cache, t.v_cache, meta, 4, 2, 16, 1.0f);
+      ADD_FAILURE() << what << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("attention_extend"), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  const int64_t w = c.q_width();
+  expect_error(zeros(Shape{c.rows + 1, w}, DType::F32, kCpu), t.extend, "one row too many");
+  expect_error(zeros(Shape{c.rows, w}, DType::BF16, kCpu), t.extend, "another dtype");
+  expect_error(zeros(Shape{c.rows, 2 * w}, DType::F32, kCpu).slice(1, 0, w), t.extend, "strided rows");
+  expect_error(Tensor(t.q_fused.storage(), Shape{c.rows, w}, {w, 1}, DType::F32, 0), t.extend, "q's own buffer");
+  ops::ExtendAttentionMeta meta = t.extend;
+  meta.covered_rows = static_cast<int>(c.rows) + 1;
+  expect_error(zeros(Shape{c.rows, w}, DType::F32, kCpu), meta, "covered_rows beyond the rows");
+}
+
 // ---- decode -----------------------------------------------------------------------------------
 
 // Decode metadata for case `c` where request b's current token is its last (seq len = prefix+ext).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/env_switch.h"
 #include "device/stream.h"
 #include "graph/breakable.h"
 #include "graph/split_ops.h"
@@ -67,11 +68,24 @@ namespace {
 // Extend attention ends a piece of a piecewise graph (graph/split_ops.h). The metadata is a
 // declared live host value (host_ref): at replay it is read from the runner's live inputs, which
 // hold the real batch's request count and lengths, not the padded ones of capture time.
+// The op writes into `out`, a buffer the captured code allocated before the split, so a replay
+// leaves its result where the next piece reads it. Returning a fresh tensor instead (GRAPHRT_EXTEND_OUT=copy,
+// the session-6 way) made every replay copy it into the capture-time buffer (write_back): at 4096
+// qwen3-0.6b tokens 16 MB a layer.
+const auto extend_attention_into =
+    split_op("attention", [](const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                             const ops::ExtendAttentionMeta* meta, int nq, int nkv, int hd, float scale) {
+      ops::attention_extend_out_(out, q, k_cache, v_cache, *meta, nq, nkv, hd, scale);
+    });
 const auto extend_attention =
     split_op("attention", [](const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                              const ops::ExtendAttentionMeta* meta, int nq, int nkv, int hd, float scale) {
       return ops::attention_extend(q, k_cache, v_cache, *meta, nq, nkv, hd, scale);
     });
+bool extend_out_copy() {
+  static const bool copy = env_choice("GRAPHRT_EXTEND_OUT", {"direct", "copy"}, 0) == 1;
+  return copy;
+}
 }  // namespace
 
 Tensor DecoderModel::attention_block(int layer, const Tensor& qkv, const ForwardInputs& in) const {
@@ -86,10 +100,16 @@ Tensor DecoderModel::attention_block(int layer, const Tensor& qkv, const Forward
   ops::prepare_qkv_(q, k, v, config_.qk_norm ? w.q_norm : Tensor(), config_.qk_norm ? w.k_norm : Tensor(),
                     static_cast<float>(config_.rms_norm_eps), in.positions, rope_cache_, static_cast<int>(hd),
                     in.out_cache_loc, cache.k, cache.v);
-  return in.is_decode ? ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq),
-                                              static_cast<int>(nkv), static_cast<int>(hd), attn_scale_)
-                      : extend_attention(q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
-                                         static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
+  if (in.is_decode)
+    return ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq), static_cast<int>(nkv),
+                                 static_cast<int>(hd), attn_scale_);
+  if (extend_out_copy())
+    return extend_attention(q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
+                            static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
+  Tensor out = empty(Shape{q.size(0), q.size(1)}, q.dtype(), q.device());
+  extend_attention_into(out, q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
+                        static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
+  return out;
 }
 
 void DecoderModel::all_reduce_(const Tensor& t) const {

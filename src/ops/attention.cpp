@@ -1,5 +1,8 @@
 #include "ops/attention.h"
 
+#include <climits>
+
+#include "core/env_switch.h"
 #include "device/capture_state.h"
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
@@ -89,8 +92,28 @@ void decode_into(const char* op, const Tensor& q, const Tensor& k_cache, const T
 
 }  // namespace
 
+int packed_extend_rows(const std::vector<int32_t>& extend_start_loc, const std::vector<int32_t>& extend_lens) {
+  if (extend_start_loc.size() != extend_lens.size()) return -1;
+  int64_t rows = 0;
+  for (size_t b = 0; b < extend_lens.size(); ++b) {
+    if (extend_lens[b] < 0 || extend_start_loc[b] != rows) return -1;
+    rows += extend_lens[b];
+  }
+  return rows <= INT32_MAX ? static_cast<int>(rows) : -1;
+}
+
 Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const ExtendAttentionMeta& meta,
                         int num_q_heads, int num_kv_heads, int head_dim, float scale) {
+  GRT_CHECK(q.defined() && q.rank() == 2, "attention_extend: q {} must be [rows, heads * head_dim]",
+            q.defined() ? q.str() : std::string("(undefined)"));
+  Tensor out = empty(Shape{q.size(0), q.size(1)}, q.dtype(), q.device());
+  attention_extend_out_(out, q, k_cache, v_cache, meta, num_q_heads, num_kv_heads, head_dim, scale);
+  return out;
+}
+
+void attention_extend_out_(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
+                           float scale) {
   const char* op = "attention_extend";
   // Its launch is sized from host values (num_reqs, max_extend_len): captured, a replay would run
   // with the capture-time ones. It runs eagerly only: as the "attention" split op of a piecewise
@@ -107,6 +130,19 @@ Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_
   check_index_vector(op, "prefix_lens", meta.prefix_lens, meta.num_reqs, d);
   check_index_vector(op, "extend_lens", meta.extend_lens, meta.num_reqs, d);
   check_index_vector(op, "extend_start_loc", meta.extend_start_loc, meta.num_reqs, d);
+  GRT_CHECK(out.defined() && out.shape() == Shape({q.size(0), q.size(1)}) && out.dtype() == q.dtype() &&
+                out.is_contiguous() && out.device() == d,
+            "{}: out {} must be a contiguous [{}, {}] of {} on {}", op, out.defined() ? out.str() : std::string("(undefined)"),
+            q.size(0), q.size(1), dtype_name(q.dtype()), d.str());
+  const auto overlaps = [&](const Tensor& t) {
+    const char* b = static_cast<const char*>(t.storage()->data());
+    const char* o = static_cast<const char*>(out.storage()->data());
+    return b < o + out.storage()->bytes() && o < b + t.storage()->bytes();
+  };
+  GRT_CHECK(!overlaps(q) && !overlaps(k_cache) && !overlaps(v_cache), "{}: out {} shares memory with q {} or the caches",
+            op, out.str(), q.str());
+  GRT_CHECK(meta.covered_rows <= q.size(0), "{}: covered_rows {} exceeds q's {} rows", op, meta.covered_rows,
+            q.size(0));
   GRT_CHECK(meta.decode_tail >= 0 && meta.decode_tail <= meta.num_reqs,
             "{}: decode_tail {} must lie in [0, num_reqs {}]", op, meta.decode_tail, meta.num_reqs);
   // The tail as decodes: every kernel of decode attention takes head dims that are multiples of 8;
@@ -119,9 +155,16 @@ Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_
     check_index_vector(op, "seq_lens", meta.seq_lens, meta.num_reqs, d);
   }
   const int extend_reqs = meta.num_reqs - tail;
-  // Zero-filled so rows covered by no request (padding) read as zeros.
-  Tensor out = zeros(Shape{q.size(0), q.size(1)}, q.dtype(), d);
-  if (q.size(0) == 0 || meta.num_reqs == 0) return out;
+  // Rows covered by no request (padding) read as zeros; the kernel writes every covered row.
+  static const bool zero_all = env_choice("GRAPHRT_EXTEND_ZERO", {"tail", "all"}, 0) == 1;
+  const int64_t first_zero = zero_all || meta.covered_rows < 0 ? 0 : meta.covered_rows;
+  Stream& s = current_stream(d);
+  if (first_zero < q.size(0)) {
+    const size_t row_bytes = static_cast<size_t>(q.size(1)) * dtype_size(q.dtype());
+    s.memset_async(static_cast<char*>(out.data()) + static_cast<size_t>(first_zero) * row_bytes, 0,
+                   static_cast<size_t>(q.size(0) - first_zero) * row_bytes);
+  }
+  if (q.size(0) == 0 || meta.num_reqs == 0) return;
   if (extend_reqs > 0 && meta.max_extend_len > 0) {
     e.a.out = out.data();
     e.prefix_lens = meta.prefix_lens.data_as<int32_t>();
@@ -130,7 +173,6 @@ Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_
     e.num_rows = q.size(0);
     e.num_reqs = extend_reqs;
     e.max_extend_len = meta.max_extend_len;
-    Stream& s = current_stream(d);
     if (d.is_cuda()) {
 #ifdef GRAPHRT_WITH_CUDA
       cuda::attention_extend(s, e);
@@ -148,7 +190,6 @@ Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_
     decode_into(op, q.slice(0, r0, r0 + tail), k_cache, v_cache, dm, num_q_heads, num_kv_heads, head_dim, scale,
                 out.slice(0, r0, r0 + tail));
   }
-  return out;
 }
 
 Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const DecodeAttentionMeta& meta,

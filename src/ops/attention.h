@@ -9,6 +9,9 @@
 // float32 (CPU: float32 reference for any float dtype; CUDA: f32, f16, bf16 inputs, head_dim
 // even and <= 256 for extend, a multiple of 8 and <= 256 for decode, 16-byte aligned rows).
 #pragma once
+#include <cstdint>
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace grt::ops {
@@ -30,7 +33,15 @@ struct ExtendAttentionMeta {
   int decode_tail = 0;
   int decode_first_row = 0;
   Tensor seq_lens;
+  // Host: the requests cover exactly rows [0, covered_rows) of q, packed in order
+  // (packed_extend_rows); the rows after them (a graph's padding) are then the only ones zeroed.
+  // -1 (unknown): every row is zeroed before the kernel writes the covered ones.
+  int covered_rows = -1;
 };
+
+// The rows the requests cover when they are packed from row 0 in order (extend_start_loc[b] =
+// extend_lens[0] + ... + extend_lens[b - 1], every length >= 0): their sum; otherwise -1.
+int packed_extend_rows(const std::vector<int32_t>& extend_start_loc, const std::vector<int32_t>& extend_lens);
 
 // New token j of request b sits at position prefix_lens[b] + j and attends causally to positions
 // 0 .. prefix_lens[b] + j. Rows of q covered by no request are written as zeros. The per-request
@@ -41,6 +52,13 @@ struct ExtendAttentionMeta {
 Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                         const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
                         float scale);
+// The same into `out` (contiguous [q rows, num_q_heads * head_dim] of q's dtype, not overlapping q
+// or the caches): a piecewise graph's split op writes the buffer the next piece reads, with no
+// copy at replay. Zeroes only the rows after meta.covered_rows when that is set (>= 0) and
+// GRAPHRT_EXTEND_ZERO is "tail" (the default; "all" zeroes every row first, the old way).
+void attention_extend_out_(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
+                           float scale);
 
 struct DecodeAttentionMeta {
   Tensor req_to_token;      // i32 [max_reqs, max_context]

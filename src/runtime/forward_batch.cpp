@@ -4,6 +4,7 @@
 
 #include "core/env_switch.h"
 #include "memory/tensor_alloc.h"
+#include "ops/attention.h"
 
 namespace grt {
 
@@ -100,6 +101,7 @@ ForwardInputs upload_inputs(const ForwardBatch& batch, const Tensor& req_to_toke
       in.extend.decode_first_row = batch.extend_start_loc[static_cast<size_t>(batch.batch_size() - in.extend.decode_tail)];
       in.extend.seq_lens = upload(batch.seq_lens, d);
     }
+    in.extend.covered_rows = ops::packed_extend_rows(batch.extend_start_loc, batch.extend_lens);
   }
   return in;
 }

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "model/moe_layer.h"
+#include "ops/attention.h"
 #include "ops/gather.h"
 
 namespace grt {
@@ -152,7 +153,7 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(seq_lens_, lens, reqs);
     inputs_.set(num_real_, {}, 1);
     inputs_.upload(stream);
-    bind_live(n, static_cast<int>(reqs), std::min(n, per_request));
+    bind_live(n, static_cast<int>(reqs), std::min(n, per_request), ops::packed_extend_rows(starts, lens));
   }
   void stage(const ForwardBatch& b, int padded) override {
     const int reqs = b.batch_size();
@@ -167,9 +168,10 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(num_real_, {b.num_tokens()}, 1);
     const std::vector<int32_t> rows = b.logit_rows();
     inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
-    // The recorded attention reads the real requests: their count, longest extend and the decodes
-    // riding at the end (a MIXED step).
-    bind_live(padded, reqs, *std::max_element(b.extend_lens.begin(), b.extend_lens.end()));
+    // The recorded attention reads the real requests: their count, longest extend, the rows they
+    // cover and the decodes riding at the end (a MIXED step).
+    bind_live(padded, reqs, *std::max_element(b.extend_lens.begin(), b.extend_lens.end()),
+              ops::packed_extend_rows(b.extend_start_loc, b.extend_lens));
     const int tail = decode_tail_of(b);
     live_.extend.decode_tail = tail;
     live_.extend.decode_first_row = tail > 0 ? b.extend_start_loc[static_cast<size_t>(reqs - tail)] : 0;
@@ -187,7 +189,9 @@ class ExtendSchema final : public GraphInputSchema {
 
  private:
   // Points live_ at the first `tokens` rows and `reqs` requests of the persistent inputs.
-  void bind_live(int tokens, int reqs, int max_extend_len) {
+  // covered_rows: the rows the requests cover (packed from row 0), or -1; the padding rows after
+  // them are the ones the attention zeroes.
+  void bind_live(int tokens, int reqs, int max_extend_len, int covered_rows) {
     live_.input_ids = inputs_.view(input_ids_, tokens);
     live_.positions = inputs_.view(positions_, tokens);
     live_.out_cache_loc = inputs_.view(out_cache_loc_, tokens);
@@ -198,6 +202,7 @@ class ExtendSchema final : public GraphInputSchema {
     live_.extend.seq_lens = inputs_.view(seq_lens_, reqs);
     live_.extend.num_reqs = reqs;
     live_.extend.max_extend_len = max_extend_len;
+    live_.extend.covered_rows = covered_rows;
     live_.extend.decode_tail = 0;
     live_.extend.decode_first_row = 0;
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../attention_test_util.h"
+#include "../qkv_test_util.h"
 #include "core/dtype.h"
 #include "device/device.h"
 #include "device/graph.h"
@@ -400,6 +401,38 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
         expect_cuda_matches(checks[i]);
         if (i % 4 == 0) EXPECT_EQ(cuda_output(checks[i]), cuda_output(checks[i]));  // deterministic
       }
+    }
+}
+
+// attention_extend_out_ with covered_rows (the zero fill cut to the padding rows): every kernel
+// writes every covered row, so a buffer full of NaN bytes comes out bit for bit as the default
+// op's zero-filled result, the padding rows zero.
+TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
+  const PagedCase c = make_case(16, 8, 128, {0, 37, 200, 5}, {130, 65, 1, 257}, 3, 77);
+  const PagedCase c64 = make_case(8, 2, 64, {0, 70}, {300, 33}, 5, 78);
+  alignas(16) static char buf[64];
+  const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
+  std::vector<const char*> kernels = {"auto", "fa2-q64", "fa2-q128", "fa2-v2", "tc", "simt"};
+  if (hopper) kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp"});
+  for (const PagedCase* pc : {&c, &c64})
+    for (const char* kernel : kernels) {
+      if (pc->hd == 64 && (std::string(kernel) == "tc" || std::string(kernel) == "simt")) continue;  // as tested above
+      SCOPED_TRACE(std::string(kernel) + " hd " + std::to_string(pc->hd));
+      ForceExtendKernel force(kernel);
+      auto t = upload(*pc, DType::BF16, kGpu);
+      const std::vector<float> want =
+          to_host_floats(ops::attention_extend(t.q, t.k_cache, t.v_cache, t.extend, pc->nq, pc->nkv, pc->hd, 0.1f));
+      ops::ExtendAttentionMeta meta = t.extend;
+      meta.covered_rows = ops::packed_extend_rows(pc->start, pc->ext);
+      ASSERT_GT(meta.covered_rows, 0);
+      ASSERT_LT(meta.covered_rows, pc->rows);
+      Tensor out = empty(Shape{pc->rows, pc->q_width()}, DType::BF16, kGpu);
+      current_stream(kGpu).memset_async(out.data(), 0xff, out.nbytes());  // NaN in every element
+      ops::attention_extend_out_(out, t.q, t.k_cache, t.v_cache, meta, pc->nq, pc->nkv, pc->hd, 0.1f);
+      const std::vector<float> got = to_host_floats(out);
+      EXPECT_TRUE(testing::same_bits(got, want));
+      for (int64_t i = meta.covered_rows * pc->q_width(); i < pc->rows * pc->q_width(); ++i)
+        ASSERT_EQ(got[static_cast<size_t>(i)], 0.0f) << "padding element " << i;
     }
 }
 

@@ -34,5 +34,8 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
 
 // prepare_qkv_ (ops/prepare_qkv.h): q/k per-head RMSNorm, rope, K/V cache store, one launch.
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& args);
+// Tests: makes prepare_qkv take kernel `path` (a GRAPHRT_PREPARE_QKV value) from now on in this
+// process; null goes back to the environment's choice. An unknown value is an error.
+void set_prepare_qkv_path(const char* path);
 
 }  // namespace grt::cuda

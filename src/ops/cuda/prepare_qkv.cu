@@ -1,5 +1,6 @@
 // prepare_qkv_ on CUDA: per token, RMSNorm of each q/k head (when weights are given), RoPE of q
-// and k, q written in place, k and v stored into their cache slots. Two kernels, same result bits:
+// and k, q written in place, k and v stored into their cache slots. Kernels with the same result
+// bits (GRAPHRT_PREPARE_QKV below picks; `early` and `tile`, further down, are lanes variants):
 //  - lanes (default where it applies: head_dim / chunk in {4, 8, 16, 32}, every row 16-byte
 //    aligned): a head is a group of L = head_dim / chunk lanes, each holding one 16-byte chunk in
 //    registers; a warp takes 32 / L heads (q, k and v heads of all tokens in one flat index, so a
@@ -44,13 +45,23 @@ using namespace dense;
 constexpr int kMaxWarps = 4;           // warps (heads) per block
 constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one block per token
 
-// GRAPHRT_PREPARE_QKV=lanes (default; heads where it does not apply) | heads | token, for A/B.
-// Same result bits whichever runs.
-enum class Path { lanes, heads, token };
+// GRAPHRT_PREPARE_QKV, for A/B (same result bits whichever runs; each falls back to the next
+// that applies: tile -> early -> heads, lanes -> heads):
+//  lanes (default): the session-5 lanes kernel (its chunk load waits for the token's cache slot);
+//  early: the lanes kernel with the chunk load issued before the slot is known;
+//  tile: the token-tile kernel at every token count;
+//  auto: tile from kTileMinTokens tokens, early below (the candidate default, not yet measured);
+//  heads, token: the shared-memory kernels.
+enum class Path { lanes, early, tile, auto_, heads, token };
+constexpr const char* kPathNames[] = {"lanes", "early", "tile", "auto", "heads", "token"};  // Path's order
+int path_override = -1;  // set_prepare_qkv_path (tests), host side only
 Path chosen_path() {
-  static const Path p = static_cast<Path>(env_choice("GRAPHRT_PREPARE_QKV", {"lanes", "heads", "token"}, 0));
-  return p;
+  static const Path p = static_cast<Path>(
+      env_choice("GRAPHRT_PREPARE_QKV", {kPathNames[0], kPathNames[1], kPathNames[2], kPathNames[3], kPathNames[4],
+                                         kPathNames[5]}, 0));
+  return path_override >= 0 ? static_cast<Path>(path_override) : p;
 }
+constexpr int64_t kTileMinTokens = 512;
 bool one_block_per_token() { return chosen_path() == Path::token; }
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
@@ -197,7 +208,52 @@ struct LaneUnit {
   }
 };
 
+// One unit's arithmetic in both lanes kernels and the tile kernel: the lane's chunk raw (elements
+// c.. of the head), its RMSNorm when norm (wraw: the weight's chunk), RoPE with this lane's
+// cos/sin when rope, stored to out (the chunk's place) when write. Every lane of the warp calls it
+// (the sum and the partner element come by shuffles inside the lane's group of L).
 template <typename T, int L>
+__device__ __forceinline__ void norm_rope_chunk(const uint4& raw, bool norm, const uint4& wraw, float eps, bool rope,
+                                                const float* cs_c, const float* cs_s, int sub, bool write, T* out) {
+  constexpr int V = kChunk<T>, hd = L * V;
+  float x[V];
+  const T* xe = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (norm) {
+    const float inv = rsqrtf(ss / static_cast<float>(hd) + eps);
+    const T* we = reinterpret_cast<const T*>(&wraw);
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[j] = round_to<T>(to_float(we[j]) * round_to<T>(x[j] * inv));
+  }
+  float partner[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
+  if (!write) return;
+  const bool low = sub < L / 2;  // holds elements j < half: keeps rope's lo, its partner hi
+  float y[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (rope) {
+      float lo, hi;
+      rope_rotate(low ? x[j] : partner[j], low ? partner[j] : x[j], cs_c[j], cs_s[j], lo, hi);
+      y[j] = low ? lo : hi;
+    } else {
+      y[j] = x[j];
+    }
+  }
+  store_chunk(out, 0, hd, true, y);
+}
+
+// kEarly (GRAPHRT_PREPARE_QKV=early): the chunk load is predicated on the unit being in range only,
+// not on its token's cache slot, so it leaves at once instead of one L2 round trip (the slot read)
+// later; a k/v chunk of a token whose slot is skipped is read and dropped (its source row exists).
+template <typename T, int L, bool kEarly>
 __global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int per_token, int units) {
   using Unit = LaneUnit<T, L>;
   constexpr int V = Unit::V, hd = Unit::hd, half = hd / 2;
@@ -208,7 +264,8 @@ __global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvA
   const Unit un(a, warp * (32 / L) + lane / L, per_token, units);
   const bool active = un.active();
   // Every load first: the chunk, the norm weight's chunk, this lane's cos and sin.
-  const uint4 raw = active ? *reinterpret_cast<const uint4*>(un.src(a) + c) : make_uint4(0, 0, 0, 0);
+  const bool load = kEarly ? un.in_range : active;
+  const uint4 raw = load ? *reinterpret_cast<const uint4*>(un.src(a) + c) : make_uint4(0, 0, 0, 0);
   const T* w = un.is_q ? static_cast<const T*>(a.q_norm) : un.is_v ? nullptr : static_cast<const T*>(a.k_norm);
   const int64_t pos = a.positions[un.t];
   const bool rope = !un.is_v && pos >= 0 && pos < a.max_positions;  // else no rope, as the heads kernel
@@ -229,47 +286,92 @@ __global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvA
       cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
     }
   }
-  float x[V];
-  const T* xe = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-  for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
-  float ss = 0.0f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
-#pragma unroll
-  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if (w) {
-    const float inv = rsqrtf(ss / static_cast<float>(hd) + a.eps);
-    const T* we = reinterpret_cast<const T*>(&wraw);
-#pragma unroll
-    for (int j = 0; j < V; ++j) x[j] = round_to<T>(to_float(we[j]) * round_to<T>(x[j] * inv));
-  }
-  float partner[V];
-#pragma unroll
-  for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
   // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
-  if (!active || un.is_v || (un.is_q && !w && !rope)) return;
-  const bool low = sub < L / 2;  // holds elements j < half: keeps rope's lo, its partner hi
-  float y[V];
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    if (rope) {
-      float lo, hi;
-      rope_rotate(low ? x[j] : partner[j], low ? partner[j] : x[j], cs_c[j], cs_s[j], lo, hi);
-      y[j] = low ? lo : hi;
-    } else {
-      y[j] = x[j];
-    }
-  }
-  store_chunk(dst, c, hd, true, y);
+  const bool write = active && !un.is_v && !(un.is_q && !w && !rope);
+  norm_rope_chunk<T, L>(raw, w != nullptr, wraw, a.eps, rope, cs_c, cs_s, sub, write, dst + c);
 }
 
-// Lanes per head of the lanes kernel, or 0 where it does not apply.
+// The token-tile kernel (GRAPHRT_PREPARE_QKV=tile; auto from kTileMinTokens tokens): block t takes
+// token t's per_token = q_heads + 2 kv_heads heads in R rounds of G = 256 / L lane groups (head
+// k G + g in round k for group g; qwen3 bf16: 32 heads = 2 rounds, llama 48 = 3). Why: in the
+// lanes kernel each lane had one 16-byte load in flight, issued only after the slot read, then
+// its block ended (ncu: 1.9 TB/s at 4096 tokens); the 4-round lanes variant of session 5 kept 4
+// loads but re-read slot and position and the cos/sin row per unit after the previous unit's
+// stores, so those L2 round trips ran one after another. Here a lane issues its R chunk loads,
+// the token's slot and position and both norm weights' chunks before anything waits, and the R
+// units share one slot, one position and one cos/sin load (same token, same chunk offset), so R
+// loads per lane stay in flight at about the registers of one unit plus 4 per extra round. Each
+// unit's arithmetic is the lanes kernel's, step for step: same bits.
+template <typename T, int L, int R>
+__global__ void __launch_bounds__(256) prepare_qkv_tile_kernel(ops::PrepareQkvArgs a, int per_token) {
+  constexpr int V = kChunk<T>, hd = L * V, half = hd / 2, G = 256 / L;
+  pdl_wait();
+  pdl_trigger();
+  const int lane = static_cast<int>(threadIdx.x % 32), sub = lane % L, c = sub * V, j0 = c % half;
+  const int g = static_cast<int>(threadIdx.x) / L;
+  const int64_t t = blockIdx.x;
+  const int nq = static_cast<int>(a.q_heads), nkv = static_cast<int>(a.kv_heads);
+  // The source chunk row: q, k or v of token t, head r.
+  const auto src = [&](int r) -> const T* {
+    if (r < nq) return static_cast<const T*>(a.q) + t * a.q_stride + static_cast<int64_t>(r) * hd;
+    if (r < nq + nkv) return static_cast<const T*>(a.k) + t * a.k_stride + static_cast<int64_t>(r - nq) * hd;
+    return static_cast<const T*>(a.v) + t * a.v_stride + static_cast<int64_t>(r - nq - nkv) * hd;
+  };
+  // Every load first, none waiting on another: the R chunks, the slot, the position, both weights' chunks.
+  uint4 raw[R];
+#pragma unroll
+  for (int k = 0; k < R; ++k) {
+    const int r = k * G + g;
+    raw[k] = r < per_token ? *reinterpret_cast<const uint4*>(src(r) + c) : make_uint4(0, 0, 0, 0);
+  }
+  const int64_t slot = a.out_cache_loc[t];
+  const bool store = slot >= 0 && slot < a.num_slots;  // store_kv skips other slots too
+  const int64_t pos = a.positions[t];
+  const bool rope = pos >= 0 && pos < a.max_positions;  // else no rope, as the heads kernel
+  const T* wq = static_cast<const T*>(a.q_norm);
+  const T* wk = static_cast<const T*>(a.k_norm);
+  const uint4 wq_raw = wq ? *reinterpret_cast<const uint4*>(wq + c) : make_uint4(0, 0, 0, 0);
+  const uint4 wk_raw = wk ? *reinterpret_cast<const uint4*>(wk + c) : make_uint4(0, 0, 0, 0);
+  float cs_c[V], cs_s[V];
+  if (rope) {
+    const float* row = a.cos_sin + pos * hd;
+#pragma unroll
+    for (int j = 0; j < V; j += 4) {
+      const float4 cv = *reinterpret_cast<const float4*>(row + j0 + j);
+      const float4 sv = *reinterpret_cast<const float4*>(row + half + j0 + j);
+      cs_c[j] = cv.x, cs_c[j + 1] = cv.y, cs_c[j + 2] = cv.z, cs_c[j + 3] = cv.w;
+      cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
+    }
+  }
+  T* const k_row = static_cast<T*>(a.k_cache) + (store ? slot : 0) * a.kv_heads * hd;
+  T* const v_row = static_cast<T*>(a.v_cache) + (store ? slot : 0) * a.kv_heads * hd;
+#pragma unroll
+  for (int k = 0; k < R; ++k) {
+    const int r = k * G + g;
+    const bool is_q = r < nq, is_v = r >= nq + nkv;
+    const bool active = r < per_token && (is_q || store);
+    if (is_v) {  // a copy of the dtype's bits
+      if (active) *reinterpret_cast<uint4*>(v_row + static_cast<int64_t>(r - nq - nkv) * hd + c) = raw[k];
+    }
+    const T* w = is_q ? wq : is_v ? nullptr : wk;
+    const bool rope_here = rope && !is_v;
+    // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
+    const bool write = active && !is_v && !(is_q && !w && !rope_here);
+    T* dst = is_q ? static_cast<T*>(a.q) + t * a.q_stride + static_cast<int64_t>(r) * hd
+                  : k_row + static_cast<int64_t>(r - nq) * hd;
+    const uint4 wraw = is_q ? wq_raw : wk_raw;  // a value: a selected reference would put both in local memory
+    norm_rope_chunk<T, L>(raw[k], w != nullptr, wraw, a.eps, rope_here, cs_c, cs_s, sub, write,
+                          dst + c);
+  }
+}
+
+// Lanes per head of the lanes kernels, or 0 where they do not apply.
 template <typename T>
 int lanes_per_head(const ops::PrepareQkvArgs& a) {
   constexpr int V = kChunk<T>;
   const int64_t hd = a.head_dim, es = static_cast<int64_t>(sizeof(T));
-  if (chosen_path() != Path::lanes || hd % V != 0 || a.tokens <= 0) return 0;
+  const Path p = chosen_path();
+  if (p == Path::heads || p == Path::token || hd % V != 0 || a.tokens <= 0) return 0;
   const int64_t L = hd / V;
   if (L != 4 && L != 8 && L != 16 && L != 32) return 0;
   if (a.tokens * (a.q_heads + 2 * a.kv_heads) >= (int64_t{1} << 30)) return 0;  // 32-bit unit indices
@@ -282,23 +384,51 @@ int lanes_per_head(const ops::PrepareQkvArgs& a) {
   return aligned ? static_cast<int>(L) : 0;
 }
 
-template <typename T, int L>
+template <typename T, int L, bool kEarly>
 void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const int per_token = static_cast<int>(a.q_heads + 2 * a.kv_heads);
   const int units = static_cast<int>(a.tokens * per_token);  // < 2^30: lanes_per_head checks it
   constexpr int kThreads = 256;
   constexpr int per_block = kThreads / 32 * (32 / L);
   const int blocks = (units + per_block - 1) / per_block;
-  (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L>, dim3(blocks), dim3(kThreads), 0, s, 1, a, per_token, units);
+  (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L, kEarly>, dim3(blocks), dim3(kThreads), 0, s, 1, a, per_token,
+                   units);
+}
+
+// The token-tile kernel where its rounds fit R <= 4 (L 8 or 16: bf16 head_dim 64/128, f32 32/64).
+template <typename T, int L>
+bool try_tile(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
+  constexpr int G = 256 / L;
+  const int per_token = static_cast<int>(a.q_heads + 2 * a.kv_heads);
+  const int rounds = (per_token + G - 1) / G;
+  const dim3 grid(static_cast<unsigned>(a.tokens));
+  switch (rounds) {
+    case 1: (void)launch_pdl(dev, prepare_qkv_tile_kernel<T, L, 1>, grid, dim3(256), 0, s, 1, a, per_token); return true;
+    case 2: (void)launch_pdl(dev, prepare_qkv_tile_kernel<T, L, 2>, grid, dim3(256), 0, s, 1, a, per_token); return true;
+    case 3: (void)launch_pdl(dev, prepare_qkv_tile_kernel<T, L, 3>, grid, dim3(256), 0, s, 1, a, per_token); return true;
+    case 4: (void)launch_pdl(dev, prepare_qkv_tile_kernel<T, L, 4>, grid, dim3(256), 0, s, 1, a, per_token); return true;
+    default: return false;
+  }
+}
+
+template <typename T, int L>
+void launch_lanes_path(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
+  const Path p = chosen_path();
+  if (p == Path::lanes) return launch_lanes<T, L, false>(dev, s, a);
+  const bool tile = p == Path::tile || (p == Path::auto_ && a.tokens >= kTileMinTokens);
+  if constexpr (L == 8 || L == 16) {
+    if (tile && try_tile<T, L>(dev, s, a)) return;
+  }
+  launch_lanes<T, L, true>(dev, s, a);
 }
 
 template <typename T>
 bool try_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   switch (lanes_per_head<T>(a)) {
-    case 4: launch_lanes<T, 4>(dev, s, a); return true;
-    case 8: launch_lanes<T, 8>(dev, s, a); return true;
-    case 16: launch_lanes<T, 16>(dev, s, a); return true;
-    case 32: launch_lanes<T, 32>(dev, s, a); return true;
+    case 4: launch_lanes_path<T, 4>(dev, s, a); return true;
+    case 8: launch_lanes_path<T, 8>(dev, s, a); return true;
+    case 16: launch_lanes_path<T, 16>(dev, s, a); return true;
+    case 32: launch_lanes_path<T, 32>(dev, s, a); return true;
     default: return false;
   }
 }
@@ -326,6 +456,22 @@ void launch(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
 }
 
 }  // namespace
+
+void set_prepare_qkv_path(const char* path) {
+  if (path == nullptr) {
+    path_override = -1;
+    return;
+  }
+  int i = 0;
+  for (const char* name : kPathNames) {
+    if (std::strcmp(name, path) == 0) {
+      path_override = i;
+      return;
+    }
+    ++i;
+  }
+  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads or token)", path);
+}
 
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& a) {
   GRT_CHECK(a.tokens <= 0x7fffffff, "prepare_qkv_: {} tokens exceed one grid", a.tokens);
