@@ -1,15 +1,17 @@
 // The file format of the persistent cuBLASLt tuning cache (ops/lt_tune_cache.h): round trip,
 // merging writes, corrupt files ignored (with a warning) and replaced, other devices' entries kept
-// but separate, and the strict GRAPHRT_LT_TUNE_CACHE value.
+// but separate, and the strict GRAPHRT_LT_TUNE_CACHE value; the bundled choices compiled in.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include "core/error.h"
+#include "ops/lt_tune_bundled.h"
 #include "ops/lt_tune_cache.h"
 
 namespace grt::ops {
@@ -117,6 +119,55 @@ TEST(LtTuneCache, PathVariableIsStrict) {
     const std::string under = blocked + "/lt.json";  // its "directory" is a file
     ScopedEnv env("GRAPHRT_LT_TUNE_CACHE", under.c_str());
     EXPECT_THROW(lt_tune_cache_path(), Error);
+  }
+}
+
+}  // namespace
+}  // namespace grt::ops
+
+// ---- the bundled choices (ops/lt_tune_bundled.h) ----------------------------------------------
+
+namespace grt::ops {
+namespace {
+
+TEST(LtTuneBundled, CompiledInFileHoldsTheH100ChoicesInTheStoreFormat) {
+  const LtTuneFile& f = bundled_lt_tune_file();
+  // The H100 SXM the file was timed on, with the cuBLASLt of CUDA 13.0 (13.1.0).
+  const std::string key = bundled_lt_device_key("NVIDIA H100 80GB HBM3", 132, 130100);
+  EXPECT_EQ(key, "NVIDIA H100 80GB HBM3 | 132 SMs | cuBLASLt 130100 | tune 16 splitK 1");
+  auto it = f.devices.find(key);
+  ASSERT_NE(it, f.devices.end()) << "no entries for " << key;
+  EXPECT_GE(it->second.size(), 40u);
+  // Entry keys name a plan family and an M bucket from 32 to 1024 (linear.cu's cache_entry_key).
+  const std::regex entry(R"(N\d+ K\d+ ldb\d+ in\d+ out\d+ bias-?\d+ align\d+\.\d+\.\d+\.\d+ ws\d+ M(\d+))");
+  for (const auto& [k, w] : it->second) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(k, m, entry)) << k;
+    const int bucket = std::stoi(m[1]);
+    EXPECT_TRUE(bucket >= 32 && bucket <= 1024 && (bucket & (bucket - 1)) == 0) << k;
+    EXPECT_NE(w, LtAlgoWords{}) << k;
+  }
+  // The llama-3.1-8b and qwen3-0.6b decode families at bucket 64 are there.
+  EXPECT_TRUE(it->second.count("N4096 K14336 ldb14336 in2 out2 bias-1 align256.256.256.0 ws33554432 M64"));
+  EXPECT_TRUE(it->second.count("N6144 K1024 ldb1024 in2 out2 bias-1 align256.256.256.0 ws33554432 M64"));
+  // Another GPU or cuBLASLt version has none: it keeps the heuristic.
+  EXPECT_EQ(f.devices.count(bundled_lt_device_key("NVIDIA H100 80GB HBM3", 132, 130000)), 0u);
+}
+
+TEST(LtTuneBundled, SwitchIsStrict) {
+  unsetenv("GRAPHRT_LT_BUNDLED");
+  EXPECT_TRUE(lt_bundled_enabled());
+  {
+    ScopedEnv off("GRAPHRT_LT_BUNDLED", "0");
+    EXPECT_FALSE(lt_bundled_enabled());
+  }
+  ScopedEnv bad("GRAPHRT_LT_BUNDLED", "yes");
+  try {
+    lt_bundled_enabled();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("GRAPHRT_LT_BUNDLED=yes: expected an integer from 0 to 1"), std::string::npos)
+        << e.what();
   }
 }
 

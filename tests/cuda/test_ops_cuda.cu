@@ -7,6 +7,8 @@
 //     one or two more).
 //   linear with f32 output from bf16 inputs: 1e-3 (same exact products, another summation order).
 //   f32 kernels: 1e-5 (1e-4 for linear).
+#include <cublasLt.h>
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -38,6 +40,7 @@
 #include "ops/fused_linear.h"
 #include "ops/gather.h"
 #include "ops/linear.h"
+#include "ops/lt_tune_bundled.h"
 #include "ops/lt_tune_cache.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
@@ -619,6 +622,39 @@ TEST(OpsCudaLinearTuneCache, StoredChoicesAreReusedWithoutTimingBitwise) {
   EXPECT_EQ(file.devices.count(device_key), 1u);
   cuda::linear_forget_choices_for_test();
   std::remove(path.c_str());
+}
+
+// The bundled choices (ops/lt_tune_bundled.h): with no timing and no store, a family with an
+// entry for this GPU runs it without timing (a store hit), and equals the CPU; GRAPHRT_LT_BUNDLED=0
+// keeps the heuristic. On a GPU the file has no entries for, nothing is hit.
+TEST(OpsCudaLinearTuneCache, BundledChoicesRunUntimedOnTheirGpu) {
+  unsetenv("GRAPHRT_LT_TUNE");
+  unsetenv("GRAPHRT_LT_TUNE_CACHE");
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  const auto& devices = ops::bundled_lt_tune_file().devices;
+  const bool listed = devices.count(ops::bundled_lt_device_key(prop.name, prop.multiProcessorCount,
+                                                               static_cast<int>(cublasLtGetVersion()))) > 0;
+  // qwen3-0.6b's o_proj family at bucket 64 (an entry of the H100 file).
+  Pair w = random_pair(Shape{1024, 2048}, 181, DType::BF16, -0.1f, 0.1f), x = random_pair(Shape{64, 2048}, 182);
+  const std::vector<float> want = host(ops::linear(x.cpu, w.cpu));
+  cuda::linear_forget_choices_for_test();
+  const cuda::LinearTuneStats s0 = cuda::linear_tune_stats();
+  const std::vector<float> bundled = to_host_floats(ops::linear(x.gpu, w.gpu));
+  const cuda::LinearTuneStats s1 = cuda::linear_tune_stats();
+  EXPECT_EQ(s1.timed_buckets - s0.timed_buckets, 0);
+  EXPECT_EQ(s1.cache_hits - s0.cache_hits, listed ? 1 : 0) << prop.name;
+  EXPECT_EQ(s1.cache_rejected - s0.cache_rejected, 0);
+  expect_close(bundled, want, 1e-2, "bundled choice");
+  {
+    ScopedEnv off("GRAPHRT_LT_BUNDLED", "0");
+    cuda::linear_forget_choices_for_test();
+    const std::vector<float> heuristic = to_host_floats(ops::linear(x.gpu, w.gpu));
+    const cuda::LinearTuneStats s2 = cuda::linear_tune_stats();
+    EXPECT_EQ(s2.cache_hits - s1.cache_hits, 0);
+    expect_close(heuristic, want, 1e-2, "heuristic");
+  }
+  cuda::linear_forget_choices_for_test();
 }
 
 // linear first met on a stream while it captures: no workspace is allocated inside the capture

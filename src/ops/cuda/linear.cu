@@ -62,6 +62,7 @@
 #include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/linear_tune.h"
+#include "ops/lt_tune_bundled.h"
 #include "ops/lt_tune_cache.h"
 
 namespace grt::cuda {
@@ -174,6 +175,7 @@ struct LtDevice {
   // The persistent store (GRAPHRT_LT_TUNE_CACHE), read at this device's first timed family.
   bool cache_read = false;
   std::string cache_path, cache_device_key;  // path empty: no store
+  bool bundled = false;  // cache_stored holds the bundled choices (no store, no timing)
   ops::LtTuneEntries cache_stored;  // this device's stored choices, not yet validated
   ops::LtTuneEntries cache_timed;   // choices this process timed: written back
 };
@@ -553,15 +555,28 @@ std::string cache_entry_key(const PlanKey& k) {
 }
 
 // Reads the store once per device (tests reset it through linear_forget_choices_for_test).
+// Without a store and without timing, the bundled choices of this GPU stand in for the store
+// (read-only: ops/lt_tune_bundled.h).
 void read_cache(LtDevice& dev, int device_index) {
   if (dev.cache_read) return;
   dev.cache_read = true;
   dev.cache_path = ops::lt_tune_cache_path();
-  if (dev.cache_path.empty()) return;
+  const TuneConfig cfg = tune_config();
+  const bool bundled = dev.cache_path.empty() && cfg.candidates <= 1 && ops::lt_bundled_enabled();
+  if (dev.cache_path.empty() && !bundled) return;
   cudaDeviceProp prop{};
   GRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_index), "linear: reading cuda:{}'s name for the tuning cache",
                  device_index);
-  const TuneConfig cfg = tune_config();
+  if (bundled) {
+    dev.bundled = true;
+    dev.cache_device_key =
+        ops::bundled_lt_device_key(prop.name, prop.multiProcessorCount, static_cast<int>(cublasLtGetVersion()));
+    const auto& devices = ops::bundled_lt_tune_file().devices;
+    auto it = devices.find(dev.cache_device_key);
+    if (it != devices.end()) dev.cache_stored = it->second;
+    GRT_DEBUG("cuBLASLt: {} bundled algorithm choices for '{}'", dev.cache_stored.size(), dev.cache_device_key);
+    return;
+  }
   dev.cache_device_key = fmt::format("{} | {} SMs | cuBLASLt {} | tune {} splitK {}", prop.name,
                                      prop.multiProcessorCount, cublasLtGetVersion(), cfg.candidates, cfg.split_k ? 1 : 0);
   ops::LtTuneFile file = ops::load_lt_tune_file(dev.cache_path);
@@ -637,6 +652,19 @@ void tune_buckets(LtDevice& dev, int device_index, const Call& c, const PlanKey&
   }
 }
 
+// Untimed runs: the bundled choice of M's bucket, when this GPU has one that cuBLASLt accepts for
+// this call's descriptors (checked on the host only, so also while capturing).
+void bundled_bucket_choice(LtDevice& dev, int device_index, const Call& c, const PlanKey& key, bool want_epilogue,
+                           size_t ws_bytes) {
+  read_cache(dev, device_index);
+  if (!dev.bundled || dev.cache_stored.empty() || m_bucket(c.sh.M) > kMaxTunedM) return;
+  PlanKey bkey = key;
+  std::get<0>(bkey) = m_bucket(c.sh.M);
+  if (dev.bucket_choice.count(bkey)) return;
+  cublasLtMatmulAlgo_t algo{};
+  if (stored_choice(dev, bkey, c, want_epilogue, ws_bytes, algo)) dev.bucket_choice.emplace(bkey, algo);
+}
+
 // The heuristic's first algorithm at the top M of the call's heuristic bucket (computed once per
 // bucket, from descriptors only: no data is touched), or nullptr when it has none. Asking at the
 // bucket's top, not at the first M met, keeps each shape's algorithm independent of the order in
@@ -704,6 +732,8 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
     const bool can_time = ws && !stream.is_capturing() && !this_thread_capture_stream();
     if (can_time && tune_config().candidates > 1 && M > gemv_max_rows())
       tune_buckets(dev, d.index, c, key, want_epilogue, ws, ws_bytes, s);
+    else if (tune_config().candidates <= 1 && M > gemv_max_rows())
+      bundled_bucket_choice(dev, d.index, c, key, want_epilogue, ws_bytes);
     auto bit = dev.bucket_choice.find(bkey);
     const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
     if (!bucket_algo && share_plans() && M > gemv_max_rows()) bucket_algo = shared_heuristic(dev, c, key, want_epilogue, ws_bytes);
@@ -737,6 +767,7 @@ void linear_forget_choices_for_test() {
     dev->bucket_choice.clear();
     dev->bucket_heuristic.clear();
     dev->cache_read = false;
+    dev->bundled = false;
     dev->cache_path.clear();
     dev->cache_device_key.clear();
     dev->cache_stored.clear();
