@@ -624,8 +624,8 @@ TEST(OpsCudaLinearTuneCache, StoredChoicesAreReusedWithoutTimingBitwise) {
   std::remove(path.c_str());
 }
 
-// The bundled choices (ops/lt_tune_bundled.h): with no timing and no store, a family with an
-// entry for this GPU runs it without timing (a store hit), and equals the CPU; GRAPHRT_LT_BUNDLED=0
+// The bundled choices (ops/lt_tune_bundled.h): with no timing and no store, a family with entries
+// for this GPU runs them without timing (store hits), and equals the CPU; GRAPHRT_LT_BUNDLED=0
 // keeps the heuristic. On a GPU the file has no entries for, nothing is hit.
 TEST(OpsCudaLinearTuneCache, BundledChoicesRunUntimedOnTheirGpu) {
   unsetenv("GRAPHRT_LT_TUNE");
@@ -643,7 +643,11 @@ TEST(OpsCudaLinearTuneCache, BundledChoicesRunUntimedOnTheirGpu) {
   const std::vector<float> bundled = to_host_floats(ops::linear(x.gpu, w.gpu));
   const cuda::LinearTuneStats s1 = cuda::linear_tune_stats();
   EXPECT_EQ(s1.timed_buckets - s0.timed_buckets, 0);
-  EXPECT_EQ(s1.cache_hits - s0.cache_hits, listed ? 1 : 0) << prop.name;
+  // The family's buckets 32..1024 that the file lists (M = 64's among them) are read at its first call.
+  if (listed)
+    EXPECT_GE(s1.cache_hits - s0.cache_hits, 2) << prop.name;
+  else
+    EXPECT_EQ(s1.cache_hits - s0.cache_hits, 0) << prop.name;
   EXPECT_EQ(s1.cache_rejected - s0.cache_rejected, 0);
   expect_close(bundled, want, 1e-2, "bundled choice");
   {

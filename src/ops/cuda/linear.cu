@@ -652,17 +652,26 @@ void tune_buckets(LtDevice& dev, int device_index, const Call& c, const PlanKey&
   }
 }
 
-// Untimed runs: the bundled choice of M's bucket, when this GPU has one that cuBLASLt accepts for
-// this call's descriptors (checked on the host only, so also while capturing).
-void bundled_bucket_choice(LtDevice& dev, int device_index, const Call& c, const PlanKey& key, bool want_epilogue,
-                           size_t ws_bytes) {
+// Untimed runs: at a family's first call, the bundled choices of every bucket from 32 up to 1024
+// that this GPU has and cuBLASLt accepts (checked on the host only, so also while capturing), as
+// tune_buckets would time them: later shapes of the family, also ones first met while capturing,
+// run them.
+void bundled_bucket_choices(LtDevice& dev, int device_index, const Call& c, const PlanKey& key, bool want_epilogue,
+                            size_t ws_bytes) {
   read_cache(dev, device_index);
-  if (!dev.bundled || dev.cache_stored.empty() || m_bucket(c.sh.M) > kMaxTunedM) return;
-  PlanKey bkey = key;
-  std::get<0>(bkey) = m_bucket(c.sh.M);
-  if (dev.bucket_choice.count(bkey)) return;
-  cublasLtMatmulAlgo_t algo{};
-  if (stored_choice(dev, bkey, c, want_epilogue, ws_bytes, algo)) dev.bucket_choice.emplace(bkey, algo);
+  if (!dev.bundled || dev.cache_stored.empty()) return;
+  for (int64_t b = 32; b <= kMaxTunedM; b *= 2) {
+    PlanKey bkey = key;
+    std::get<0>(bkey) = b;
+    if (dev.bucket_choice.count(bkey)) continue;
+    Call part = c;
+    part.sh.M = std::min(b, c.sh.M);
+    cublasLtMatmulAlgo_t algo{};
+    const bool hit = stored_choice(dev, bkey, part, want_epilogue, ws_bytes, algo);
+    if (hit) dev.bucket_choice.emplace(bkey, algo);
+    GRT_DEBUG("cuBLASLt bundled choice '{}': {}", cache_entry_key(bkey),
+              hit ? "used" : dev.cache_stored.count(cache_entry_key(bkey)) ? "rejected" : "none");
+  }
 }
 
 // The heuristic's first algorithm at the top M of the call's heuristic bucket (computed once per
@@ -733,7 +742,7 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
     if (can_time && tune_config().candidates > 1 && M > gemv_max_rows())
       tune_buckets(dev, d.index, c, key, want_epilogue, ws, ws_bytes, s);
     else if (tune_config().candidates <= 1 && M > gemv_max_rows())
-      bundled_bucket_choice(dev, d.index, c, key, want_epilogue, ws_bytes);
+      bundled_bucket_choices(dev, d.index, c, key, want_epilogue, ws_bytes);
     auto bit = dev.bucket_choice.find(bkey);
     const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
     if (!bucket_algo && share_plans() && M > gemv_max_rows()) bucket_algo = shared_heuristic(dev, c, key, want_epilogue, ws_bytes);
