@@ -48,7 +48,8 @@ int packed_extend_rows(const std::vector<int32_t>& extend_start_loc, const std::
 // values are read on the device; extend_lens[b] must not exceed max_extend_len (longer requests
 // are cut to max_extend_len rows on CUDA). With decode_tail > 0 and a head_dim decode attention
 // takes (a multiple of 8), the tail requests run through attention_decode (the same result up to
-// float rounding); the device values of the tail are trusted on CUDA and checked on the CPU.
+// float rounding). That the tail's requests extend by one token each is the caller's promise
+// (runtime/forward_batch.h's decode_tail_of); the op does not read the device values to check it.
 Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                         const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
                         float scale);

@@ -5,7 +5,8 @@
 // GPU, SM count and cuBLASLt version runs it without timing, after cublasLtMatmulAlgoCheck
 // accepts it; everything else keeps cuBLASLt's heuristic. So a start costs no timing, and every
 // process on such a GPU runs the same algorithms (the same bits). GRAPHRT_LT_BUNDLED=0: the
-// heuristic only. Refresh: bench/results/h100_2026-11-24_session7/README.md says how.
+// heuristic only. Refresh: time with GRAPHRT_LT_TUNE_CACHE=<file> on the GPU (README.md, cuBLASLt)
+// and commit the file here; measured in bench/results/h100_2026-11-24_session7.
 #pragma once
 #include <string>
 
