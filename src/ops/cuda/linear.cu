@@ -603,23 +603,29 @@ bool stored_choice(LtDevice& dev, const PlanKey& bkey, const Call& part, bool wa
     if (algo_fits(dev.handle, probe, algo, ws_bytes)) {
       out = algo;
       ++g_cache_hits;
+      GRT_DEBUG("cuBLASLt {} choice '{}': used", dev.bundled ? "bundled" : "stored", ekey);
       return true;
     }
   }
   ++g_cache_rejected;
-  GRT_DEBUG("cuBLASLt tuning cache '{}': entry '{}' is not accepted by cublasLtMatmulAlgoCheck here: timed again",
-            dev.cache_path, ekey);
+  GRT_DEBUG("cuBLASLt {} '{}': entry '{}' is not accepted by cublasLtMatmulAlgoCheck here: {}",
+            dev.bundled ? "bundled choices" : "tuning cache", dev.bundled ? dev.cache_device_key : dev.cache_path, ekey,
+            dev.bundled ? "the heuristic's pick runs" : "timed again");
   return false;
 }
 
-// Every bucket from 32 up to M's (at most kMaxTunedM) that has no timed choice yet is timed
-// on the first rows of this call's operands (the bucket's top row count, or M for M's own
-// bucket), unless the store holds an accepted choice: a later shape of any of them, also one
-// first met while capturing (graph runners warm up only their largest shape), then runs it.
-void tune_buckets(LtDevice& dev, int device_index, const Call& c, const PlanKey& key, bool want_epilogue, void* ws,
-                  size_t ws_bytes, cudaStream_t s) {
+// The buckets of a family, at its first call. Timing (`may_time`): every bucket from 32 up to M's
+// (at most kMaxTunedM) that has no choice yet is timed on the first rows of this call's operands
+// (the bucket's top row count, or M for M's own bucket), unless the store holds an accepted
+// choice. Untimed: only the store's accepted choices (the bundled ones), of every bucket up to
+// kMaxTunedM; host-only checks, so also while capturing. A later shape of any of these buckets,
+// also one first met while capturing (graph runners warm up only their largest shape), runs it.
+void choose_buckets(LtDevice& dev, int device_index, const Call& c, const PlanKey& key, bool want_epilogue, void* ws,
+                    size_t ws_bytes, cudaStream_t s, bool may_time) {
   read_cache(dev, device_index);
-  const int64_t top = std::min(m_bucket(c.sh.M), kMaxTunedM);
+  // Untimed, only the bundled choices count (a GRAPHRT_LT_TUNE_CACHE store is unused without timing).
+  if (!may_time && (!dev.bundled || dev.cache_stored.empty())) return;
+  const int64_t top = may_time ? std::min(m_bucket(c.sh.M), kMaxTunedM) : kMaxTunedM;
   std::unique_ptr<TimingScratch> scratch;
   bool timed = false;
   for (int64_t b = 32; b <= top; b *= 2) {
@@ -633,6 +639,7 @@ void tune_buckets(LtDevice& dev, int device_index, const Call& c, const PlanKey&
       dev.bucket_choice.emplace(bkey, algo);
       continue;
     }
+    if (!may_time) continue;
     if (!scratch) scratch = std::make_unique<TimingScratch>();
     bool ok = want_epilogue && tune_one(dev.handle, part, true, ws, ws_bytes, s, *scratch, algo);
     if (!ok) ok = tune_one(dev.handle, part, false, ws, ws_bytes, s, *scratch, algo);
@@ -649,28 +656,6 @@ void tune_buckets(LtDevice& dev, int device_index, const Call& c, const PlanKey&
     ops::store_lt_tune_entries(dev.cache_path, dev.cache_device_key, dev.cache_timed);
   } catch (const Error& e) {  // the choices still hold in this process; only the next start pays
     GRT_WARN("GRAPHRT_LT_TUNE_CACHE: {}", e.what());
-  }
-}
-
-// Untimed runs: at a family's first call, the bundled choices of every bucket from 32 up to 1024
-// that this GPU has and cuBLASLt accepts (checked on the host only, so also while capturing), as
-// tune_buckets would time them: later shapes of the family, also ones first met while capturing,
-// run them.
-void bundled_bucket_choices(LtDevice& dev, int device_index, const Call& c, const PlanKey& key, bool want_epilogue,
-                            size_t ws_bytes) {
-  read_cache(dev, device_index);
-  if (!dev.bundled || dev.cache_stored.empty()) return;
-  for (int64_t b = 32; b <= kMaxTunedM; b *= 2) {
-    PlanKey bkey = key;
-    std::get<0>(bkey) = b;
-    if (dev.bucket_choice.count(bkey)) continue;
-    Call part = c;
-    part.sh.M = std::min(b, c.sh.M);
-    cublasLtMatmulAlgo_t algo{};
-    const bool hit = stored_choice(dev, bkey, part, want_epilogue, ws_bytes, algo);
-    if (hit) dev.bucket_choice.emplace(bkey, algo);
-    GRT_DEBUG("cuBLASLt bundled choice '{}': {}", cache_entry_key(bkey),
-              hit ? "used" : dev.cache_stored.count(cache_entry_key(bkey)) ? "rejected" : "none");
   }
 }
 
@@ -739,10 +724,9 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
     std::get<0>(bkey) = m_bucket(M);
     // Timing synchronises the stream: never while this stream or this thread captures.
     const bool can_time = ws && !stream.is_capturing() && !this_thread_capture_stream();
-    if (can_time && tune_config().candidates > 1 && M > gemv_max_rows())
-      tune_buckets(dev, d.index, c, key, want_epilogue, ws, ws_bytes, s);
-    else if (tune_config().candidates <= 1 && M > gemv_max_rows())
-      bundled_bucket_choices(dev, d.index, c, key, want_epilogue, ws_bytes);
+    const bool timing = tune_config().candidates > 1;
+    if (M > gemv_max_rows() && (!timing || can_time))
+      choose_buckets(dev, d.index, c, key, want_epilogue, ws, ws_bytes, s, timing);
     auto bit = dev.bucket_choice.find(bkey);
     const cublasLtMatmulAlgo_t* bucket_algo = bit == dev.bucket_choice.end() ? nullptr : &bit->second;
     if (!bucket_algo && share_plans() && M > gemv_max_rows()) bucket_algo = shared_heuristic(dev, c, key, want_epilogue, ws_bytes);
