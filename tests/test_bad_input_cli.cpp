@@ -76,7 +76,6 @@ TEST(BadInputCli, Flags) {
       {kGen + "--mem-fraction-static 1.5", {"--mem-fraction-static 1.5", "(0, 1]"}},
       {kGen + "--mem-fraction-static nan", {"--mem-fraction-static nan"}},
       {kGen + "--mem-fraction-static 0", {"--mem-fraction-static 0"}},
-      {kGen + "--max-running-requests 0", {"--max-running-requests 0"}},
       {kGen + "--max-running-requests -4", {"--max-running-requests -4"}},
       {kGen + "--cuda-graph-max-bs -2", {"--cuda-graph-max-bs -2"}},
       {kGen + "--piecewise-cuda-graph-max-tokens -1", {"--piecewise-cuda-graph-max-tokens -1"}},
@@ -136,6 +135,25 @@ TEST(BadInputCli, HugePiecewiseMaxTokensIsBoundedWithAWarning) {
   auto reqs = run_graphrt(kGen + "--max-running-requests 100000 --max-total-tokens 64 --json");
   ASSERT_EQ(reqs.exit_code, 0) << reqs.all;
   EXPECT_NE(reqs.all.find("--max-running-requests 100000 capped at 64"), std::string::npos) << reqs.all;
+}
+
+// No --max-running-requests (or 0): SGLang's rule, KV tokens / context x 512 within [2048, 4096],
+// then at most one request per KV token; stated in the log.
+TEST(BadInputCli, DefaultRequestSlotsComeFromTheKvCache) {
+  auto small = run_graphrt(kGen + "--max-total-tokens 64 --json");
+  ASSERT_EQ(small.exit_code, 0) << small.all;
+  EXPECT_NE(small.all.find("max running requests: 64 (KV cache 64 token slots"), std::string::npos) << small.all;
+  EXPECT_EQ(small.all.find("warn] --max-running-requests"), std::string::npos) << small.all;  // no warning for a default
+  auto zero = run_graphrt(kGen + "--max-running-requests 0 --max-total-tokens 100000 --context-length 256 --json");
+  ASSERT_EQ(zero.exit_code, 0) << zero.all;
+  // 100000 / 256 x 512 = 200000, clamped to 4096.
+  EXPECT_NE(zero.all.find("max running requests: 4096 (KV cache 100000 token slots, context length 256"),
+            std::string::npos)
+      << zero.all;
+  auto mid = run_graphrt(kGen + "--max-total-tokens 3000 --context-length 512 --json");
+  ASSERT_EQ(mid.exit_code, 0) << mid.all;
+  // 3000 / 512 x 512 = 3000 within [2048, 4096].
+  EXPECT_NE(mid.all.find("max running requests: 3000 (KV cache 3000 token slots"), std::string::npos) << mid.all;
 }
 
 TEST(BadInputCli, Sampling) {

@@ -80,6 +80,14 @@ TEST(CaptureSchedule, DefaultDecodeBatchSizesFollowSGLang) {
   EXPECT_THROW(default_decode_batch_sizes(0), Error);
 }
 
+TEST(CaptureSchedule, DefaultLargestDecodeBatchFollowsSGLangOnH100) {
+  EXPECT_EQ(default_cuda_graph_max_bs(1), 256);
+  EXPECT_EQ(default_cuda_graph_max_bs(2), 256);
+  EXPECT_EQ(default_cuda_graph_max_bs(4), 512);
+  EXPECT_EQ(default_cuda_graph_max_bs(8), 512);
+  EXPECT_THROW(default_cuda_graph_max_bs(0), Error);
+}
+
 TEST(CaptureSchedule, ExplicitListsAreCheckedSortedAndCapped) {
   EXPECT_EQ(checked_batch_sizes({8, 1, 4, 4, 64}, 16, "--cuda-graph-bs"), (std::vector<int>{1, 4, 8}));
   EXPECT_EQ(checked_batch_sizes({3, 2}, 0, "--cuda-graph-bs"), (std::vector<int>{2, 3}));

@@ -14,6 +14,7 @@
 
 #include "cli_runner.h"
 #include "server_process.h"
+#include "server/http_server.h"
 #include "server/sse_reader.h"
 
 namespace grt {
@@ -495,3 +496,10 @@ TEST(ServeSoak, TenThousandRequests) {
 }  // namespace
 }  // namespace grt
 #endif  // GRAPHRT_WITH_HTTP
+
+TEST(HttpServerDefaults, ThreadsFollowTheRequestSlotsUpTo1040) {
+  EXPECT_EQ(grt::default_http_threads(32), 80);
+  EXPECT_EQ(grt::default_http_threads(512), 1040);
+  EXPECT_EQ(grt::default_http_threads(4096), 1040);
+  EXPECT_EQ(grt::default_http_threads(0), 1040);  // sized later from the KV cache
+}

@@ -34,7 +34,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--host", opts->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", opts->port, "port (0: any free one, printed at start)")->capture_default_str();
   cmd->add_option("--served-model-name", opts->served_model_name, "model name in responses (default: --model-path)");
-  cmd->add_option("--http-threads", opts->http_threads, "HTTP worker threads (0: 2 x --max-running-requests + 16)");
+  cmd->add_option("--http-threads", opts->http_threads, "HTTP worker threads (0: 2 x --max-running-requests + 16, at most 1040; a request holds one while it runs)");
   cmd->add_option("--graceful-shutdown-timeout", opts->grace,
                   "seconds in-flight requests may finish after SIGINT/SIGTERM before they are aborted")
       ->capture_default_str();

@@ -33,7 +33,9 @@ void ServerArgs::add_to(CLI::App& app) {
   app.add_option("--mem-fraction-static", mem_fraction_static,
                  "share of device memory for weights, KV cache and graphs")
       ->capture_default_str();
-  app.add_option("--max-running-requests", max_running_requests, "request slots")->capture_default_str();
+  app.add_option("--max-running-requests", max_running_requests,
+                 "request slots (default 0: as SGLang, KV cache tokens / context length x 512 within [2048, 4096], "
+                 "at most the KV tokens)");
   app.add_option("--context-length", context_length, "tokens per request (default min(model, 8192))");
   app.add_option("--max-total-tokens", max_total_tokens, "KV cache token slots (default: from the memory budget)");
   app.add_option("--chunked-prefill-size", chunked_prefill_size, "most prompt tokens prefilled per step")
@@ -44,7 +46,8 @@ void ServerArgs::add_to(CLI::App& app) {
                  "then every 16)")
       ->delimiter(',');
   app.add_option("--cuda-graph-max-bs", cuda_graph_max_bs,
-                 "largest decode batch size to capture (default: --max-running-requests)");
+                 "largest decode batch size to capture (default 0: 256, or 512 with --tp-size >= 4, as SGLang on "
+                 "H100/H200; at most --max-running-requests); larger batches decode eagerly");
   app.add_flag("--debug-cuda-graph", debug_cuda_graph,
                "run the whole decode and piecewise prefill forward eagerly through the graph capture/replay path "
                "(debugging)");
@@ -129,14 +132,16 @@ std::vector<int> normalized_list(const std::vector<int>& values, const char* fla
 void ServerArgs::check() const {
   GRT_CHECK(mem_fraction_static > 0 && mem_fraction_static <= 1,
             "--mem-fraction-static {} is not allowed: must be in (0, 1]", mem_fraction_static);
-  GRT_CHECK(max_running_requests > 0, "--max-running-requests {} is not allowed: must be >= 1", max_running_requests);
+  GRT_CHECK(max_running_requests >= 0,
+            "--max-running-requests {} is not allowed: must be >= 1 (or 0: sized from the KV cache)",
+            max_running_requests);
   GRT_CHECK(context_length >= 0, "--context-length {} is not allowed: must be >= 1 (or 0: the model's default)",
             context_length);
   GRT_CHECK(max_total_tokens >= 0,
             "--max-total-tokens {} is not allowed: must be >= 1 (or 0: sized from the memory budget)",
             max_total_tokens);
   GRT_CHECK(chunked_prefill_size > 0, "--chunked-prefill-size {} is not allowed: must be >= 1", chunked_prefill_size);
-  GRT_CHECK(cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} is not allowed: must be >= 1 (or 0: --max-running-requests)",
+  GRT_CHECK(cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} is not allowed: must be >= 1 (or 0: the default)",
             cuda_graph_max_bs);
   GRT_CHECK(piecewise_cuda_graph_max_tokens >= 0,
             "--piecewise-cuda-graph-max-tokens {} is not allowed: must be >= 1 (or 0: the default)",

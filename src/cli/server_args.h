@@ -21,7 +21,7 @@ struct ServerArgs {
   std::string dtype;   // empty: bf16 on CUDA, f32 on the CPU
   uint64_t seed = 0;   // weights of builtin models
   double mem_fraction_static = 0.88;
-  int max_running_requests = 256;
+  int max_running_requests = 0;  // 0: from the KV cache (ModelRunnerOptions)
   int context_length = 0;
   int64_t max_total_tokens = 0;
   int chunked_prefill_size = 8192;

@@ -18,6 +18,11 @@ std::vector<int> default_decode_batch_sizes(int max_bs) {
   return out;
 }
 
+int default_cuda_graph_max_bs(int tp_size) {
+  GRT_CHECK(tp_size >= 1, "tensor-parallel size must be positive, got {}", tp_size);
+  return tp_size >= 4 ? 512 : 256;
+}
+
 std::vector<int> checked_batch_sizes(std::vector<int> sizes, int max_bs, const std::string& flag) {
   for (int s : sizes) GRT_CHECK(s > 0, "{}: batch sizes must be positive, got {}", flag, s);
   std::sort(sizes.begin(), sizes.end());

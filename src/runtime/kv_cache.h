@@ -15,6 +15,8 @@ class PoolJournal;
 class ReqToTokenPool {
  public:
   ReqToTokenPool(int max_requests, int max_context, Device device);
+  // Device bytes of one request's row of the table.
+  static size_t bytes_per_request(int max_context) { return static_cast<size_t>(max_context) * sizeof(int32_t); }
 
   // A free request slot; Error when all are in use.
   int alloc();

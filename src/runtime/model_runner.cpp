@@ -23,6 +23,14 @@ namespace {
 constexpr double kActivationShare = 0.10;
 // KV cache tokens on the CPU backend when --max-total-tokens is not given (at least one context).
 constexpr int64_t kCpuDefaultKvTokens = 4096;
+// --max-running-requests 0 (the default): SGLang's rule, KV tokens / context x 512 within [2048, 4096]
+// (at most one request per KV slot, applied by the caller).
+constexpr int64_t kMinAutoRequests = 2048;
+constexpr int64_t kMaxAutoRequests = 4096;
+int64_t auto_max_requests(int64_t kv_tokens, int max_context) {
+  const int64_t by_kv = static_cast<int64_t>(static_cast<double>(kv_tokens) / max_context * 512.0);
+  return std::clamp(by_kv, kMinAutoRequests, kMaxAutoRequests);
+}
 
 // The leader's messages to its followers: a magic word, then one command.
 constexpr uint32_t kMessageMagic = 0x4d525447;  // "GTRM"
@@ -46,7 +54,9 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   const Device d = model_->device();
   GRT_CHECK(opt.mem_fraction_static > 0 && opt.mem_fraction_static <= 1, "--mem-fraction-static {} is not in (0, 1]",
             opt.mem_fraction_static);
-  GRT_CHECK(opt.max_running_requests > 0, "--max-running-requests {} must be positive", opt.max_running_requests);
+  GRT_CHECK(opt.max_running_requests >= 0,
+            "--max-running-requests {} is not allowed: must be >= 1 (or 0: sized from the KV cache)",
+            opt.max_running_requests);
   GRT_CHECK(opt.max_context >= 0, "--context-length {} is not allowed: must be >= 1 (or 0: the model's default)",
             opt.max_context);
   GRT_CHECK(opt.max_total_tokens >= 0,
@@ -79,6 +89,10 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   // This rank's KV heads only (replicated ones when there are fewer KV heads than ranks).
   const int64_t kv_width = model_->num_local_kv_heads() * c.head_dim;
   const size_t per_token = TokenToKVPool::bytes_per_token(c.num_hidden_layers, kv_width, model_->dtype());
+  // Request rows: given, or (0) at most kMaxAutoRequests until the KV cache's size decides.
+  const bool auto_requests = opt.max_running_requests == 0;
+  const int64_t request_cap = auto_requests ? kMaxAutoRequests : opt.max_running_requests;
+  const size_t row_bytes = ReqToTokenPool::bytes_per_request(max_context);
   int64_t slots;
   if (opt.max_total_tokens > 0) {
     GRT_CHECK(opt.max_total_tokens < INT32_MAX, "--max-total-tokens {} is not allowed: KV slots are int32 (at most {})",
@@ -86,8 +100,13 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     slots = opt.max_total_tokens + 1;
   } else {
     double room = static_cast<double>(budget - held) * (1.0 - kActivationShare);
+    // The request table comes out of the same room (4096 rows x 128k context would be 2 GiB).
+    const int64_t rows = auto_requests ? auto_max_requests(static_cast<int64_t>(room / static_cast<double>(per_token)),
+                                                           max_context)
+                                       : request_cap;
+    room = std::max(0.0, room - static_cast<double>(rows + 1) * static_cast<double>(row_bytes));
     slots = static_cast<int64_t>(room / static_cast<double>(per_token));
-    slots = std::min<int64_t>(slots, static_cast<int64_t>(opt.max_running_requests) * max_context + 1);
+    slots = std::min<int64_t>(slots, request_cap * max_context + 1);
     if (d.is_cpu()) {
       // Host RAM is not the CPU backend's to take (--mem-fraction-static of it was 17 GiB and a
       // minutes-long start for a 3-token prompt): a modest default, stated, and how to change it.
@@ -112,8 +131,12 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   GRT_CHECK(slots >= 2, "the memory budget leaves no room for the KV cache ({} bytes per token)", per_token);
   // Every running request holds at least one KV slot: more request slots than KV slots would only
   // cost start-up (a request table of rows x context, one decode graph per batch size).
-  int max_requests = opt.max_running_requests;
-  if (max_requests > slots - 1) {
+  int max_requests = auto_requests ? static_cast<int>(std::min<int64_t>(auto_max_requests(slots - 1, max_context), slots - 1))
+                                    : opt.max_running_requests;
+  if (auto_requests) {
+    GRT_INFO("max running requests: {} (KV cache {} token slots, context length {}; --max-running-requests changes it)",
+             max_requests, slots - 1, max_context);
+  } else if (max_requests > slots - 1) {
     GRT_WARN("--max-running-requests {} capped at {}: every running request holds a KV slot and the KV cache has {} "
              "(--max-total-tokens)",
              max_requests, slots - 1, slots - 1);
@@ -129,8 +152,8 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   graph_memory_budget_ = opt.graph_memory_budget;
   if (!opt.disable_cuda_graph) {
     GRT_CHECK(opt.cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", opt.cuda_graph_max_bs);
-    const int cap = opt.cuda_graph_max_bs > 0 ? std::min(opt.cuda_graph_max_bs, max_requests)
-                                              : max_requests;
+    const int cap = std::min(opt.cuda_graph_max_bs > 0 ? opt.cuda_graph_max_bs : default_cuda_graph_max_bs(tp_size()),
+                             max_requests);
     ForwardGraphsOptions go;
     go.shapes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
                                                : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");

@@ -25,11 +25,14 @@ namespace grt {
 
 struct ModelRunnerOptions {
   double mem_fraction_static = 0.88;  // share of device memory for weights + KV cache + graphs
-  int max_running_requests = 256;
+  // Request slots; 0: as SGLang, from the KV cache: KV tokens / context x 512 within [2048, 4096],
+  // at most one request per KV token (requests_cap() says what was chosen).
+  int max_running_requests = 0;
   int max_context = 0;                // tokens per request; 0: min(max_position_embeddings, 8192)
   int64_t max_total_tokens = 0;       // KV slots; 0: as many as the memory budget allows
   // Decode graphs (seed 002): on unless disabled; batch sizes from `cuda_graph_bs` or the default
-  // schedule, capped by cuda_graph_max_bs (0: max_running_requests) and max_running_requests.
+  // schedule, capped by cuda_graph_max_bs (0: default_cuda_graph_max_bs) and the request slots.
+  // Larger decode batches run eagerly (as SGLang beyond its cuda_graph_max_bs).
   bool disable_cuda_graph = false;
   std::vector<int> cuda_graph_bs;
   int cuda_graph_max_bs = 0;

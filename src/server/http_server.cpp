@@ -27,10 +27,16 @@ void send_error(httplib::Response& res, int status, const std::string& msg, cons
 
 }  // namespace
 
+int default_http_threads(int max_running_requests) {
+  constexpr int kMostRequests = 512;
+  const int r = max_running_requests > 0 ? std::min(max_running_requests, kMostRequests) : kMostRequests;
+  return 2 * r + 16;
+}
+
 HttpServer::HttpServer(Scheduler& scheduler, TextSupport text, HttpServerOptions options, int max_running)
     : scheduler_(scheduler), text_(std::move(text)), options_(std::move(options)),
       svr_(std::make_unique<httplib::Server>()) {
-  const int threads = options_.threads > 0 ? options_.threads : 2 * max_running + 16;
+  const int threads = options_.threads > 0 ? options_.threads : default_http_threads(max_running);
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   svr_->set_payload_max_length(64u << 20);
   svr_->set_keep_alive_timeout(5);

@@ -22,9 +22,15 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 30000;  // 0: any free port
   std::string model_name = "default";
-  int threads = 0;   // HTTP worker threads; 0: 2 x max running requests + 16 (a stream holds one)
+  int threads = 0;   // HTTP worker threads; 0: default_http_threads
   double shutdown_grace_s = 10;  // in-flight requests may finish for this long after SIGTERM
 };
+
+// Worker threads when none are given: a request holds one for its whole life (a stream too), so
+// 2 x max_running_requests + 16 let the queue behind the running requests be read; at most 1040
+// (max_running_requests 0, sized later from the KV cache, counts as 512). Connections beyond the
+// threads wait for one; none is refused.
+int default_http_threads(int max_running_requests);
 
 class HttpServer {
  public:
