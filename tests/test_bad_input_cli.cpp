@@ -154,6 +154,14 @@ TEST(BadInputCli, DefaultRequestSlotsComeFromTheKvCache) {
   ASSERT_EQ(mid.exit_code, 0) << mid.all;
   // 3000 / 512 x 512 = 3000 within [2048, 4096].
   EXPECT_NE(mid.all.find("max running requests: 3000 (KV cache 3000 token slots"), std::string::npos) << mid.all;
+  // Decode graphs: 256 by default (larger batches eager); an explicit --cuda-graph-bs list is its own cap.
+  EXPECT_NE(mid.all.find("decode graphs: 36 sizes (1..256)"), std::string::npos) << mid.all;
+  auto listed = run_graphrt(kGen + "--max-total-tokens 3000 --context-length 512 --cuda-graph-bs 1,300 --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.all;
+  EXPECT_NE(listed.all.find("decode graphs: 2 sizes (1..300)"), std::string::npos) << listed.all;
+  auto capped = run_graphrt(kGen + "--max-total-tokens 3000 --context-length 512 --cuda-graph-max-bs 280 --json");
+  ASSERT_EQ(capped.exit_code, 0) << capped.all;
+  EXPECT_NE(capped.all.find("decode graphs: 37 sizes (1..272)"), std::string::npos) << capped.all;
 }
 
 TEST(BadInputCli, Sampling) {

@@ -47,7 +47,8 @@ void ServerArgs::add_to(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--cuda-graph-max-bs", cuda_graph_max_bs,
                  "largest decode batch size to capture (default 0: 256, or 512 with --tp-size >= 4, as SGLang on "
-                 "H100/H200; at most --max-running-requests); larger batches decode eagerly");
+                 "H100/H200; with --cuda-graph-bs: its largest; at most --max-running-requests); larger batches decode "
+                 "eagerly");
   app.add_flag("--debug-cuda-graph", debug_cuda_graph,
                "run the whole decode and piecewise prefill forward eagerly through the graph capture/replay path "
                "(debugging)");

@@ -152,8 +152,11 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   graph_memory_budget_ = opt.graph_memory_budget;
   if (!opt.disable_cuda_graph) {
     GRT_CHECK(opt.cuda_graph_max_bs >= 0, "--cuda-graph-max-bs {} must be positive", opt.cuda_graph_max_bs);
-    const int cap = std::min(opt.cuda_graph_max_bs > 0 ? opt.cuda_graph_max_bs : default_cuda_graph_max_bs(tp_size()),
-                             max_requests);
+    // As SGLang: an explicit --cuda-graph-bs list is its own cap; else --cuda-graph-max-bs or the default.
+    const int asked = opt.cuda_graph_max_bs > 0  ? opt.cuda_graph_max_bs
+                      : !opt.cuda_graph_bs.empty() ? *std::max_element(opt.cuda_graph_bs.begin(), opt.cuda_graph_bs.end())
+                                                   : default_cuda_graph_max_bs(tp_size());
+    const int cap = std::min(asked, max_requests);
     ForwardGraphsOptions go;
     go.shapes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
                                                : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");
