@@ -295,13 +295,14 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
   // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
-  // multiprocessors) the warp-specialised fa3-ws (head_dim 128) or the overlapped fa3-ov (64) on
-  // long prompts, fa3-wsnp where the 128-row grid has between half and all of the
-  // multiprocessors, fa3-ov64 below; else FA2.
+  // multiprocessors) the warp-specialised 128-key kernels on long prompts (persistent fa3-ws128s
+  // at head_dim 128, pingpong fa3-ws128p at 64), where the 128-row grid has between half and all
+  // of the multiprocessors fa3-wsnp (128) or fa3-ws128p (64), fa3-ov64 below; else FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
-      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-ws" : "fa3-ov") : "fa2-v2")
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
+                hopper ? (hd == 128 ? "fa3-ws128s" : "fa3-ws128p") : "fa2-v2")
           << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
@@ -309,7 +310,7 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
       EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
       cuda::ExtendParams mid_prompt = params_for(hd, 16 * hd, buf);
       mid_prompt.max_extend_len = 768;  // 6 tiles x 16 heads: 96 blocks
-      EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-wsnp" : "fa2-v2q64") << hd;
+      EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
       {
         ForceExtendKernel s4("auto-s4");  // the session-4 choice
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;

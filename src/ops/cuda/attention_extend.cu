@@ -335,6 +335,12 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // 4k tokens: 303 vs 295).
     // B <= M/2 stays on fa3-ov64 (not compared in that run). "auto-s7" keeps that choice (sessions
     // 6 and 7) for A/B.
+    // Session 8 (measured, bench/results/h100_2026-11-24_s8_attn): B > M: fa3-ws128s at head_dim
+    // 128 (128-key stages on a persistent longest-first grid; ahead of fa3-ws at all 14 points,
+    // 16/8/128 4k 390 -> 414, 8k 437 -> 471; qwen3-0.6b prefill 4096 -0.45 ms; the best at 10 of
+    // 14 points, within 6% at all), fa3-ws128p at 64 (128-key stages, pingpong; +14-20% over
+    // fa3-ov at all 6 points). M/2 < B <= M: fa3-ws128p at head_dim 64 (+8% / +19% over fa3-wsnp);
+    // fa3-wsnp stays at 128 (fa3-ws128p +4.5% without a prefix, -5% after a 4k one).
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
@@ -343,8 +349,12 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
         if (2 * blocks <= sms) return ExtendKernel::kWgmmaOv64;
         if (s5) return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
-        if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
-        return p.hd == 128 ? ExtendKernel::kWgmmaWs : ExtendKernel::kWgmmaOv;
+        if (s7) {
+          if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
+          return p.hd == 128 ? ExtendKernel::kWgmmaWs : ExtendKernel::kWgmmaOv;
+        }
+        if (p.hd != 128) return ExtendKernel::kWgmmaWs128P;
+        return blocks <= sms ? ExtendKernel::kWgmmaWsNP : ExtendKernel::kWgmmaWs128S;
       }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }

@@ -1,9 +1,11 @@
 // fa3-ws / fa3-wsp / fa3-wsn / fa3-wsnp: paged extend attention on Hopper with warp
 // specialisation (issue 18, session 6). A producer warpgroup and an mbarrier ring feed two
 // consumer warpgroups on the fa3-ov loop (attention_extend_wgmma.cu, whose building blocks,
-// attention_wgmma.cuh, it shares). The default on large grids at head_dim 128 (399 TFLOP/s at 4k,
-// 450 at 8k, 16/8/128 causal, H100) and on grids of about one block per multiprocessor
-// (bench/results/h100_2026-11-24_s6_fa3ws).
+// attention_wgmma.cuh, it shares). fa3-wsnp: the default at head_dim 128 on grids of about one
+// block per multiprocessor (bench/results/h100_2026-11-24_s6_fa3ws). Session 8: fa3-ws128* with
+// 128-key ring stages; fa3-ws128s, also on a persistent longest-first grid, the default on large
+// grids at head_dim 128 (16/8/128 causal, H100: 414 TFLOP/s at 4k, 471 at 8k), fa3-ws128p (pingpong)
+// at head_dim 64 (bench/results/h100_2026-11-24_s8_attn).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -112,7 +114,8 @@ __device__ __forceinline__ int ws_item(const ExtendParams& p, int k, int first, 
   }
 }
 
-// Ring position of the block's it-th key tile (counted over both q tiles of a pair).
+// Ring position of the block's it-th key tile (counted over all its q tiles: both of a pair, or a
+// persistent block's items).
 template <int STAGES>
 struct WsRing {
   int it = 0;
