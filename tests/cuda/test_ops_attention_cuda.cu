@@ -295,13 +295,14 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
   // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
-  // multiprocessors) the warp-specialised fa3-ws (head_dim 128) or the overlapped fa3-ov (64) on
-  // long prompts, fa3-wsnp where the 128-row grid has between half and all of the
-  // multiprocessors, fa3-ov64 below; else FA2.
+  // multiprocessors) the warp-specialised 128-key kernels on long prompts (persistent fa3-ws128s
+  // at head_dim 128, pingpong fa3-ws128p at 64), where the 128-row grid has between half and all
+  // of the multiprocessors fa3-wsnp (128) or fa3-ws128p (64), fa3-ov64 below; else FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
-      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-ws" : "fa3-ov") : "fa2-v2")
+      EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
+                hopper ? (hd == 128 ? "fa3-ws128s" : "fa3-ws128p") : "fa2-v2")
           << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
@@ -309,7 +310,7 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
       EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
       cuda::ExtendParams mid_prompt = params_for(hd, 16 * hd, buf);
       mid_prompt.max_extend_len = 768;  // 6 tiles x 16 heads: 96 blocks
-      EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-wsnp" : "fa2-v2q64") << hd;
+      EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
       {
         ForceExtendKernel s4("auto-s4");  // the session-4 choice
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? "fa3-wg2" : "fa2-v2") << hd;
@@ -321,6 +322,13 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
             << hd;
         EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
         EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-ov" : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s7("auto-s7");  // the choice of sessions 6 and 7
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), hopper ? (hd == 128 ? "fa3-ws" : "fa3-ov") : "fa2-v2")
+            << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-wsnp" : "fa2-v2q64") << hd;
       }
       {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
@@ -364,8 +372,10 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
 // The wgmma kernels (sm_90 only; elsewhere forcing one is an Error): the FA2 cases above, both
 // register budgets of fa3-wg, the overlapped fa3-ov / fa3-ovq / fa3-ov64 and the warp-specialised
 // fa3-ws family (mbarrier ring phases running on across the two q tiles of a pair: the
-// 1100-token case with pairing; pingpong; m64n128 O GEMMs), whose 4- and 3-stage rings get
-// key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a prefix); every
+// 1100-token case with pairing; pingpong; m64n128 O GEMMs; 128-key stages in fa3-ws128*, whose
+// 3-stage ring at head_dim 128 wraps in the 3000-token-prefix case; fa3-ws128s's persistent
+// blocks, each running q tiles of several heads and requests of unequal lengths), whose 4- and
+// 3-stage rings get key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a prefix); every
 // fourth case runs twice with bitwise equal results. Its own test so that a fault in it leaves
 // the FA2 results readable.
 TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
@@ -393,7 +403,8 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
   }
   for (const char* pairing : {"0", "1"})
     for (const char* kernel :
-         {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp"}) {
+         {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp",
+          "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
@@ -413,7 +424,9 @@ TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
   alignas(16) static char buf[64];
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   std::vector<const char*> kernels = {"auto", "fa2-q64", "fa2-q128", "fa2-v2", "tc", "simt"};
-  if (hopper) kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp"});
+  if (hopper)
+    kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp", "fa3-ws128", "fa3-ws128p",
+                                   "fa3-ws128n", "fa3-ws128s"});
   for (const PagedCase* pc : {&c, &c64})
     for (const char* kernel : kernels) {
       if (pc->hd == 64 && (std::string(kernel) == "tc" || std::string(kernel) == "simt")) continue;  // as tested above

@@ -182,24 +182,11 @@ void launch_extend(cudaStream_t st, ExtendParams p, dim3 grid) {
   else launch_np<T, 4>(st, p, grid, smem);
 }
 
-// Multiprocessors of the current device (read once per device; threads may race to fill it).
-int multiprocessors() {
-  static std::atomic<int> cached[64] = {};
-  int dev = 0;
-  GRT_CUDA_CHECK(cudaGetDevice(&dev), "reading the current device for attention_extend");
-  int n = dev >= 0 && dev < 64 ? cached[dev].load(std::memory_order_relaxed) : 0;
-  if (n > 0) return n;
-  GRT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev),
-                 "reading the multiprocessor count of device {}", dev);
-  if (dev >= 0 && dev < 64) cached[dev].store(n, std::memory_order_relaxed);
-  return n;
-}
-
 // Whether FA2 blocks of `q_tile` rows, each running a pair of q tiles, fill >= 90% of two blocks
 // per multiprocessor.
 bool pairs_fill_gpu(const ExtendParams& p, int q_tile) {
   const int64_t blocks = int64_t{((p.max_extend_len + q_tile - 1) / q_tile + 1) / 2} * p.nq * p.num_reqs;
-  return blocks * 10 >= int64_t{2} * multiprocessors() * 9;
+  return blocks * 10 >= int64_t{2} * extend_multiprocessors() * 9;
 }
 
 // Blocks of the wgmma kernel's grid (128-row q tiles, pairs where fa2_pair_q_tiles says so).
@@ -216,6 +203,18 @@ bool tc_supports(const ExtendParams& p, DType dtype) {
 }
 
 }  // namespace
+
+int extend_multiprocessors() {
+  static std::atomic<int> cached[64] = {};
+  int dev = 0;
+  GRT_CUDA_CHECK(cudaGetDevice(&dev), "reading the current device for attention_extend");
+  int n = dev >= 0 && dev < 64 ? cached[dev].load(std::memory_order_relaxed) : 0;
+  if (n > 0) return n;
+  GRT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev),
+                 "reading the multiprocessor count of device {}", dev);
+  if (dev >= 0 && dev < 64) cached[dev].store(n, std::memory_order_relaxed);
+  return n;
+}
 
 bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile) {
   if (const char* env = std::getenv("GRAPHRT_EXTEND_PAIRING"); env != nullptr && *env != 0) {
@@ -244,6 +243,10 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kWgmmaWsP: return "fa3-wsp";
     case ExtendKernel::kWgmmaWsN: return "fa3-wsn";
     case ExtendKernel::kWgmmaWsNP: return "fa3-wsnp";
+    case ExtendKernel::kWgmmaWs128: return "fa3-ws128";
+    case ExtendKernel::kWgmmaWs128P: return "fa3-ws128p";
+    case ExtendKernel::kWgmmaWs128N: return "fa3-ws128n";
+    case ExtendKernel::kWgmmaWs128S: return "fa3-ws128s";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -275,7 +278,9 @@ Fa2Tile fa2_tile_of(ExtendKernel k) {
 bool is_wgmma(ExtendKernel k) {
   return k == ExtendKernel::kWgmma || k == ExtendKernel::kWgmma2 || k == ExtendKernel::kWgmmaOv ||
          k == ExtendKernel::kWgmmaOv64 || k == ExtendKernel::kWgmmaOvQ || k == ExtendKernel::kWgmmaWs ||
-         k == ExtendKernel::kWgmmaWsP || k == ExtendKernel::kWgmmaWsN || k == ExtendKernel::kWgmmaWsNP;
+         k == ExtendKernel::kWgmmaWsP || k == ExtendKernel::kWgmmaWsN || k == ExtendKernel::kWgmmaWsNP ||
+         k == ExtendKernel::kWgmmaWs128 || k == ExtendKernel::kWgmmaWs128P || k == ExtendKernel::kWgmmaWs128N ||
+         k == ExtendKernel::kWgmmaWs128S;
 }
 
 WgVariant wg_variant_of(ExtendKernel k) {
@@ -289,6 +294,10 @@ WgVariant wg_variant_of(ExtendKernel k) {
     case ExtendKernel::kWgmmaWsP: return WgVariant::kWsP;
     case ExtendKernel::kWgmmaWsN: return WgVariant::kWsN;
     case ExtendKernel::kWgmmaWsNP: return WgVariant::kWsNP;
+    case ExtendKernel::kWgmmaWs128: return WgVariant::kWs128;
+    case ExtendKernel::kWgmmaWs128P: return WgVariant::kWs128P;
+    case ExtendKernel::kWgmmaWs128N: return WgVariant::kWs128N;
+    case ExtendKernel::kWgmmaWs128S: return WgVariant::kWs128S;
     default: break;
   }
   GRT_FAIL("attention_extend: {} is no wgmma kernel", extend_kernel_name(k));
@@ -300,8 +309,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
   const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4",
-             s5 = forced == "auto-s5";
-  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5) {
+             s5 = forced == "auto-s5", s7 = forced == "auto-s7";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5 || s7) {
     // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
     // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
     // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
@@ -324,17 +333,28 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // head_dim 64 too). B > M: fa3-ws at head_dim 128 (+11-39% over fa3-wg2; the best variant at
     // 10 of 18 points, within 9% at all), fa3-ov at head_dim 64 (ahead of every ws variant from
     // 4k tokens: 303 vs 295).
-    // B <= M/2 stays on fa3-ov64 (not compared in that run).
+    // B <= M/2 stays on fa3-ov64 (not compared in that run). "auto-s7" keeps that choice (sessions
+    // 6 and 7) for A/B.
+    // Session 8 (measured, bench/results/h100_2026-11-24_s8_attn): B > M: fa3-ws128s at head_dim
+    // 128 (128-key stages on a persistent longest-first grid; ahead of fa3-ws at all 14 points,
+    // 16/8/128 4k 390 -> 414, 8k 437 -> 471; qwen3-0.6b prefill 4096 -0.45 ms; the best at 10 of
+    // 14 points, within 6% at all), fa3-ws128p at 64 (128-key stages, pingpong; +14-20% over
+    // fa3-ov at all 6 points). M/2 < B <= M: fa3-ws128p at head_dim 64 (+8% / +19% over fa3-wsnp);
+    // fa3-wsnp stays at 128 (fa3-ws128p +4.5% without a prefix, -5% after a 4k one).
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
       if (!fa2_only && wgmma_supports(p, dtype)) {
-        const int64_t blocks = wgmma_blocks(p), sms = multiprocessors();
+        const int64_t blocks = wgmma_blocks(p), sms = extend_multiprocessors();
         if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
         if (2 * blocks <= sms) return ExtendKernel::kWgmmaOv64;
         if (s5) return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
-        if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
-        return p.hd == 128 ? ExtendKernel::kWgmmaWs : ExtendKernel::kWgmmaOv;
+        if (s7) {
+          if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
+          return p.hd == 128 ? ExtendKernel::kWgmmaWs : ExtendKernel::kWgmmaOv;
+        }
+        if (p.hd != 128) return ExtendKernel::kWgmmaWs128P;
+        return blocks <= sms ? ExtendKernel::kWgmmaWsNP : ExtendKernel::kWgmmaWs128S;
       }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }
@@ -346,6 +366,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         ExtendKernel::kFa2V2, ExtendKernel::kFa2V2K64, ExtendKernel::kFa2V2Exp, ExtendKernel::kWgmma,
         ExtendKernel::kWgmma2, ExtendKernel::kWgmmaOv, ExtendKernel::kWgmmaOv64, ExtendKernel::kWgmmaOvQ,
         ExtendKernel::kWgmmaWs, ExtendKernel::kWgmmaWsP, ExtendKernel::kWgmmaWsN, ExtendKernel::kWgmmaWsNP,
+        ExtendKernel::kWgmmaWs128, ExtendKernel::kWgmmaWs128P, ExtendKernel::kWgmmaWs128N, ExtendKernel::kWgmmaWs128S,
         ExtendKernel::kTensorCore,
         ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
@@ -358,9 +379,9 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     return k;
   }
   GRT_FAIL(
-      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, fa2-q64, fa2-q128, "
+      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, auto-s7, fa2-q64, fa2-q128, "
       "fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
-      "fa3-wsp, fa3-wsn, fa3-wsnp, tc, simt",
+      "fa3-wsp, fa3-wsn, fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, tc, simt",
       forced);
 }
 

@@ -55,13 +55,18 @@ bool wgmma_supports(const ExtendParams& p, DType dtype);
 // a 4-stage K/V ring under mbarriers (cp.async per 16 bytes), two consumer warpgroups running the
 // fa3-ov loop without a block barrier, setmaxnreg 72/216; fa3-wsp: the same with the consumers'
 // GEMM issues taking turns (pingpong); fa3-wsn / fa3-wsnp: fa3-ws / fa3-wsp with the O GEMM as
-// m64n128 instructions at head_dim 128 (at 64 the same as fa3-ws / fa3-wsp).
-enum class WgVariant { kWg, kWg2, kOv, kOv64, kOvQ, kWs, kWsP, kWsN, kWsNP };
+// m64n128 instructions at head_dim 128 (at 64 the same as fa3-ws / fa3-wsp). Issue 18, session 8:
+// fa3-ws128 / fa3-ws128p / fa3-ws128n: fa3-ws / fa3-wsp / fa3-wsn with 128-key ring stages (S as
+// m64n128 instructions; 3 stages at head_dim 128, 4 at 64); fa3-ws128s: fa3-ws128 on a persistent
+// grid (one block per multiprocessor, unpaired q tiles longest first in alternating rounds).
+enum class WgVariant { kWg, kWg2, kOv, kOv64, kOvQ, kWs, kWsP, kWsN, kWsNP, kWs128, kWs128P, kWs128N, kWs128S };
+// Multiprocessors of the current device (read once per device; threads may race to fill the cache).
+int extend_multiprocessors();
 // Rows of a variant's q tile (the unit of pairing and of the grid).
 int wgmma_q_tile(WgVariant v);
 // Launches it (pairing as the FA2 kernels: p.pair_q_tiles); an unsupported case is an Error.
 void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
-// The warp-specialised variants (kWs, kWsP, kWsN, kWsNP; attention_extend_ws.cu), which
+// The warp-specialised variants (kWs .. kWs128S; attention_extend_ws.cu), which
 // launch_extend_wgmma hands over after its checks; any other variant is an Error.
 void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
 
@@ -82,6 +87,10 @@ enum class ExtendKernel {
   kWgmmaWsP,
   kWgmmaWsN,
   kWgmmaWsNP,
+  kWgmmaWs128,
+  kWgmmaWs128P,
+  kWgmmaWs128N,
+  kWgmmaWs128S,
   kTensorCore,
   kSimt
 };
@@ -94,15 +103,17 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
 // The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU a wgmma
 // kernel by the blocks B of the 128-row grid against the multiprocessors M (fa3-ov64 where
-// B <= M/2, fa3-wsnp where M/2 < B <= M, fa3-ws where B > M at head_dim 128 and fa3-ov at 64),
+// B <= M/2; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp where B <= M, fa3-ws128s where B > M),
 // elsewhere FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64);
 // else the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
 // fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, fa3-wsp, fa3-wsn,
-// fa3-wsnp, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the
+// fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the
 // FA2 choice on any GPU; "auto-s4": the session-4 choice (fa3-wg2 where B > M, else fa3-wg);
 // "auto-s5": the session-5 choice (fa3-ov64 where B <= M/2, fa3-wg2 where B > M at head_dim 128,
-// else fa3-ov); unset or "auto": the default choice. Forcing a kernel that cannot serve the case
+// else fa3-ov); "auto-s7": the choice of sessions 6 and 7 (fa3-ov64 where B <= M/2, fa3-wsnp
+// where B <= M, fa3-ws at head_dim 128 and fa3-ov at 64 where B > M); unset or "auto": the default
+// choice. Forcing a kernel that cannot serve the case
 // is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 

@@ -1,13 +1,16 @@
 // fa3-ws / fa3-wsp / fa3-wsn / fa3-wsnp: paged extend attention on Hopper with warp
 // specialisation (issue 18, session 6). A producer warpgroup and an mbarrier ring feed two
 // consumer warpgroups on the fa3-ov loop (attention_extend_wgmma.cu, whose building blocks,
-// attention_wgmma.cuh, it shares). The default on large grids at head_dim 128 (399 TFLOP/s at 4k,
-// 450 at 8k, 16/8/128 causal, H100) and on grids of about one block per multiprocessor
-// (bench/results/h100_2026-11-24_s6_fa3ws).
+// attention_wgmma.cuh, it shares). fa3-wsnp: the default at head_dim 128 on grids of about one
+// block per multiprocessor (bench/results/h100_2026-11-24_s6_fa3ws). Session 8: fa3-ws128* with
+// 128-key ring stages; fa3-ws128s, also on a persistent longest-first grid, the default on large
+// grids at head_dim 128 (16/8/128 causal, H100: 414 TFLOP/s at 4k, 471 at 8k), fa3-ws128p (pingpong)
+// at head_dim 64 (bench/results/h100_2026-11-24_s8_attn).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "device/cuda/cuda_check.h"
@@ -19,14 +22,15 @@ namespace {
 
 using namespace wg;
 
-// The block: warpgroup 0 the producer, 1 and 2 the consumers.
-template <int HD, int STAGES>
+// The block: warpgroup 0 the producer, 1 and 2 the consumers; BK keys per ring stage (64, or 128
+// for fa3-ws128).
+template <int HD, int STAGES, int BK = 64>
 struct WsCfg {
   static constexpr int kGroups = 2;         // consumer warpgroups of 64 q rows
   static constexpr int kThreads = 128;      // loader threads (WgTile's gather): the producer warpgroup
   static constexpr int kBlockThreads = 384;
   static constexpr int kBQ = 128;
-  static constexpr int kBK = 64;
+  static constexpr int kBK = BK;
   static constexpr uint32_t kQBytes = kBQ * HD * 2;
   static constexpr uint32_t kTileBytes = kBK * HD * 2;
   static constexpr uint32_t kBarOffset = kQBytes + 2 * STAGES * kTileBytes;  // full[S], empty[S], q_full, q_empty
@@ -73,7 +77,45 @@ __device__ __forceinline__ void named_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
 
-// Ring position of the block's it-th key tile (counted over both q tiles of a pair).
+// A block's unit of work: q tile qt of head h of request b (extend length ext, clamped).
+struct WsItem {
+  int qt, h, b, ext;
+};
+
+// The k-th work item of this block: 1 and `it` set, 2 where that item is empty (a short request's
+// q tile that does not exist: skip it), 0 past the block's last item. Non-persistent blocks run
+// the q tiles `first` and `second` (extend_block_tiles) of their (head, request). Persistent
+// blocks (PERSIST, a grid of at most one block per multiprocessor) run every gridDim.x-th item of
+// the list ordered by q tile from each request's last (the heaviest causal work) to its first,
+// heads and requests inside each rank; rounds alternate their direction over the blocks (block c
+// takes item c of round 0, G - 1 - c of round 1, ...), so that the heavy and light ends of
+// successive rounds even out (a static "snake" longest-first schedule; no counter to reset
+// between graph replays, and a tile's bits do not depend on the block that runs it).
+template <bool PERSIST>
+__device__ __forceinline__ int ws_item(const ExtendParams& p, int k, int first, int second, int tiles_max, WsItem& it) {
+  if constexpr (!PERSIST) {
+    if (k > 1 || (k == 1 && second < 0)) return 0;
+    it.qt = k == 0 ? first : second;
+    it.h = static_cast<int>(blockIdx.y);
+    it.b = static_cast<int>(blockIdx.z);
+    it.ext = min(max(p.extend_lens[it.b], 0), p.max_extend_len);
+    return 1;
+  } else {
+    const int g = static_cast<int>(gridDim.x), c = static_cast<int>(blockIdx.x);
+    const int per_rank = p.nq * p.num_reqs;
+    const int64_t i = int64_t{k} * g + ((k & 1) ? g - 1 - c : c);
+    if (i >= int64_t{tiles_max} * per_rank) return 0;
+    const int rank = static_cast<int>(i / per_rank), j = static_cast<int>(i % per_rank);
+    it.h = j % p.nq;
+    it.b = j / p.nq;
+    it.ext = min(max(p.extend_lens[it.b], 0), p.max_extend_len);
+    it.qt = (it.ext + 127) / 128 - 1 - rank;
+    return it.qt >= 0 ? 1 : 2;
+  }
+}
+
+// Ring position of the block's it-th key tile (counted over all its q tiles: both of a pair, or a
+// persistent block's items).
 template <int STAGES>
 struct WsRing {
   int it = 0;
@@ -82,11 +124,11 @@ struct WsRing {
 };
 
 // Producer warpgroup: Q of q tile `qt` (after the consumers released the previous one) and its key tiles.
-template <typename T, int HD, int STAGES>
-__device__ __forceinline__ void ws_produce(const ExtendParams& p, int qt, int ext, unsigned char* smem, int pass,
+template <typename T, int HD, int STAGES, int BK>
+__device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
-  using C = WsCfg<HD, STAGES>;
-  WgTile<T, HD, C> w(p, qt, ext, smem, static_cast<int>(threadIdx.x));
+  using C = WsCfg<HD, STAGES, BK>;
+  WgTile<T, HD, C> w(p, it.qt, it.ext, smem, static_cast<int>(threadIdx.x), it.h, it.b);
   const uint32_t full = bars, empty = bars + 8 * STAGES, q_full = bars + 16 * STAGES, q_empty = q_full + 8;
   if (pass > 0) mbar_wait(q_empty, static_cast<uint32_t>(pass - 1) & 1u);
   w.load_q();
@@ -100,13 +142,15 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, int qt, int ex
 }
 
 // Consumer warpgroup cw (0 or 1): rows 64·cw .. 64·cw + 63 of q tile `qt`, the fa3-ov loop with
-// the ring's mbarriers in place of the block barrier.
-template <typename T, int HD, int STAGES, bool PINGPONG, bool O128>
-__device__ __forceinline__ void ws_consume(const ExtendParams& p, int qt, int ext, unsigned char* smem, int pass,
+// the ring's mbarriers in place of the block barrier. BK 128 (fa3-ws128): S of a tile as one
+// m64n128 GEMM per 16 head dims, held as two 64-key blocks (s[KH][32]), P as 8 k-steps of 16 keys.
+template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128>
+__device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
-  using C = WsCfg<HD, STAGES>;
-  WgTile<T, HD, C> w(p, qt, ext, smem, static_cast<int>(threadIdx.x) - 128);
+  using C = WsCfg<HD, STAGES, BK>;
+  WgTile<T, HD, C> w(p, it.qt, it.ext, smem, static_cast<int>(threadIdx.x) - 128, it.h, it.b);
   constexpr int kCB = WgTile<T, HD, C>::kCB;
+  constexpr int kKH = BK / 64;
   const uint32_t full = bars, empty = bars + 8 * STAGES, q_full = bars + 16 * STAGES, q_empty = q_full + 8;
   const int num_tiles = w.num_tiles;
   const int me = 1 + w.wg, other = 2 - w.wg;  // named barriers of the pingpong turns
@@ -116,16 +160,17 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, int qt, int ex
   };
 
   float o[kCB][32];
-  float s[32];
-  uint32_t pf[4][4];
+  float s[kKH][32];
+  uint32_t pf[4 * kKH][4];
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
-    s[i] = 0.0f;
+#pragma unroll
+    for (int h = 0; h < kKH; ++h) s[h][i] = 0.0f;
 #pragma unroll
     for (int cb = 0; cb < kCB; ++cb) o[cb][i] = 0.0f;
   }
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk)
+  for (int kk = 0; kk < 4 * kKH; ++kk)
 #pragma unroll
     for (int j = 0; j < 4; ++j) pf[kk][j] = 0u;
   const auto issue_o = [&](int stage) {  // O128: m64n128 O GEMM instructions (head_dim 128)
@@ -202,21 +247,24 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, int qt, int ex
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// fa3-ws / fa3-wsp: the warp-specialised kernel (WsCfg); pairing and tile order as above. The
-// ring and its phases run on across the two q tiles of a pair (no block-wide barrier after the
-// role split).
-template <typename T, int HD, int STAGES, bool PINGPONG, bool O128>
+// fa3-ws / fa3-wsp: the warp-specialised kernel (WsCfg); pairing and tile order as above, or
+// PERSIST: a grid of at most one block per multiprocessor running ws_item's list. The ring and
+// its phases run on across the q tiles of a block (no block-wide barrier after the role split).
+template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK, bool PERSIST>
 __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WsCfg<HD, STAGES>;
+  using C = WsCfg<HD, STAGES, BK>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
-  const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
-  const int tiles = (ext + C::kBQ - 1) / C::kBQ;
+  const int tiles_max = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
   int first = 0, second = -1;
-  if (!attn::extend_block_tiles(p.pair_q_tiles, tiles, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), first,
-                                second))
-    return;
+  if constexpr (!PERSIST) {
+    const int ext = min(max(p.extend_lens[blockIdx.z], 0), p.max_extend_len);
+    const int tiles = (ext + C::kBQ - 1) / C::kBQ;
+    if (!attn::extend_block_tiles(p.pair_q_tiles, tiles, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x),
+                                  first, second))
+      return;
+  }
   const uint32_t bars = smem_addr(smem) + C::kBarOffset;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -228,13 +276,16 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
   }
   __syncthreads();
   WsRing<STAGES> ring;
+  WsItem it{};
+  int pass = 0;
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
 #pragma unroll 1
-    for (int pass = 0; pass < 2; ++pass) {
-      const int qt = pass == 0 ? first : second;
-      if (qt < 0) break;
-      ws_produce<T, HD, STAGES>(p, qt, ext, smem, pass, ring, bars);
+    for (int k = 0;; ++k) {
+      const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
+      if (st == 0) break;
+      if (st == 2) continue;
+      ws_produce<T, HD, STAGES, BK>(p, it, smem, pass++, ring, bars);
     }
     cp_async_wait<0>();
   } else {
@@ -244,10 +295,11 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
     const bool second_consumer = threadIdx.x >= 256;
     if (PINGPONG && second_consumer) named_arrive(1, 256);
 #pragma unroll 1
-    for (int pass = 0; pass < 2; ++pass) {
-      const int qt = pass == 0 ? first : second;
-      if (qt < 0) break;
-      ws_consume<T, HD, STAGES, PINGPONG, O128>(p, qt, ext, smem, pass, ring, bars);
+    for (int k = 0;; ++k) {
+      const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
+      if (st == 0) break;
+      if (st == 2) continue;
+      ws_consume<T, HD, STAGES, BK, PINGPONG, O128>(p, it, smem, pass++, ring, bars);
     }
     if (PINGPONG && !second_consumer) named_sync(1, 256);
   }
@@ -256,13 +308,20 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
 #endif
 }
 
-template <typename T, int HD, int STAGES, bool PINGPONG, bool O128>
+template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK = 64, bool PERSIST = false>
 void launch_ws(cudaStream_t st, const ExtendParams& p) {
-  using C = WsCfg<HD, STAGES>;
-  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128>;
+  using C = WsCfg<HD, STAGES, BK>;
+  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa3-ws (head_dim {})", C::kSmem, HD);
   const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
+  if constexpr (PERSIST) {
+    const int64_t items = int64_t{tiles} * p.nq * p.num_reqs;
+    if (items == 0) return;
+    dim3 grid(static_cast<unsigned>(std::min<int64_t>(items, extend_multiprocessors())));
+    kernel<<<grid, C::kBlockThreads, C::kSmem, st>>>(p);
+    return;
+  }
   dim3 grid(static_cast<unsigned>(p.pair_q_tiles ? (tiles + 1) / 2 : tiles), static_cast<unsigned>(p.nq),
             static_cast<unsigned>(p.num_reqs));
   kernel<<<grid, C::kBlockThreads, C::kSmem, st>>>(p);
@@ -275,6 +334,11 @@ void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
     case WgVariant::kWsP: launch_ws<T, HD, 4, true, false>(st, p); return;
     case WgVariant::kWsN: launch_ws<T, HD, 4, false, HD == 128>(st, p); return;  // head_dim 64: fa3-ws
     case WgVariant::kWsNP: launch_ws<T, HD, 4, true, HD == 128>(st, p); return;
+    // 128-key stages: 64 KB a stage at head_dim 128, so 3 (Q + ring: 224 KB of the 227); 4 at 64.
+    case WgVariant::kWs128: launch_ws<T, HD, HD == 128 ? 3 : 4, false, false, 128>(st, p); return;
+    case WgVariant::kWs128P: launch_ws<T, HD, HD == 128 ? 3 : 4, true, false, 128>(st, p); return;
+    case WgVariant::kWs128N: launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128>(st, p); return;
+    case WgVariant::kWs128S: launch_ws<T, HD, HD == 128 ? 3 : 4, false, false, 128, true>(st, p); return;
     default: GRT_FAIL("attention_extend fa3-ws: variant {} is not warp-specialised", static_cast<int>(v));
   }
 }

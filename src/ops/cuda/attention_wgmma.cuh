@@ -144,6 +144,20 @@ __device__ __forceinline__ void wgmma_rs128(float (&d0)[32], float (&d1)[32], co
   if constexpr (std::is_same_v<T, __nv_bfloat16>) GRT_WGMMA_RS128("bf16");
   else GRT_WGMMA_RS128("f16");
 }
+// S (64 x 128: d0 keys 0-63, d1 keys 64-127) (+)= A (64 x 16, descriptor, K-major) x B (16 x 128,
+// descriptor, K-major: 16 8-row groups 1024 bytes apart); overwritten where acc == 0 (fa3-ws128).
+#define GRT_WGMMA_SS128(TY)                                                                      \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                      \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" GRT_WGMMA_D128_REGS \
+               "}, %64, %65, p, 1, 1, 0, 0;\n}\n"                                                \
+               : GRT_WGMMA_D128_OUT                                                              \
+               : "l"(a), "l"(b), "r"(acc))
+template <typename T>
+__device__ __forceinline__ void wgmma_ss128(float (&d0)[32], float (&d1)[32], uint64_t a, uint64_t b, int acc) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) GRT_WGMMA_SS128("bf16");
+  else GRT_WGMMA_SS128("f16");
+}
+#undef GRT_WGMMA_SS128
 #undef GRT_WGMMA_RS128
 #undef GRT_WGMMA_D128_OUT
 #undef GRT_WGMMA_D128_REGS
@@ -152,7 +166,8 @@ __device__ __forceinline__ void wgmma_rs128(float (&d0)[32], float (&d1)[32], co
 #undef GRT_WGMMA_D_OUT
 #undef GRT_WGMMA_D_REGS
 
-// One q tile of a block (C::kBQ rows) of request blockIdx.z, head blockIdx.y: its K/V gather
+// One q tile of a block (C::kBQ rows) of request blockIdx.z, head blockIdx.y (or the head and
+// request a persistent block's work item names): its K/V gather
 // through req_to_token (cp.async into the 128-byte-swizzled layout; every thread copies
 // kKvRows rows' chunk per tile), the Q tile, the wgmma issue of S and O, and the output store.
 template <typename T, int HD, typename C>
@@ -176,15 +191,21 @@ struct WgTile {
   int32_t slots[kKvRows];
   // Warpgroup, warp in it, lane's row group and column pair; the warpgroup's first row, and the
   // (clamped, as in the FA2 kernel: rows past kv_end see every key either way) positions of the
-  // warpgroup's and the warp's first row.
-  int wg, wq, g, t4, grow0, gpos0, wpos0;
+  // warpgroup's and the warp's first row; the q head.
+  int wg, wq, g, t4, grow0, gpos0, wpos0, head;
 
   // tid: the thread's index among the block's C::kThreads loaders / 128 · GROUPS MMA threads (the
-  // warp-specialised kernel numbers its consumer warpgroups from 0 after the producer's).
-  __device__ __forceinline__ WgTile(const ExtendParams& prm, int qt, int ext, unsigned char* smem, int tid) : p(prm) {
+  // warp-specialised kernel numbers its consumer warpgroups from 0 after the producer's); h, b:
+  // the q head and the request (blockIdx.y and blockIdx.z where negative).
+  __device__ __forceinline__ WgTile(const ExtendParams& prm, int qt, int ext, unsigned char* smem, int tid, int h = -1,
+                                    int b = -1)
+      : p(prm) {
     qs = smem_addr(smem);
     kvs = qs + C::kQBytes;
-    const int b = blockIdx.z, h = blockIdx.y, kvh = h / p.group;
+    if (h < 0) h = static_cast<int>(blockIdx.y);
+    if (b < 0) b = static_cast<int>(blockIdx.z);
+    head = h;
+    const int kvh = h / p.group;
     q0 = qt * C::kBQ;
     const int64_t prefix = max(p.prefix_lens[b], 0);
     start = p.extend_start_loc[b];
@@ -212,7 +233,7 @@ struct WgTile {
     return grow0 < rows ? min(num_tiles, (gpos0 + 63) / kBK + 1) : 0;
   }
   __device__ __forceinline__ void load_q() {
-    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(blockIdx.y) * HD + chunk * 8;
+    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(head) * HD + chunk * 8;
 #pragma unroll
     for (int i = 0; i < kQRows; ++i) {
       const int r = crow + i * kRowsPerPass;
@@ -252,10 +273,28 @@ struct WgTile {
                   sw128_desc(ks + cb * (kBK * 128) + kin * 32), kk > 0);
     }
   }
+  // S = Q · Kᵀ over a tile of 64·KH keys (kBK), S as KH accumulator blocks of 64 keys: m64n64
+  // instructions for KH = 1, m64n128 for KH = 2 (fa3-ws128: half the instructions and 2/3 of the
+  // shared-memory bytes per score, Q's 2 KB read once per 128 keys); issued, not committed.
+  template <int KH>
+  __device__ __forceinline__ void issue_s(float (&s)[KH][32], int stage) const {
+    static_assert(KH * 64 == kBK && (KH == 1 || KH == 2), "one or two 64-key blocks per tile");
+    if constexpr (KH == 1) {
+      issue_s(s[0], stage);
+    } else {
+      const uint32_t ks = k_stage(stage);
+#pragma unroll
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        const int cb = kk / 4, kin = kk % 4;
+        wgmma_ss128<T>(s[0], s[1], sw128_desc(qs + cb * (C::kBQ * 128) + grow0 * 128 + kin * 32),
+                       sw128_desc(ks + cb * (kBK * 128) + kin * 32), kk > 0);
+      }
+    }
+  }
   // This warp's 16 Q rows as wgmma A fragments (the m16n8k16 A layout per 16 head dims), read
   // straight from global memory once per q tile; rows past the request or the output are zeros.
   __device__ __forceinline__ void load_q_regs(uint32_t (&qf)[HD / 16][4]) const {
-    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(blockIdx.y) * HD + 2 * t4;
+    const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(head) * HD + 2 * t4;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int r = grow0 + 16 * wq + g + 8 * i;
@@ -315,22 +354,30 @@ struct WgTile {
         }
     }
   }
-  // mask with the decision taken by a warp vote (warp-uniform for ptxas).
-  __device__ __forceinline__ void mask_voted(float (&s)[32], int t) const {
+  // mask with the decision taken by a warp vote (warp-uniform for ptxas); S as KH blocks of 64
+  // keys (KH · 64 = kBK).
+  template <int KH>
+  __device__ __forceinline__ void mask_voted(float (&s)[KH][32], int t) const {
+    static_assert(KH * 64 == kBK, "S blocks cover the key tile");
     const int k0 = t * kBK;
     if (__any_sync(0xffffffffu, k0 + kBK - 1 > wpos0 || k0 + kBK > kv_end)) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
+      for (int h = 0; h < KH; ++h)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + 8 * j + 2 * t4 + (e & 1);
-          const int qpos = wpos0 + g + 8 * (e / 2);
-          if (key > qpos || key >= kv_end) s[4 * j + e] = -INFINITY;
-        }
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = k0 + 64 * h + 8 * j + 2 * t4 + (e & 1);
+            const int qpos = wpos0 + g + 8 * (e / 2);
+            if (key > qpos || key >= kv_end) s[h][4 * j + e] = -INFINITY;
+          }
     }
   }
+  __device__ __forceinline__ void mask_voted(float (&s)[32], int t) const {
+    mask_voted<1>(reinterpret_cast<float(&)[1][32]>(s), t);
+  }
   __device__ __forceinline__ void store(float (&o)[kCB][32], const float (&l)[2]) const {
-    T* out = static_cast<T*>(p.out) + static_cast<int64_t>(blockIdx.y) * HD + 2 * t4;
+    T* out = static_cast<T*>(p.out) + static_cast<int64_t>(head) * HD + 2 * t4;
     const int64_t out_stride = static_cast<int64_t>(p.nq) * HD;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -356,19 +403,26 @@ struct WgTile {
 // while an O GEMM is in flight. Row i of the lane (g, g + 8): running max m (log2 units), sum l.
 // The tile's row maxima (log2 units) into mx; true where some row of the warp outgrew its running
 // max by more than kLazyRescaleLog2 (then new_max must run, and O be scaled by alpha).
-__device__ __forceinline__ bool tile_max(const float (&s)[32], float sl2, const float (&m)[2], float (&mx)[2]) {
+// KH: the tile's 64-key blocks (S as s[KH][32]; the [32] overloads are KH = 1).
+template <int KH>
+__device__ __forceinline__ bool tile_max(const float (&s)[KH][32], float sl2, const float (&m)[2], float (&mx)[2]) {
   bool grow = false;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float x = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) x = fmaxf(x, fmaxf(s[4 * j + 2 * i], s[4 * j + 2 * i + 1]));
+    for (int h = 0; h < KH; ++h)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) x = fmaxf(x, fmaxf(s[h][4 * j + 2 * i], s[h][4 * j + 2 * i + 1]));
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
     mx[i] = x * sl2;
     grow |= mx[i] > m[i] + kLazyRescaleLog2;
   }
   return __any_sync(0xffffffffu, grow);
+}
+__device__ __forceinline__ bool tile_max(const float (&s)[32], float sl2, const float (&m)[2], float (&mx)[2]) {
+  return tile_max<1>(reinterpret_cast<const float(&)[1][32]>(s), sl2, m, mx);
 }
 __device__ __forceinline__ void new_max(float (&m)[2], float (&l)[2], const float (&mx)[2], float (&alpha)[2]) {
 #pragma unroll
@@ -404,30 +458,48 @@ __device__ __forceinline__ void scale_o(float (&o)[KCB][32], const float (&alpha
       }
 }
 // P = exp2(s * sl2 - m) in place; l += its row sums.
-__device__ __forceinline__ void exp_rows(float (&s)[32], const float (&m)[2], float (&l)[2], float sl2) {
+template <int KH>
+__device__ __forceinline__ void exp_rows(float (&s)[KH][32], const float (&m)[2], float (&l)[2], float sl2) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const float mu = m[i] == -INFINITY ? 0.0f : m[i];
     float rs = 0.0f;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      s[4 * j + 2 * i] = fast_exp2(fmaf(s[4 * j + 2 * i], sl2, -mu));
-      s[4 * j + 2 * i + 1] = fast_exp2(fmaf(s[4 * j + 2 * i + 1], sl2, -mu));
-      rs += s[4 * j + 2 * i] + s[4 * j + 2 * i + 1];
-    }
+    for (int h = 0; h < KH; ++h)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        s[h][4 * j + 2 * i] = fast_exp2(fmaf(s[h][4 * j + 2 * i], sl2, -mu));
+        s[h][4 * j + 2 * i + 1] = fast_exp2(fmaf(s[h][4 * j + 2 * i + 1], sl2, -mu));
+        rs += s[h][4 * j + 2 * i] + s[h][4 * j + 2 * i + 1];
+      }
     l[i] += rs;
   }
 }
-// P as the A operand of wgmma from registers (per warp the mma.sync m16n8k16 A layout).
+__device__ __forceinline__ void exp_rows(float (&s)[32], const float (&m)[2], float (&l)[2], float sl2) {
+  exp_rows<1>(reinterpret_cast<float(&)[1][32]>(s), m, l, sl2);
+}
+// P as the A operand of wgmma from registers (per warp the mma.sync m16n8k16 A layout), 16 keys
+// per pf row: block h's keys in rows 4h .. 4h + 3.
+template <typename T, int KH>
+__device__ __forceinline__ void pack_p(const float (&s)[KH][32], uint32_t (&pf)[4 * KH][4]) {
+#pragma unroll
+  for (int h = 0; h < KH; ++h)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      pf[4 * h + kk][0] = pack2<T>(s[h][8 * kk + 0], s[h][8 * kk + 1]);
+      pf[4 * h + kk][1] = pack2<T>(s[h][8 * kk + 2], s[h][8 * kk + 3]);
+      pf[4 * h + kk][2] = pack2<T>(s[h][8 * kk + 4], s[h][8 * kk + 5]);
+      pf[4 * h + kk][3] = pack2<T>(s[h][8 * kk + 6], s[h][8 * kk + 7]);
+    }
+}
 template <typename T>
 __device__ __forceinline__ void pack_p(const float (&s)[32], uint32_t (&pf)[4][4]) {
+  pack_p<T, 1>(reinterpret_cast<const float(&)[1][32]>(s), pf);
+}
+template <int KH>
+__device__ __forceinline__ void fence_regs(float (&r)[KH][32]) {
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    pf[kk][0] = pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
-    pf[kk][1] = pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
-    pf[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
-    pf[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
-  }
+  for (int h = 0; h < KH; ++h) fence_regs(r[h]);
 }
 template <int N>
 __device__ __forceinline__ void fence_regs(uint32_t (&r)[N][4]) {
