@@ -425,7 +425,8 @@ int sm_count(Device device) {
 // 512-token splits, one block each; 0: 256-token splits, blocks looping; see launch_mma) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
 // global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma) and
 // GRAPHRT_DECODE_MMA_KV_GROUP (auto, 1, 2, 4: kv heads per block of the wide geometry; see
-// mma_kv_group).
+// mma_kv_group) and GRAPHRT_DECODE_MMA_WIDE_CHUNK (the wide geometry's most tokens a split, default
+// 512; for A/B).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -441,6 +442,7 @@ struct DecodeKnobs {
   int mma_wide = 1;
   int mma_head_cluster = 0;
   int mma_kv_group = 1;  // 0: auto (mma_kv_group)
+  int mma_wide_chunk = 512;
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -465,6 +467,7 @@ DecodeKnobs read_knobs() {
   k.mma_head_cluster = kHeadClusters[env_choice("GRAPHRT_DECODE_MMA_HEAD_CLUSTER", {"0", "2", "4", "8"}, 0)];
   constexpr int kKvGroups[] = {1, 0, 2, 4};
   k.mma_kv_group = kKvGroups[env_choice("GRAPHRT_DECODE_MMA_KV_GROUP", {"1", "auto", "2", "4"}, 0)];
+  k.mma_wide_chunk = env_int("GRAPHRT_DECODE_MMA_WIDE_CHUNK", k.mma_wide_chunk, 16, 1 << 20);
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -623,7 +626,7 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   // 4.25 -> 4.23. A row's splits then depend on its length and on which side of the SM count
   // batch x kv heads lies, as before (the chunk rule had that boundary already).
   const bool wide = decode_mma_wide() && knobs().mma_chunk == 0 && pairs >= sms;
-  p.chunk = wide ? 512 : mma_chunk(pairs, sms);
+  p.chunk = wide ? knobs().mma_wide_chunk : mma_chunk(pairs, sms);
   // No request can use more splits than the table width allows: scratch for those only.
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
   p.max_splits = static_cast<int>(std::min<int64_t>(knobs().mma_splits, by_ctx));
