@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # s8-bs64 device call (from the carried worktree copy's root, /work/main/.gpuwork/s8-bs64):
 # prebuilt binaries (pre.tar.gz, sm_80 + sm_90a, built off the device) when they load, else a
-# build (sm_90a); the K/V read-pattern microbenchmark (kv_pattern.cu); the kv-group CUDA tests;
-# A/B in fresh processes (scripts/gpu_ablations.sh, ablations.txt: GRAPHRT_DECODE_MMA_KV_GROUP
-# 1 (old) / 4 / 2, rounds interleaved); ncu of decode_mma alone at llama bs 64 per variant;
-# inspect --verify-cuda-graph on qwen3-0.6b with kv groups. A summary comes last.
+# build (sm_90a); the K/V read-pattern microbenchmark (kv_pattern.cu); the kv-group / stages CUDA
+# tests; A/B in fresh processes (scripts/gpu_ablations.sh, ablations.txt: GRAPHRT_DECODE_MMA_KV_GROUP
+# 1 (old) / 4 / 2, GRAPHRT_DECODE_MMA_STAGES 2 / 3, rounds interleaved); ncu of decode_mma alone at
+# llama bs 64 per variant; the graph-replay CUDA test; inspect --verify-cuda-graph on qwen3-0.6b
+# with kv groups. A summary comes last.
 set -uo pipefail
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
@@ -34,11 +35,13 @@ echo "ready at $(el)s" >>$S
 # The read-pattern microbenchmark (compiled here: ~15 s).
 (nvcc -O3 -arch=sm_90a -std=c++17 -o $W/kvp $R/kv_pattern.cu && timeout 40 $W/kvp) >$OUT/kv_pattern.txt 2>&1
 echo "microbenchmark rc=$? at $(el)s" >>$S
-NEW='OpsAttentionCuda.DecodeMmaKvGroups*:OpsAttentionCuda.DecodeMmaWide*:OpsAttentionCuda.DecodeGraphReplays*'
-timeout 110 $CT --gtest_filter="$NEW" >$OUT/tests.log 2>&1
-echo "tests (kv groups, wide, graph replays) rc=$? at $(el)s" >>$S
-grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]" $OUT/tests.log | head -12 >>$S
-grep -E "Failure|Expected|Which is|differ|changed" $OUT/tests.log | head -12 >>$S
+tests() {  # label, timeout, filter
+  timeout $2 $CT --gtest_filter="$3" >$OUT/tests_$1.log 2>&1
+  echo "tests $1 rc=$? at $(el)s" >>$S
+  grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]" $OUT/tests_$1.log | head -8 >>$S
+  grep -E "Failure|Expected|Which is|differ|changed" $OUT/tests_$1.log | head -10 >>$S
+}
+tests kvgroups 60 'OpsAttentionCuda.DecodeMmaKvGroups*:OpsAttentionCuda.DecodeMmaWide*'
 mkdir -p $W/ab
 OUT=$W/ab ABLATIONS=$R/ablations.txt BIN=$GR ABLATION_TIMEOUT=40 bash scripts/gpu_ablations.sh >$OUT/ab.txt 2>&1
 echo "A/B done at $(el)s" >>$S
@@ -62,7 +65,10 @@ LB="decode --model builtin:llama-3.1-8b --iters 2 --batch-sizes 64 --cuda-graph-
 prof llama64_kv1 "GRAPHRT_DECODE_MMA_KV_GROUP=1" "$LB"
 prof llama64_kv4 "GRAPHRT_DECODE_MMA_KV_GROUP=4" "$LB"
 prof llama64_kv2 "GRAPHRT_DECODE_MMA_KV_GROUP=2" "$LB"
+prof llama64_kv4_s3 "GRAPHRT_DECODE_MMA_KV_GROUP=4 GRAPHRT_DECODE_MMA_STAGES=3" "$LB"
+prof llama64_kv1_s3 "GRAPHRT_DECODE_MMA_KV_GROUP=1 GRAPHRT_DECODE_MMA_STAGES=3" "$LB"
 echo "ncu done at $(el)s" >>$S
+[ $(el) -lt 340 ] && tests replays $(( 400 - $(el) > 75 ? 75 : 400 - $(el) )) 'OpsAttentionCuda.DecodeGraphReplays*'
 if [ $(el) -lt 370 ]; then
   GRAPHRT_DECODE_MMA_KV_GROUP=auto timeout 35 $GR inspect --model builtin:qwen3-0.6b --device cuda --graph-memory pool \
     --verify-cuda-graph --json >$W/verify.json 2>$W/verify.err
