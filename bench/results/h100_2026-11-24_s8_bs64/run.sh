@@ -67,6 +67,9 @@ prof llama64_kv4 "GRAPHRT_DECODE_MMA_KV_GROUP=4" "$LB"
 prof llama64_kv2 "GRAPHRT_DECODE_MMA_KV_GROUP=2" "$LB"
 prof llama64_kv4_s3 "GRAPHRT_DECODE_MMA_KV_GROUP=4 GRAPHRT_DECODE_MMA_STAGES=3" "$LB"
 prof llama64_kv1_s3 "GRAPHRT_DECODE_MMA_KV_GROUP=1 GRAPHRT_DECODE_MMA_STAGES=3" "$LB"
+QB="decode --model builtin:qwen3-0.6b --iters 2 --batch-sizes 64 --cuda-graph-bs 64"
+prof qwen64_kv1 "GRAPHRT_DECODE_MMA_KV_GROUP=1" "$QB"
+prof qwen64_kv4 "GRAPHRT_DECODE_MMA_KV_GROUP=4" "$QB"
 echo "ncu done at $(el)s" >>$S
 [ $(el) -lt 340 ] && tests replays $(( 400 - $(el) > 75 ? 75 : 400 - $(el) )) 'OpsAttentionCuda.DecodeGraphReplays*'
 if [ $(el) -lt 370 ]; then
@@ -83,5 +86,5 @@ cd $W && tar czf $OUT/raw.tgz ab ncu_*.out ncu_*.err ncu_*.csv verify.* 2>/dev/n
 echo "total $(el)s" >>$S
 cat $S
 echo "== kv_pattern microbenchmark =="; cat $OUT/kv_pattern.txt | tail -20
-echo "== ncu decode_mma alone (isolated, llama bs 64 ctx 1024) =="; cat $OUT/ncu_attention.txt 2>/dev/null
+echo "== ncu decode_mma alone (isolated, bs 64 ctx 1024) =="; cat $OUT/ncu_attention.txt 2>/dev/null
 echo "== A/B (graph ms) =="; cut -c1-34,108-300 $OUT/ab.txt
