@@ -5,7 +5,8 @@
 # tests; A/B in fresh processes (scripts/gpu_ablations.sh, ablations.txt: GRAPHRT_DECODE_MMA_KV_GROUP
 # 1 (old) / 4 / 2, GRAPHRT_DECODE_MMA_STAGES 2 / 3, rounds interleaved); ncu of decode_mma alone at
 # llama bs 64 per variant; the graph-replay CUDA test; inspect --verify-cuda-graph on qwen3-0.6b
-# with kv groups. A summary comes last.
+# with kv groups. A summary comes last. RUN2=1 (run2.sh): the kv-group re-run, ablations2.txt, no
+# microbenchmark and no 3-stage profiles (that switch is gone after run 1).
 set -uo pipefail
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
@@ -33,8 +34,10 @@ else
 fi
 echo "ready at $(el)s" >>$S
 # The read-pattern microbenchmark (compiled here: ~15 s).
-(nvcc -O3 -arch=sm_90a -std=c++17 -o $W/kvp $R/kv_pattern.cu && timeout 40 $W/kvp) >$OUT/kv_pattern.txt 2>&1
-echo "microbenchmark rc=$? at $(el)s" >>$S
+if [ -z "${RUN2:-}" ]; then
+  (nvcc -O3 -arch=sm_90a -std=c++17 -o $W/kvp $R/kv_pattern.cu && timeout 40 $W/kvp) >$OUT/kv_pattern.txt 2>&1
+  echo "microbenchmark rc=$? at $(el)s" >>$S
+fi
 tests() {  # label, timeout, filter
   timeout $2 $CT --gtest_filter="$3" >$OUT/tests_$1.log 2>&1
   echo "tests $1 rc=$? at $(el)s" >>$S
@@ -43,7 +46,7 @@ tests() {  # label, timeout, filter
 }
 tests kvgroups 60 'OpsAttentionCuda.DecodeMmaKvGroups*:OpsAttentionCuda.DecodeMmaWide*'
 mkdir -p $W/ab
-OUT=$W/ab ABLATIONS=$R/ablations.txt BIN=$GR ABLATION_TIMEOUT=40 bash scripts/gpu_ablations.sh >$OUT/ab.txt 2>&1
+OUT=$W/ab ABLATIONS=$R/$([ -n "${RUN2:-}" ] && echo ablations2.txt || echo ablations.txt) BIN=$GR ABLATION_TIMEOUT=40 bash scripts/gpu_ablations.sh >$OUT/ab.txt 2>&1
 echo "A/B done at $(el)s" >>$S
 prof() {  # label, env, bench args: the attention kernel alone (6 launches of the profiled step)
   [ $(el) -gt 345 ] && return
@@ -65,8 +68,10 @@ LB="decode --model builtin:llama-3.1-8b --iters 2 --batch-sizes 64 --cuda-graph-
 prof llama64_kv1 "GRAPHRT_DECODE_MMA_KV_GROUP=1" "$LB"
 prof llama64_kv4 "GRAPHRT_DECODE_MMA_KV_GROUP=4" "$LB"
 prof llama64_kv2 "GRAPHRT_DECODE_MMA_KV_GROUP=2" "$LB"
-prof llama64_kv4_s3 "GRAPHRT_DECODE_MMA_KV_GROUP=4 GRAPHRT_DECODE_MMA_STAGES=3" "$LB"
-prof llama64_kv1_s3 "GRAPHRT_DECODE_MMA_KV_GROUP=1 GRAPHRT_DECODE_MMA_STAGES=3" "$LB"
+if [ -z "${RUN2:-}" ]; then
+  prof llama64_kv4_s3 "GRAPHRT_DECODE_MMA_KV_GROUP=4 GRAPHRT_DECODE_MMA_STAGES=3" "$LB"
+  prof llama64_kv1_s3 "GRAPHRT_DECODE_MMA_KV_GROUP=1 GRAPHRT_DECODE_MMA_STAGES=3" "$LB"
+fi
 QB="decode --model builtin:qwen3-0.6b --iters 2 --batch-sizes 64 --cuda-graph-bs 64"
 prof qwen64_kv1 "GRAPHRT_DECODE_MMA_KV_GROUP=1" "$QB"
 prof qwen64_kv4 "GRAPHRT_DECODE_MMA_KV_GROUP=4" "$QB"
@@ -85,6 +90,6 @@ fi
 cd $W && tar czf $OUT/raw.tgz ab ncu_*.out ncu_*.err ncu_*.csv verify.* 2>/dev/null; cd - >/dev/null
 echo "total $(el)s" >>$S
 cat $S
-echo "== kv_pattern microbenchmark =="; cat $OUT/kv_pattern.txt | tail -20
+[ -z "${RUN2:-}" ] && { echo "== kv_pattern microbenchmark =="; tail -20 $OUT/kv_pattern.txt; }
 echo "== ncu decode_mma alone (isolated, bs 64 ctx 1024) =="; cat $OUT/ncu_attention.txt 2>/dev/null
 echo "== A/B (graph ms) =="; cut -c1-34,108-300 $OUT/ab.txt

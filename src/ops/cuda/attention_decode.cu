@@ -425,9 +425,8 @@ int sm_count(Device device) {
 // 512-token splits, one block each; 0: 256-token splits, blocks looping; see launch_mma) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
 // global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma) and
 // GRAPHRT_DECODE_MMA_KV_GROUP (auto, 1, 2, 4: kv heads per block of the wide geometry; see
-// mma_kv_group), GRAPHRT_DECODE_MMA_WIDE_CHUNK (the wide geometry's most tokens a split, default
-// 512; for A/B) and GRAPHRT_DECODE_MMA_STAGES (2 (default) or 3 K/V tile stages in the wide
-// geometry; same bits).
+// mma_kv_group) and GRAPHRT_DECODE_MMA_WIDE_CHUNK (the wide geometry's most tokens a split, default
+// 512; for A/B).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -444,7 +443,6 @@ struct DecodeKnobs {
   int mma_head_cluster = 0;
   int mma_kv_group = 1;  // 0: auto (mma_kv_group)
   int mma_wide_chunk = 512;
-  int mma_stages = 2;
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -470,7 +468,6 @@ DecodeKnobs read_knobs() {
   constexpr int kKvGroups[] = {1, 0, 2, 4};
   k.mma_kv_group = kKvGroups[env_choice("GRAPHRT_DECODE_MMA_KV_GROUP", {"1", "auto", "2", "4"}, 0)];
   k.mma_wide_chunk = env_int("GRAPHRT_DECODE_MMA_WIDE_CHUNK", k.mma_wide_chunk, 16, 1 << 20);
-  k.mma_stages = env_int("GRAPHRT_DECODE_MMA_STAGES", k.mma_stages, 2, 3);
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -488,7 +485,6 @@ std::atomic<int> g_cluster_override{-2};  // -2: the environment's GRAPHRT_DECOD
 std::atomic<int> g_carry_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_CARRY
 std::atomic<int> g_wide_override{-1};   // -1: the environment's GRAPHRT_DECODE_MMA_WIDE
 std::atomic<int> g_kv_group_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_KV_GROUP
-std::atomic<int> g_stages_override{-1};    // -1: the environment's GRAPHRT_DECODE_MMA_STAGES
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -663,20 +659,19 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.early = knobs().mma_early != 0;
   p.carry = decode_mma_carry() && (grid_x < p.max_splits || p.early);
   p.early = p.early && p.carry;
-  // Kv groups and 3 stages: the wide geometry's one split a block (global merge, no carry) only.
+  // Kv groups: the wide geometry's one split a block (global merge, no carry) only.
   const bool plain_wide = wide && p.cluster == 0 && !p.carry && !p.early && p.head_cluster <= 1;
   const int want_group = decode_mma_kv_group();
   p.kv_per_block = plain_wide && want_group != 1 ? mma_kv_group(want_group, p.nkv, p.group) : 1;
-  p.stages = plain_wide ? decode_mma_stages() : 2;
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv / p.kv_per_block),
                          static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
       "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
-      "early {}, head cluster {}, kv heads a block {}, stages {})",
+      "early {}, head cluster {}, kv heads a block {})",
       d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
-      p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.stages);
+      p.early ? 1 : 0, p.head_cluster, p.kv_per_block);
 }
 
 template <typename T, bool kFused>
@@ -916,16 +911,6 @@ void set_decode_mma_kv_group(int mode) {
 int decode_mma_kv_group() {
   const int o = g_kv_group_override.load(std::memory_order_relaxed);
   return o < 0 ? knobs().mma_kv_group : o;
-}
-
-void set_decode_mma_stages(int mode) {
-  GRT_CHECK(mode == -1 || mode == 2 || mode == 3, "set_decode_mma_stages({}): -1 (environment), 2 or 3", mode);
-  g_stages_override.store(mode, std::memory_order_relaxed);
-}
-
-int decode_mma_stages() {
-  const int o = g_stages_override.load(std::memory_order_relaxed);
-  return o < 0 ? knobs().mma_stages : o;
 }
 
 }  // namespace grt::cuda

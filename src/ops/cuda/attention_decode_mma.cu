@@ -93,8 +93,7 @@ __device__ unsigned int g_mma_counters[kDecodeMmaCounters];  // zero at module l
 
 // KH: kv heads per block (1: the s5-s7 kernel; 2, 4: "kv groups", see the header comment). A tile
 // row is one token's K (or V) of the block's KH heads: KH x HD contiguous elements of the cache.
-// S: stages of K/V tiles in shared memory (2: one tile in flight while one is used; 3: two).
-template <int HD, int KH = 1, int S = 2>
+template <int HD, int KH = 1>
 struct MmaCfg {
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
@@ -112,13 +111,12 @@ struct MmaCfg {
   // lanes of rows r >= G of a head's 16-row A tile read.
   static constexpr int kQSmemRows = KH == 1 ? 16 : 17;
   static constexpr int kQPasses = (kQSmemRows + kQRowsPerPass - 1) / kQRowsPerPass;
+  static_assert((kQSmemRows * kQPitch * 2) % 16 == 0);  // the stages start 16-byte aligned
   static constexpr int kTileElems = kBK * kPitch;
-  static constexpr size_t kSmem = (size_t{kQSmemRows} * kQPitch + size_t{2 * S} * kTileElems) * 2;  // Q + S stages of K and V
-  // Blocks per SM: 3 at head_dim 128 (72 KB each of 228), 4 at 64 (register bound); with 3 stages
-  // 2 (~105 KB each) and 3 (~55 KB).
-  static constexpr int kOcc = S == 2 ? (HD == 128 ? 3 : 4) : (HD == 128 ? 2 : 3);
+  static constexpr size_t kSmem = (size_t{kQSmemRows} * kQPitch + size_t{2 * 2} * kTileElems) * 2;  // Q + two stages of K and V
+  // Blocks per SM: 3 at head_dim 128 (72 KB each of 228), 4 at 64 (register bound).
+  static constexpr int kOcc = HD == 128 ? 3 : 4;
   static_assert(KH == 1 || KH == 2 || KH == 4);
-  static_assert(S == 2 || S == 3);
   static_assert(kThreads % kChunks == 0 && kBK % kRowsPerPass == 0 && kThreads % kQChunks == 0);
   static_assert(KH > 1 || 16 % kRowsPerPass == 0);
   // The warp merge (4 x 16 x HD floats) and the split weights (16 x 64 floats) reuse the stages.
@@ -151,19 +149,19 @@ __device__ __forceinline__ float4 fma4(float w, float4 x, float4 acc) {
 
 // kCarry: the block's tiles form one stream across its splits (see "Carry" in the header comment);
 // false: every split fills and drains the two stages on its own (the s5 kernel, kept for the A/B).
-// KH > 1 (kv groups) and S = 3 (stages): only the global merge without carry (the wide
-// geometry's one split a block).
-template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, int S = 2>
-__global__ void __launch_bounds__(MmaCfg<HD, KH, S>::kThreads, MmaCfg<HD, KH, S>::kOcc)
-    decode_mma_kernel(DecodeMmaParams p) {
-  using C = MmaCfg<HD, KH, S>;
-  static_assert((KH == 1 && S == 2) || (!kCluster && !kCarry));
+// KH > 1 (kv groups): only the global merge without carry (the wide geometry's one split a block).
+template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1>
+__global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
+  using C = MmaCfg<HD, KH>;
+  static_assert(KH == 1 || (!kCluster && !kCarry));
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ float sh_m[C::kWarps][16], sh_l[C::kWarps][16];
   __shared__ float sh_wsum[16];
   __shared__ bool sh_last;
   T* qs = reinterpret_cast<T*>(smem_raw);
-  T* kvs = qs + 16 * C::kPitch;  // stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
+  // Stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile (after the Q rows: 16 x (HD + 8) at
+  // KH = 1, 17 x (HD + 8) at KH > 1, a multiple of 16 bytes).
+  T* kvs = qs + C::kQSmemRows * C::kQPitch;
   float* scratch = reinterpret_cast<float*>(kvs);  // after the loop: warp partials, split weights
   // Cluster path: [slots][16][HD] partials, then [slots][16] log2-sum-exps (MmaCfg::smem_bytes).
   float* keep = reinterpret_cast<float*>(smem_raw + C::kSmem);
@@ -301,16 +299,13 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH, S>::kThreads, MmaCfg<HD, KH, S>
 #pragma unroll
     for (int j = 0; j < HD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
-    if constexpr (!kCarry) {  // tiles 0 .. S - 2 in flight, one commit group each (Q with tile 0)
-#pragma unroll
-      for (int i = 0; i < S - 1; ++i) {
-        if (i < num_tiles) {
-          load_slots_of(split, i);
-          issue_tile(i);
-        }
-        cp_async_commit();
+    if constexpr (!kCarry) {
+      if (num_tiles > 0) {
+        load_slots_of(split, 0);
+        issue_tile(0);
       }
-      if (S - 1 < num_tiles) load_slots_of(split, S - 1);
+      cp_async_commit();  // (Q and) tile 0
+      if (num_tiles > 1) load_slots_of(split, 1);
     }
 
     for (int t = 0; t < num_tiles; ++t) {
@@ -324,11 +319,11 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH, S>::kThreads, MmaCfg<HD, KH, S>
         cp_async_commit();
         if (ns < splits) load_slots_of(ns, nt);
       } else {
-        if (t + S - 1 < num_tiles) issue_tile((t + S - 1) % S);
+        if (t + 1 < num_tiles) issue_tile((t + 1) & 1);
         cp_async_commit();
-        if (t + S < num_tiles) load_slots_of(split, t + S);
+        if (t + 2 < num_tiles) load_slots_of(split, t + 2);
       }
-      cp_async_wait<S - 1>();  // this thread's copies of tile t (and Q) landed
+      cp_async_wait<1>();  // this thread's copies of tile t (and Q) landed
       __syncthreads();     // every thread's did
       if (!q_in_regs) {
         const uint32_t qs_addr = smem_addr(qs + a_off);
@@ -336,7 +331,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH, S>::kThreads, MmaCfg<HD, KH, S>
         for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
         q_in_regs = true;
       }
-      const T* ks = kvs + (2 * (kCarry ? (ct & 1) : (t % S))) * C::kTileElems;
+      const T* ks = kvs + (2 * ((kCarry ? ct : t) & 1)) * C::kTileElems;
       const T* vs = ks + C::kTileElems;
       const int key0 = t * C::kBK + sl * 16;  // the warp's first token in the split
       if (key0 < n) {
@@ -567,17 +562,12 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
   auto kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true> : decode_mma_kernel<T, HD, true, false>)
                         : (p.carry ? decode_mma_kernel<T, HD, false, true> : decode_mma_kernel<T, HD, false, false>);
   size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
-  // Kv groups and 3 stages: global merge, no carry (checked in launch_decode_mma).
-  const bool three = p.stages == 3;
-  if (p.kv_per_block == 2) {
-    kernel = three ? decode_mma_kernel<T, HD, false, false, 2, 3> : decode_mma_kernel<T, HD, false, false, 2>;
-    smem = three ? MmaCfg<HD, 2, 3>::kSmem : MmaCfg<HD, 2>::kSmem;
+  if (p.kv_per_block == 2) {  // kv groups: global merge, no carry (checked in launch_decode_mma)
+    kernel = decode_mma_kernel<T, HD, false, false, 2>;
+    smem = MmaCfg<HD, 2>::kSmem;
   } else if (p.kv_per_block == 4) {
-    kernel = three ? decode_mma_kernel<T, HD, false, false, 4, 3> : decode_mma_kernel<T, HD, false, false, 4>;
-    smem = three ? MmaCfg<HD, 4, 3>::kSmem : MmaCfg<HD, 4>::kSmem;
-  } else if (three) {
-    kernel = decode_mma_kernel<T, HD, false, false, 1, 3>;
-    smem = MmaCfg<HD, 1, 3>::kSmem;
+    kernel = decode_mma_kernel<T, HD, false, false, 4>;
+    smem = MmaCfg<HD, 4>::kSmem;
   }
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                  "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", smem, HD);
@@ -699,10 +689,6 @@ void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, D
             "each at most 16 a block, grid y {} = kv heads / it; above 1 only with the global merge, no carry, no early "
             "read, no head clusters: cluster {}, carry {}, early {}, head cluster {})",
             p.kv_per_block, p.nkv, kvpb * p.group, grid.y, p.cluster, p.carry ? 1 : 0, p.early ? 1 : 0, p.head_cluster);
-  GRT_CHECK(p.stages == 0 || p.stages == 2 || (p.stages == 3 && p.cluster <= 1 && !p.carry && !p.early),
-            "attention_decode mma: {} stages (allowed 0 or 2: two; 3 only with the global merge and no carry: cluster {}, "
-            "carry {})",
-            p.stages, p.cluster, p.carry ? 1 : 0);
   GRT_CHECK(carveout >= -2 && carveout <= 100,
             "attention_decode mma: carveout {} (allowed -2: by kernel, -1: no preference, 0..100)", carveout);
   if (dtype == DType::BF16) launch_hd<__nv_bfloat16>(dev, stream, p, grid, carveout);

@@ -55,10 +55,6 @@ struct DecodeMmaParams {
   // a head's 4 / KH warps (so bits differ from 1 beyond rounding order). Needs cluster <= 1, no
   // carry, no early read, nkv divisible by it and it x group <= 16.
   int kv_per_block;
-  // Stages of K/V tiles in shared memory (0 or 2: two, one tile in flight while one is used; 3:
-  // three, two in flight, 2 blocks an SM at head_dim 128 instead of 3). Same tiles and arithmetic:
-  // the same bits. 3 needs cluster <= 1, no carry, no early read.
-  int stages;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -108,10 +104,5 @@ bool decode_mma_wide();  // in force
 // or 4 (where it fits, else 1). Changes the bits of those batches. For tests and A/B; process-wide.
 void set_decode_mma_kv_group(int mode);
 int decode_mma_kv_group();  // in force (0 auto, 1, 2, 4)
-
-// K/V tile stages in the wide geometry (attention_decode.cu): -1 the environment's
-// GRAPHRT_DECODE_MMA_STAGES (default 2), 2 or 3. Same bits either way. For tests and A/B.
-void set_decode_mma_stages(int mode);
-int decode_mma_stages();  // in force (2 or 3)
 
 }  // namespace grt::cuda
