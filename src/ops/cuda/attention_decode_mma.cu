@@ -56,6 +56,13 @@
 //    uploads, replay-prepare into persistent buffers) before the forward's kernels, and only the
 //    immediate predecessor can still be running when this kernel starts (pdl.cuh point 2).
 //    q and the K/V cache (prepare_qkv writes the new token's) are read after the wait.
+//  - Kv groups (p.kv_per_block = KH 2 or 4; opt-in GRAPHRT_DECODE_MMA_KV_GROUP, wide geometry
+//    only): a block takes KH consecutive kv heads of one (request, split); a tile row is one
+//    token's K (V) of those heads (KH x HD contiguous), tiles of 64 / KH tokens, warp w on head
+//    w / (4 / KH), the warp merge over a head's warps, Q packed (KH x group rows, row 16 zero).
+//    Its premise (DRAM locality of 256-byte pieces) was refuted by bench/results/
+//    h100_2026-11-24_s8_bs64 (every read pattern within 2%); its A/B (one wave of 384 blocks at
+//    bs 64) is not measured yet.
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
 //    loop.
 #include "ops/cuda/attention_decode_mma.h"
