@@ -601,6 +601,9 @@ void set_common_params(P& p, const ops::DecodeArgs& d) {
 // llama / qwen bs 64 ctx 1024 the grid (3, 2, 64) = 384 blocks is one wave of the 396 resident
 // slots instead of 3.9 (one block start ramp, no wave boundaries). A row's bits depend on it (the
 // warp split of a tile changes), as a function of the shape and the pairs-vs-SMs side only.
+// Measured (bench/results/h100_2026-11-24_s8_bs64): the read pattern itself does not matter (the
+// kernel's copy scheme with no math reads 1 KB or 2 KB pieces as fast as 256 B ones); the kernel
+// is not measured yet (run 1 hit a since-fixed shared-memory offset bug), so the default is 1.
 int mma_kv_group(int want, int nkv, int group) {
   for (const int h : {4, 2})
     if ((want == 0 || want == h) && nkv % h == 0 && h * group <= 16) return h;
