@@ -426,7 +426,8 @@ int sm_count(Device device) {
 // global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma) and
 // GRAPHRT_DECODE_MMA_KV_GROUP (auto, 1, 2, 4: kv heads per block of the wide geometry; see
 // mma_kv_group) and GRAPHRT_DECODE_MMA_WIDE_CHUNK (the wide geometry's most tokens a split, default
-// 512; for A/B).
+// 512; for A/B) and GRAPHRT_DECODE_MMA_SWAP (0, 1, auto: the transposed tile math in the wide
+// geometry; see mma_swap).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -443,6 +444,7 @@ struct DecodeKnobs {
   int mma_head_cluster = 0;
   int mma_kv_group = 1;  // 0: auto (mma_kv_group)
   int mma_wide_chunk = 512;
+  int mma_swap = 0;  // 0 off, 1 on where it applies, 2 auto (mma_swap)
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -468,6 +470,7 @@ DecodeKnobs read_knobs() {
   constexpr int kKvGroups[] = {1, 0, 2, 4};
   k.mma_kv_group = kKvGroups[env_choice("GRAPHRT_DECODE_MMA_KV_GROUP", {"1", "auto", "2", "4"}, 0)];
   k.mma_wide_chunk = env_int("GRAPHRT_DECODE_MMA_WIDE_CHUNK", k.mma_wide_chunk, 16, 1 << 20);
+  k.mma_swap = env_choice("GRAPHRT_DECODE_MMA_SWAP", {"0", "1", "auto"}, k.mma_swap);
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -485,6 +488,7 @@ std::atomic<int> g_cluster_override{-2};  // -2: the environment's GRAPHRT_DECOD
 std::atomic<int> g_carry_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_CARRY
 std::atomic<int> g_wide_override{-1};   // -1: the environment's GRAPHRT_DECODE_MMA_WIDE
 std::atomic<int> g_kv_group_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_KV_GROUP
+std::atomic<int> g_swap_override{-1};      // -1: the environment's GRAPHRT_DECODE_MMA_SWAP
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -610,6 +614,16 @@ int mma_kv_group(int want, int nkv, int group) {
   return 1;
 }
 
+// Whether the wide geometry's plain kernel (one kv head a block) runs the transposed tile math
+// (GRAPHRT_DECODE_MMA_SWAP; DecodeMmaParams::swap; "Swap" in attention_decode_mma.cu): mode 1 for
+// groups of 2..8 query heads (it has 8 head columns), 2 (auto) the measured rule, 0 never. Why:
+// groups of 2-8 fill 2-8 of the untransposed A tile's 16 rows; transposed, the mma count of a
+// tile halves. A row's bits depend on it (summation order), as a function of the shape only.
+bool mma_swap(int mode, int group) {
+  if (mode == 0 || group < 2 || group > 8) return false;
+  return true;  // auto: not measured yet, = 1 (bench/results/h100_2026-11-24_s8_bs64 run 3)
+}
+
 // The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
 // the most splits while batch x kv heads x splits stays within blocks_per_sm x SMs (else blocks
 // loop over splits; the bits are the same either way).
@@ -666,15 +680,16 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   const bool plain_wide = wide && p.cluster == 0 && !p.carry && !p.early && p.head_cluster <= 1;
   const int want_group = decode_mma_kv_group();
   p.kv_per_block = plain_wide && want_group != 1 ? mma_kv_group(want_group, p.nkv, p.group) : 1;
+  p.swap = plain_wide && p.kv_per_block == 1 && mma_swap(decode_mma_swap(), p.group);
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv / p.kv_per_block),
                          static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
       "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
-      "early {}, head cluster {}, kv heads a block {})",
+      "early {}, head cluster {}, kv heads a block {}, swap {})",
       d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
-      p.early ? 1 : 0, p.head_cluster, p.kv_per_block);
+      p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.swap ? 1 : 0);
 }
 
 template <typename T, bool kFused>
@@ -914,6 +929,16 @@ void set_decode_mma_kv_group(int mode) {
 int decode_mma_kv_group() {
   const int o = g_kv_group_override.load(std::memory_order_relaxed);
   return o < 0 ? knobs().mma_kv_group : o;
+}
+
+void set_decode_mma_swap(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 2, "set_decode_mma_swap({}): -1 (environment), 0 (off), 1 (on) or 2 (auto)", mode);
+  g_swap_override.store(mode, std::memory_order_relaxed);
+}
+
+int decode_mma_swap() {
+  const int o = g_swap_override.load(std::memory_order_relaxed);
+  return o < 0 ? knobs().mma_swap : o;
 }
 
 }  // namespace grt::cuda

@@ -63,6 +63,15 @@
 //    Its premise (DRAM locality of 256-byte pieces) was refuted by bench/results/
 //    h100_2026-11-24_s8_bs64 (every read pattern within 2%); its A/B (one wave of 384 blocks at
 //    bs 64) is not measured yet.
+//  - Swap (p.swap; GRAPHRT_DECODE_MMA_SWAP, wide geometry's plain kernel, groups <= 8): a group
+//    of G query heads fills G of the A tile's 16 rows, so half or more of every mma is padding.
+//    Transposed, the tokens are the 16 rows and the heads the 8 columns: Sᵀ = K·Qᵀ (A: K from
+//    the stage by ldmatrix, B: Q rows from registers) and Oᵀ += Vᵀ·Pᵀ (A: V by ldmatrix .trans,
+//    B: the packed Sᵀ transposed in registers by movmatrix), so a warp's 16 tokens cost HD / 16 +
+//    HD / 16 mma instead of HD / 8 + HD / 8 (the ldmatrix count is the same: the tile's bytes are
+//    read once either way). The softmax runs per column (8 lanes of a t4 hold a head's 16
+//    tokens). Other summation order: bits differ from the unswapped kernel, as a function of the
+//    shape and of the switch only.
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
 //    loop.
 #include "ops/cuda/attention_decode_mma.h"
@@ -154,13 +163,81 @@ __device__ __forceinline__ float4 fma4(float w, float4 x, float4 acc) {
   return make_float4(fmaf(w, x.x, acc.x), fmaf(w, x.y, acc.y), fmaf(w, x.z, acc.z), fmaf(w, x.w, acc.w));
 }
 
+// The transpose of an 8 x 8 b16 matrix held in fragment layout (this lane: row lane / 4, columns
+// 2 (lane % 4), + 1) into the same layout.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
+// One warp's 16 tokens of a tile, transposed ("Swap" in the header comment): Sᵀ = K·Qᵀ (16 tokens
+// x 8 heads, the heads past the group score against zero Q rows and are never read), the online
+// softmax per head (a column: this lane's tokens g, g + 8, max over the 8 lanes of its t4), and
+// Oᵀ += Vᵀ·Pᵀ (HD / 16 m-tiles of dims; Pᵀ's B fragments from the packed Sᵀ by movmatrix).
+// k: this lane's ldmatrix address of the K A tile (token lane % 16, dims 8 (lane / 16));
+// v: of the transposed V A tile (token lane % 8 + 8 (lane / 16), dims 8 ((lane / 8) % 2)).
+template <typename T, int HD>
+__device__ __forceinline__ void swap_tile(const T* k, const T* v, const uint32_t (&qf)[HD / 16][4], int key0, int n,
+                                          int g, float sl2, float (&m)[2], float (&l)[2], float (&o)[HD / 16][4]) {
+  // Two accumulators (even / odd k-steps): two independent mma chains, summed in a fixed order.
+  float sa[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const uint32_t k_addr = smem_addr(k);
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; ++kk) {
+    uint32_t af[4];
+    ldmatrix_x4(af, k_addr + kk * 16 * 2);
+    mma16816<T>(kk % 2 == 0 ? sa : sb, af, qf[kk][0], qf[kk][1]);
+  }
+  // s[e]: token g + 8 (e / 2), head 2 t4 + e % 2.
+  float s[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) s[e] = sa[e] + sb[e];
+  if (key0 + 16 > n) {  // tokens past the split: no weight
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (key0 + g + 8 * (e / 2) >= n) s[e] = -INFINITY;
+  }
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    float mx = fmaxf(s[c], s[2 + c]);
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+    const float mn = fmaxf(m[c], mx * sl2);  // finite: the warp has a token of the split
+    const float alpha = fast_exp2(m[c] - mn);
+    m[c] = mn;
+    s[c] = fast_exp2(fmaf(s[c], sl2, -mn));
+    s[2 + c] = fast_exp2(fmaf(s[2 + c], sl2, -mn));
+    l[c] = l[c] * alpha + (s[c] + s[2 + c]);
+#pragma unroll
+    for (int j = 0; j < HD / 16; ++j) {
+      o[j][c] *= alpha;
+      o[j][2 + c] *= alpha;
+    }
+  }
+  // Pᵀ (16 tokens x 8 heads) as the B fragment: b0 tokens 2 t4 (+1) of head g, b1 tokens + 8.
+  const uint32_t b0 = movmatrix_trans(pack2<T>(s[0], s[1]));
+  const uint32_t b1 = movmatrix_trans(pack2<T>(s[2], s[3]));
+  const uint32_t v_addr = smem_addr(v);
+#pragma unroll
+  for (int j = 0; j < HD / 16; ++j) {
+    uint32_t af[4];
+    ldmatrix_x4_trans(af, v_addr + j * 16 * 2);
+    mma16816<T>(o[j], af, b0, b1);
+  }
+}
+
 // kCarry: the block's tiles form one stream across its splits (see "Carry" in the header comment);
 // false: every split fills and drains the two stages on its own (the s5 kernel, kept for the A/B).
 // KH > 1 (kv groups): only the global merge without carry (the wide geometry's one split a block).
-template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1>
+// kSwap: the transposed tile math (see "Swap" in the header comment); the wide geometry's plain
+// kernel only (one kv head a block, global merge, no carry), groups of at most 8.
+template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, bool kSwap = false>
 __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
   using C = MmaCfg<HD, KH>;
   static_assert(KH == 1 || (!kCluster && !kCarry));
+  static_assert(!kSwap || (KH == 1 && !kCluster && !kCarry));
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ float sh_m[C::kWarps][16], sh_l[C::kWarps][16];
   __shared__ float sh_wsum[16];
@@ -237,7 +314,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   const int v_off = (sl * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * C::kPitch + hh * HD + (lane / 16) * 8;
   const float sl2 = p.scale_log2;
 
-  uint32_t qf[HD / 16][4];
+  uint32_t qf[HD / 16][4];  // kSwap: qf[kk][0..1] are the Qᵀ B fragments
   bool q_in_regs = false;
   int done = 0;  // splits this block finished
   T* out = static_cast<T*>(p.out);
@@ -301,10 +378,14 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     const int n = split_tokens(split);  // tokens of the split
     const int num_tiles = (n + C::kBK - 1) / C::kBK;
 
-    float o[HD / 8][4];
+    // O (rows g, g + 8: query heads; HD / 8 n-tiles of dims), or kSwap Oᵀ (HD / 16 m-tiles of
+    // dims, rows g, g + 8; columns 2 t4, 2 t4 + 1: query heads). m, l: rows g, g + 8, or kSwap
+    // heads 2 t4, 2 t4 + 1 (l then a partial over this lane's tokens, summed at the merge).
+    constexpr int kOT = kSwap ? HD / 16 : HD / 8;
+    float o[kOT][4];
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int j = 0; j < HD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    for (int j = 0; j < kOT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
     if constexpr (!kCarry) {
       if (num_tiles > 0) {
@@ -333,15 +414,26 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
       cp_async_wait<1>();  // this thread's copies of tile t (and Q) landed
       __syncthreads();     // every thread's did
       if (!q_in_regs) {
-        const uint32_t qs_addr = smem_addr(qs + a_off);
+        if constexpr (kSwap) {  // Qᵀ B fragments: head g, dims 16 kk + 2 t4 (+1) and + 8 (rows >= G zero)
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
+          for (int kk = 0; kk < HD / 16; ++kk) {
+            qf[kk][0] = *reinterpret_cast<const uint32_t*>(qs + g * C::kQPitch + 16 * kk + 2 * t4);
+            qf[kk][1] = *reinterpret_cast<const uint32_t*>(qs + g * C::kQPitch + 16 * kk + 8 + 2 * t4);
+          }
+        } else {
+          const uint32_t qs_addr = smem_addr(qs + a_off);
+#pragma unroll
+          for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
+        }
         q_in_regs = true;
       }
       const T* ks = kvs + (2 * ((kCarry ? ct : t) & 1)) * C::kTileElems;
       const T* vs = ks + C::kTileElems;
       const int key0 = t * C::kBK + sl * 16;  // the warp's first token in the split
-      if (key0 < n) {
+      if constexpr (kSwap) {
+        // (K as the A tile takes the lane addresses of the V B tiles below, and V the K ones.)
+        if (key0 < n) swap_tile<T, HD>(ks + v_off, vs + k_off, qf, key0, n, g, sl2, m, l, o);
+      } else if (key0 < n) {
         // S = Q · Kᵀ: 16 rows (heads) x 16 tokens, as two n-tiles of 8 tokens.
         float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
         const uint32_t ks_addr = smem_addr(ks + k_off);
@@ -377,7 +469,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
           }
           l[i] = l[i] * alpha + rs;
 #pragma unroll
-          for (int j = 0; j < HD / 8; ++j) {
+          for (int j = 0; j < kOT; ++j) {
             o[j][2 * i] *= alpha;
             o[j][2 * i + 1] *= alpha;
           }
@@ -414,24 +506,50 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     __syncthreads();  // every warp is done with the stages (also when the split had no tile)
 
     // Merge the 4 warps of the split (fixed order): rows < G of each warp's O to shared memory.
+    if constexpr (kSwap) {
+      // Head 2 t4 + c's sum over the warp's tokens: the 8 lanes of this t4 (rows g of the tiles).
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    }
-    if (t4 == 0) {
-      sh_m[warp][g] = m[0];
-      sh_m[warp][g + 8] = m[1];
-      sh_l[warp][g] = l[0];
-      sh_l[warp][g + 8] = l[1];
-    }
+      for (int c = 0; c < 2; ++c) {
+        l[c] += __shfl_xor_sync(0xffffffffu, l[c], 4);
+        l[c] += __shfl_xor_sync(0xffffffffu, l[c], 8);
+        l[c] += __shfl_xor_sync(0xffffffffu, l[c], 16);
+      }
+      if (g == 0) {
+        sh_m[warp][2 * t4] = m[0];
+        sh_m[warp][2 * t4 + 1] = m[1];
+        sh_l[warp][2 * t4] = l[0];
+        sh_l[warp][2 * t4 + 1] = l[1];
+      }
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int r = g + 8 * i;
-      if (r >= G) continue;
+      for (int c = 0; c < 2; ++c) {
+        const int r = 2 * t4 + c;
+        if (r >= G) continue;
 #pragma unroll
-      for (int j = 0; j < HD / 8; ++j)
-        *reinterpret_cast<float2*>(merge + (warp * 16 + r) * HD + 8 * j + 2 * t4) = make_float2(o[j][2 * i], o[j][2 * i + 1]);
+        for (int j = 0; j < kOT; ++j)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) merge[(warp * 16 + r) * HD + 16 * j + 8 * i + g] = o[j][2 * i + c];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+      }
+      if (t4 == 0) {
+        sh_m[warp][g] = m[0];
+        sh_m[warp][g + 8] = m[1];
+        sh_l[warp][g] = l[0];
+        sh_l[warp][g + 8] = l[1];
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int r = g + 8 * i;
+        if (r >= G) continue;
+#pragma unroll
+        for (int j = 0; j < kOT; ++j)
+          *reinterpret_cast<float2*>(merge + (warp * 16 + r) * HD + 8 * j + 2 * t4) =
+              make_float2(o[j][2 * i], o[j][2 * i + 1]);
+      }
     }
     __syncthreads();
     // Row R of the block (query head first_head + R): row r of kv head R / G, whose warps are
@@ -569,7 +687,9 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
   auto kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true> : decode_mma_kernel<T, HD, true, false>)
                         : (p.carry ? decode_mma_kernel<T, HD, false, true> : decode_mma_kernel<T, HD, false, false>);
   size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
-  if (p.kv_per_block == 2) {  // kv groups: global merge, no carry (checked in launch_decode_mma)
+  if (p.swap) {  // global merge, no carry, one kv head a block (checked in launch_decode_mma)
+    kernel = decode_mma_kernel<T, HD, false, false, 1, true>;
+  } else if (p.kv_per_block == 2) {  // kv groups: global merge, no carry (checked in launch_decode_mma)
     kernel = decode_mma_kernel<T, HD, false, false, 2>;
     smem = MmaCfg<HD, 2>::kSmem;
   } else if (p.kv_per_block == 4) {
@@ -696,6 +816,10 @@ void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, D
             "each at most 16 a block, grid y {} = kv heads / it; above 1 only with the global merge, no carry, no early "
             "read, no head clusters: cluster {}, carry {}, early {}, head cluster {})",
             p.kv_per_block, p.nkv, kvpb * p.group, grid.y, p.cluster, p.carry ? 1 : 0, p.early ? 1 : 0, p.head_cluster);
+  GRT_CHECK(!p.swap || (kvpb == 1 && p.group <= 8 && p.cluster <= 1 && !p.carry && !p.early),
+            "attention_decode mma: the transposed (swap) kernel takes groups of at most 8 query heads (here {}), one "
+            "kv head a block (here {}), the global merge and no carry or early read (cluster {}, carry {}, early {})",
+            p.group, kvpb, p.cluster, p.carry ? 1 : 0, p.early ? 1 : 0);
   GRT_CHECK(carveout >= -2 && carveout <= 100,
             "attention_decode mma: carveout {} (allowed -2: by kernel, -1: no preference, 0..100)", carveout);
   if (dtype == DType::BF16) launch_hd<__nv_bfloat16>(dev, stream, p, grid, carveout);

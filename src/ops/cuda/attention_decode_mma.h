@@ -55,6 +55,10 @@ struct DecodeMmaParams {
   // a head's 4 / KH warps (so bits differ from 1 beyond rounding order). Needs cluster <= 1, no
   // carry, no early read, nkv divisible by it and it x group <= 16.
   int kv_per_block;
+  // The transposed tile math (tokens as the mma's 16 rows, the group's heads as its 8 columns;
+  // "Swap" in attention_decode_mma.cu): groups of 2..8, kv_per_block 1, the global merge, no carry
+  // or early read. Bits differ from false (summation order), a function of the shape only.
+  bool swap;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -104,5 +108,12 @@ bool decode_mma_wide();  // in force
 // or 4 (where it fits, else 1). Changes the bits of those batches. For tests and A/B; process-wide.
 void set_decode_mma_kv_group(int mode);
 int decode_mma_kv_group();  // in force (0 auto, 1, 2, 4)
+
+// The transposed tile math in the wide geometry (attention_decode.cu, mma_swap): -1 the environment's
+// GRAPHRT_DECODE_MMA_SWAP (0, 1, auto; default 0), 0 off, 1 on where it applies (wide geometry's plain
+// kernel, one kv head a block, groups 2..8), 2 auto (the measured rule). Changes the bits of those
+// batches. For tests and A/B; process-wide.
+void set_decode_mma_swap(int mode);
+int decode_mma_swap();  // in force (0, 1, 2 auto)
 
 }  // namespace grt::cuda
