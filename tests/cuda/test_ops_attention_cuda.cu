@@ -1085,12 +1085,55 @@ TEST(OpsAttentionCuda, DecodeMmaWideGeometryEqualsCpuAndIgnoresPadding) {
   EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin())) << "a real row changed with the padding";
 }
 
+// 24 real rows + 8 padding rows (request -1 / length 0) per shape (8 kv heads: 192 and 256 pairs,
+// both wide): every real row's bits are those of the batch without the padding.
+void expect_padding_changes_no_real_row(std::initializer_list<Shape3> shapes, uint32_t seed) {
+  for (Shape3 sh : shapes) {
+    DecodeSetup s = decode_setup(sh, 32, {1025, 3000, 1, 513, 64, 700}, seed);
+    const int real = 24;
+    for (int b = real; b < 32; ++b) {
+      s.c.req_idx[static_cast<size_t>(b)] = b % 2 == 0 ? -1 : s.c.req_idx[static_cast<size_t>(b)];
+      s.seq_lens[static_cast<size_t>(b)] = b % 2 == 0 ? 5 : 0;
+    }
+    auto tg = upload(s.c, DType::BF16, kGpu);
+    const std::vector<float> all = to_host_floats(ops::attention_decode(
+        tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
+    PagedCase head = s.c;
+    head.req_idx.resize(real);
+    const std::vector<int32_t> head_lens(s.seq_lens.begin(), s.seq_lens.begin() + real);
+    const std::vector<float> alone = to_host_floats(ops::attention_decode(
+        tg.q.slice(0, 0, real), tg.k_cache, tg.v_cache, decode_meta(head, head_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
+    ASSERT_EQ(alone.size(), static_cast<size_t>(real * s.c.q_width()));
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin()))
+        << "a real row changed with the padding, heads " << sh.nq << " hd " << sh.hd;
+  }
+}
+
+// Repeated launches of the llama shape (batch 40) with new lengths each round: each against the
+// CPU op, and twice the same bits (no state left behind, e.g. the split counters).
+void expect_repeated_launches_stable(const std::vector<int32_t>& lens, uint32_t seed) {
+  DecodeSetup s = decode_setup({32, 8, 128}, 40, lens, seed);
+  std::mt19937 rng(seed + 1);
+  auto tg = upload(s.c, DType::BF16, kGpu);
+  for (int round = 0; round < 4; ++round) {
+    for (size_t b = 0; b < s.seq_lens.size(); ++b)
+      s.seq_lens[b] = std::uniform_int_distribution<int32_t>(0, s.c.prefix[b] + 1)(rng);
+    const auto launch = [&] {
+      return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu),
+                                                  32, 8, 128, 0.088f));
+    };
+    const std::vector<float> first = launch();
+    EXPECT_EQ(launch(), first) << "round " << round;
+    expect_decode_matches(s, DType::BF16, 0.088f);
+  }
+}
+
 // Kv groups (GRAPHRT_DECODE_MMA_KV_GROUP: 2 or 4 kv heads a block in the wide geometry) against
 // the CPU op: groups 2 (qwen3-0.6b shape), 4 (llama-3.1-8b), 8 (only 2 a block fit 16 rows) and
 // 16 (none: 1), head dims 128 / 64, bf16 / f16, lengths 0 / 1 / tile and split edges / 4097, at 320
-// and 512 pairs (both wide); modes 2, 4 and auto; KV_GROUP=1 is the kernel of main (same machine
-// code, see attention_decode_mma.cu). Padding rows change no real row; repeated launches with
-// new lengths leave no state behind (the per-group split counters).
+// and 512 pairs (both wide); modes 2, 4 and auto; KV_GROUP=1 with GRAPHRT_DECODE_MMA_SWAP=0 is the
+// kernel of main (same machine code, see attention_decode_mma.cu). Padding rows change no real
+// row; repeated launches with new lengths leave no state behind (the per-group split counters).
 TEST(OpsAttentionCuda, DecodeMmaKvGroupsEqualCpuAndIgnorePadding) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   WideScope wide(1);
@@ -1116,40 +1159,8 @@ TEST(OpsAttentionCuda, DecodeMmaKvGroupsEqualCpuAndIgnorePadding) {
     }
   }
   KvGroupScope group(0);
-  // 24 real rows + 8 padding rows (request -1 / length 0), 8 kv heads: 192 and 256 pairs, both wide.
-  for (Shape3 sh : {Shape3{32, 8, 128}, Shape3{16, 8, 64}}) {
-    DecodeSetup s = decode_setup(sh, 32, {1025, 3000, 1, 513, 64, 700}, 1510);
-    const int real = 24;
-    for (int b = real; b < 32; ++b) {
-      s.c.req_idx[static_cast<size_t>(b)] = b % 2 == 0 ? -1 : s.c.req_idx[static_cast<size_t>(b)];
-      s.seq_lens[static_cast<size_t>(b)] = b % 2 == 0 ? 5 : 0;
-    }
-    auto tg = upload(s.c, DType::BF16, kGpu);
-    const std::vector<float> all = to_host_floats(ops::attention_decode(
-        tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
-    PagedCase head = s.c;
-    head.req_idx.resize(real);
-    const std::vector<int32_t> head_lens(s.seq_lens.begin(), s.seq_lens.begin() + real);
-    const std::vector<float> alone = to_host_floats(ops::attention_decode(
-        tg.q.slice(0, 0, real), tg.k_cache, tg.v_cache, decode_meta(head, head_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
-    ASSERT_EQ(alone.size(), static_cast<size_t>(real * s.c.q_width()));
-    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin())) << "a real row changed with the padding, hd " << sh.hd;
-  }
-  // Repeated launches with new lengths: each against the CPU op, and twice the same bits.
-  DecodeSetup s = decode_setup({32, 8, 128}, 40, mixed, 1520);
-  std::mt19937 rng(1521);
-  auto tg = upload(s.c, DType::BF16, kGpu);
-  for (int round = 0; round < 4; ++round) {
-    for (size_t b = 0; b < s.seq_lens.size(); ++b)
-      s.seq_lens[b] = std::uniform_int_distribution<int32_t>(0, s.c.prefix[b] + 1)(rng);
-    const auto launch = [&] {
-      return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu),
-                                                  32, 8, 128, 0.088f));
-    };
-    const std::vector<float> first = launch();
-    EXPECT_EQ(launch(), first) << "round " << round;
-    expect_decode_matches(s, DType::BF16, 0.088f);
-  }
+  expect_padding_changes_no_real_row({Shape3{32, 8, 128}, Shape3{16, 8, 64}}, 1510);
+  expect_repeated_launches_stable(mixed, 1520);
 }
 
 // The transposed tile math (GRAPHRT_DECODE_MMA_SWAP=1: tokens as the mma rows, the group's heads
@@ -1200,41 +1211,8 @@ TEST(OpsAttentionCuda, DecodeMmaSwapEqualsCpuAndIgnoresPadding) {
     EXPECT_NE(swapped, plain) << "the swap switch changed nothing: did the transposed kernel run?";
   }
   SwapScope swap(1);
-  // 24 real rows + 8 padding rows (request -1 / length 0), 8 kv heads: 192 and 256 pairs, both wide.
-  for (Shape3 sh : {Shape3{32, 8, 128}, Shape3{16, 8, 128}, Shape3{64, 8, 64}}) {
-    DecodeSetup s = decode_setup(sh, 32, {1025, 3000, 1, 513, 64, 700}, 1610);
-    const int real = 24;
-    for (int b = real; b < 32; ++b) {
-      s.c.req_idx[static_cast<size_t>(b)] = b % 2 == 0 ? -1 : s.c.req_idx[static_cast<size_t>(b)];
-      s.seq_lens[static_cast<size_t>(b)] = b % 2 == 0 ? 5 : 0;
-    }
-    auto tg = upload(s.c, DType::BF16, kGpu);
-    const std::vector<float> all = to_host_floats(ops::attention_decode(
-        tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
-    PagedCase head = s.c;
-    head.req_idx.resize(real);
-    const std::vector<int32_t> head_lens(s.seq_lens.begin(), s.seq_lens.begin() + real);
-    const std::vector<float> alone = to_host_floats(ops::attention_decode(
-        tg.q.slice(0, 0, real), tg.k_cache, tg.v_cache, decode_meta(head, head_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
-    ASSERT_EQ(alone.size(), static_cast<size_t>(real * s.c.q_width()));
-    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin()))
-        << "a real row changed with the padding, heads " << sh.nq << " hd " << sh.hd;
-  }
-  // Repeated launches with new lengths: each against the CPU op, and twice the same bits.
-  DecodeSetup s = decode_setup({32, 8, 128}, 40, mixed, 1620);
-  std::mt19937 rng(1621);
-  auto tg = upload(s.c, DType::BF16, kGpu);
-  for (int round = 0; round < 4; ++round) {
-    for (size_t b = 0; b < s.seq_lens.size(); ++b)
-      s.seq_lens[b] = std::uniform_int_distribution<int32_t>(0, s.c.prefix[b] + 1)(rng);
-    const auto launch = [&] {
-      return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu),
-                                                  32, 8, 128, 0.088f));
-    };
-    const std::vector<float> first = launch();
-    EXPECT_EQ(launch(), first) << "round " << round;
-    expect_decode_matches(s, DType::BF16, 0.088f);
-  }
+  expect_padding_changes_no_real_row({Shape3{32, 8, 128}, Shape3{16, 8, 128}, Shape3{64, 8, 64}}, 1610);
+  expect_repeated_launches_stable(mixed, 1620);
 }
 
 // ---- argmax and sampling ----------------------------------------------------------------------

@@ -444,7 +444,7 @@ struct DecodeKnobs {
   int mma_head_cluster = 0;
   int mma_kv_group = 1;  // 0: auto (mma_kv_group)
   int mma_wide_chunk = 512;
-  int mma_swap = 0;  // 0 off, 1 on where it applies, 2 auto (mma_swap)
+  int mma_swap = 2;  // 0 off, 1 on where it applies, 2 auto (default; mma_swap)
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -470,7 +470,7 @@ DecodeKnobs read_knobs() {
   constexpr int kKvGroups[] = {1, 0, 2, 4};
   k.mma_kv_group = kKvGroups[env_choice("GRAPHRT_DECODE_MMA_KV_GROUP", {"1", "auto", "2", "4"}, 0)];
   k.mma_wide_chunk = env_int("GRAPHRT_DECODE_MMA_WIDE_CHUNK", k.mma_wide_chunk, 16, 1 << 20);
-  k.mma_swap = env_choice("GRAPHRT_DECODE_MMA_SWAP", {"0", "1", "auto"}, k.mma_swap);
+  k.mma_swap = env_choice("GRAPHRT_DECODE_MMA_SWAP", {"0", "1", "auto"}, k.mma_swap);  // (index = mode)
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -606,8 +606,10 @@ void set_common_params(P& p, const ops::DecodeArgs& d) {
 // slots instead of 3.9 (one block start ramp, no wave boundaries). A row's bits depend on it (the
 // warp split of a tile changes), as a function of the shape and the pairs-vs-SMs side only.
 // Measured (bench/results/h100_2026-11-24_s8_bs64): the read pattern itself does not matter (the
-// kernel's copy scheme with no math reads 1 KB or 2 KB pieces as fast as 256 B ones); the kernel
-// is not measured yet (run 1 hit a since-fixed shared-memory offset bug), so the default is 1.
+// kernel's copy scheme with no math reads 1 KB or 2 KB pieces as fast as 256 B ones), and the
+// kernel is slower (run 2, graph ms: llama bs 64 9.706 / 9.581 -> 9.825 / 9.826 at 4, 9.768 / 9.731
+// at 2; bs 128 13.085 -> 13.449; bs 256 ctx 660 16.169 -> 16.411): opt-in, default 1 (where the
+// swapped kernel, mma_swap, runs instead).
 int mma_kv_group(int want, int nkv, int group) {
   for (const int h : {4, 2})
     if ((want == 0 || want == h) && nkv % h == 0 && h * group <= 16) return h;
@@ -616,13 +618,15 @@ int mma_kv_group(int want, int nkv, int group) {
 
 // Whether the wide geometry's plain kernel (one kv head a block) runs the transposed tile math
 // (GRAPHRT_DECODE_MMA_SWAP; DecodeMmaParams::swap; "Swap" in attention_decode_mma.cu): mode 1 for
-// groups of 2..8 query heads (it has 8 head columns), 2 (auto) the measured rule, 0 never. Why:
-// groups of 2-8 fill 2-8 of the untransposed A tile's 16 rows; transposed, the mma count of a
+// groups of 2..8 query heads (it has 8 head columns), 2 (auto, default) the measured rule, 0 never.
+// Why: groups of 2-8 fill 2-8 of the untransposed A tile's 16 rows; transposed, the mma count of a
 // tile halves. A row's bits depend on it (summation order), as a function of the shape only.
-bool mma_swap(int mode, int group) {
-  if (mode == 0 || group < 2 || group > 8) return false;
-  return true;  // auto: not measured yet, = 1 (bench/results/h100_2026-11-24_s8_bs64 run 3)
-}
+// Measured (H100, bench/results/h100_2026-11-24_s8_bs64 run 3, two rounds): a small, consistent
+// gain: decode_mma alone llama-3.1-8b bs 64 108.7 -> 108.0 us, qwen3-0.6b 107.1 -> 106.2 us
+// (-9% instructions); graph ms llama bs 64 9.627 / 9.592 -> 9.584 / 9.573, qwen bs 64 4.193 / 4.230
+// -> 4.142 / 4.179, llama bs 256 ctx 660 16.226 -> 16.156. The swapped kernel's instruction stream
+// does not depend on the group, so auto takes every group it covers (8 not timed).
+bool mma_swap(int mode, int group) { return mode != 0 && group >= 2 && group <= 8; }
 
 // The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
 // the most splits while batch x kv heads x splits stays within blocks_per_sm x SMs (else blocks

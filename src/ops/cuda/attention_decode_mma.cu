@@ -61,8 +61,8 @@
 //    token's K (V) of those heads (KH x HD contiguous), tiles of 64 / KH tokens, warp w on head
 //    w / (4 / KH), the warp merge over a head's warps, Q packed (KH x group rows, row 16 zero).
 //    Its premise (DRAM locality of 256-byte pieces) was refuted by bench/results/
-//    h100_2026-11-24_s8_bs64 (every read pattern within 2%); its A/B (one wave of 384 blocks at
-//    bs 64) is not measured yet.
+//    h100_2026-11-24_s8_bs64 (every read pattern within 2%), and its A/B (run 2) measured it
+//    slower (llama bs 64 +0.12..+0.25 ms at KH 4, isolated 108.5 -> 111.3 us): opt-in, off.
 //  - Swap (p.swap; GRAPHRT_DECODE_MMA_SWAP, wide geometry's plain kernel, groups <= 8): a group
 //    of G query heads fills G of the A tile's 16 rows, so half or more of every mma is padding.
 //    Transposed, the tokens are the 16 rows and the heads the 8 columns: Sᵀ = K·Qᵀ (A: K from
@@ -71,7 +71,9 @@
 //    HD / 16 mma instead of HD / 8 + HD / 8 (the ldmatrix count is the same: the tile's bytes are
 //    read once either way). The softmax runs per column (8 lanes of a t4 hold a head's 16
 //    tokens). Other summation order: bits differ from the unswapped kernel, as a function of the
-//    shape and of the switch only.
+//    shape and of the switch only. On by default (auto) where it applies: measured a small gain
+//    (bench/results/h100_2026-11-24_s8_bs64 run 3: -0.7..-0.9 us a layer at bs 64, -9%
+//    instructions): the mma was not what held the kernel ~9 us above its copy skeleton.
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
 //    loop.
 #include "ops/cuda/attention_decode_mma.h"

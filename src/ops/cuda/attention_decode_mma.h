@@ -110,9 +110,9 @@ void set_decode_mma_kv_group(int mode);
 int decode_mma_kv_group();  // in force (0 auto, 1, 2, 4)
 
 // The transposed tile math in the wide geometry (attention_decode.cu, mma_swap): -1 the environment's
-// GRAPHRT_DECODE_MMA_SWAP (0, 1, auto; default 0), 0 off, 1 on where it applies (wide geometry's plain
-// kernel, one kv head a block, groups 2..8), 2 auto (the measured rule). Changes the bits of those
-// batches. For tests and A/B; process-wide.
+// GRAPHRT_DECODE_MMA_SWAP (0, 1, auto; default auto), 0 off, 1 on where it applies (wide geometry's
+// plain kernel, one kv head a block, groups 2..8), 2 auto (the measured rule: today = 1). Changes
+// the bits of those batches. For tests and A/B; process-wide.
 void set_decode_mma_swap(int mode);
 int decode_mma_swap();  // in force (0, 1, 2 auto)
 
