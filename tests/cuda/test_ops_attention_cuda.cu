@@ -573,6 +573,32 @@ class WideScope {
   int old_;
 };
 
+// Selects the kv heads per block of the mma kernel's wide geometry (-1 the environment, 0 auto,
+// 1, 2, 4) for a scope and restores the previous setting.
+class KvGroupScope {
+ public:
+  explicit KvGroupScope(int mode) : old_(cuda::decode_mma_kv_group()) { cuda::set_decode_mma_kv_group(mode); }
+  ~KvGroupScope() { cuda::set_decode_mma_kv_group(old_); }
+  KvGroupScope(const KvGroupScope&) = delete;
+  KvGroupScope& operator=(const KvGroupScope&) = delete;
+
+ private:
+  int old_;
+};
+
+// Selects the transposed tile math of the mma kernel's wide geometry (-1 the environment, 0 off,
+// 1 on where it applies, 2 auto) for a scope and restores the previous setting.
+class SwapScope {
+ public:
+  explicit SwapScope(int mode) : old_(cuda::decode_mma_swap()) { cuda::set_decode_mma_swap(mode); }
+  ~SwapScope() { cuda::set_decode_mma_swap(old_); }
+  SwapScope(const SwapScope&) = delete;
+  SwapScope& operator=(const SwapScope&) = delete;
+
+ private:
+  int old_;
+};
+
 // Selects the legacy path's merge for a scope (-1 by batch, 0 the combine kernel, 8 / 16 the
 // cluster merge) and restores the previous one.
 class LegacyClusterScope {
@@ -799,6 +825,21 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     WideScope narrow(0);
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 37, {1, 17, 1000, 4100}, 15);
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 128, {1025, 300, 1025, 7}, 16, {16, 4, 128});
+  }
+  // Kv groups (wide geometry): 4 kv heads a block at the llama shape, 2 (auto) at group 8.
+  {
+    KvGroupScope four(4);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1025, 300, 1025, 7, 4097}, 18, {32, 8, 128});
+    KvGroupScope automatic(0);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 700, 2049}, 19, {64, 8, 128});
+  }
+  // The transposed tile math (wide geometry): the llama shape (group 4), qwen3-0.6b's (group 2,
+  // 8 kv heads) and group 8 at head_dim 64.
+  {
+    SwapScope swap(1);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1025, 300, 1025, 7, 4097}, 20, {32, 8, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 700, 2049}, 21, {16, 8, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 17, 1000, 4100}, 22, {64, 8, 64});
   }
   // The legacy path's merges: the combine kernel and the cluster merge (16 and 8 blocks), at
   // batch 1 and 2 (group 4: two head chunks) and at the qwen3-0.6b shape (group 2).
@@ -1055,6 +1096,136 @@ TEST(OpsAttentionCuda, DecodeMmaWideGeometryEqualsCpuAndIgnoresPadding) {
                                                                   decode_meta(head, head_lens, kGpu), 32, 8, 64, 0.088f));
   ASSERT_EQ(alone.size(), static_cast<size_t>(real * s.c.q_width()));
   EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin())) << "a real row changed with the padding";
+}
+
+// 24 real rows + 8 padding rows (request -1 / length 0) per shape (8 kv heads: 192 and 256 pairs,
+// both wide): every real row's bits are those of the batch without the padding.
+void expect_padding_changes_no_real_row(std::initializer_list<Shape3> shapes, uint32_t seed) {
+  for (Shape3 sh : shapes) {
+    DecodeSetup s = decode_setup(sh, 32, {1025, 3000, 1, 513, 64, 700}, seed);
+    const int real = 24;
+    for (int b = real; b < 32; ++b) {
+      s.c.req_idx[static_cast<size_t>(b)] = b % 2 == 0 ? -1 : s.c.req_idx[static_cast<size_t>(b)];
+      s.seq_lens[static_cast<size_t>(b)] = b % 2 == 0 ? 5 : 0;
+    }
+    auto tg = upload(s.c, DType::BF16, kGpu);
+    const std::vector<float> all = to_host_floats(ops::attention_decode(
+        tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
+    PagedCase head = s.c;
+    head.req_idx.resize(real);
+    const std::vector<int32_t> head_lens(s.seq_lens.begin(), s.seq_lens.begin() + real);
+    const std::vector<float> alone = to_host_floats(ops::attention_decode(
+        tg.q.slice(0, 0, real), tg.k_cache, tg.v_cache, decode_meta(head, head_lens, kGpu), sh.nq, sh.nkv, sh.hd, 0.088f));
+    ASSERT_EQ(alone.size(), static_cast<size_t>(real * s.c.q_width()));
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin()))
+        << "a real row changed with the padding, heads " << sh.nq << " hd " << sh.hd;
+  }
+}
+
+// Repeated launches of the llama shape (batch 40) with new lengths each round: each against the
+// CPU op, and twice the same bits (no state left behind, e.g. the split counters).
+void expect_repeated_launches_stable(const std::vector<int32_t>& lens, uint32_t seed) {
+  DecodeSetup s = decode_setup({32, 8, 128}, 40, lens, seed);
+  std::mt19937 rng(seed + 1);
+  auto tg = upload(s.c, DType::BF16, kGpu);
+  for (int round = 0; round < 4; ++round) {
+    for (size_t b = 0; b < s.seq_lens.size(); ++b)
+      s.seq_lens[b] = std::uniform_int_distribution<int32_t>(0, s.c.prefix[b] + 1)(rng);
+    const auto launch = [&] {
+      return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu),
+                                                  32, 8, 128, 0.088f));
+    };
+    const std::vector<float> first = launch();
+    EXPECT_EQ(launch(), first) << "round " << round;
+    expect_decode_matches(s, DType::BF16, 0.088f);
+  }
+}
+
+// Kv groups (GRAPHRT_DECODE_MMA_KV_GROUP: 2 or 4 kv heads a block in the wide geometry) against
+// the CPU op: groups 2 (qwen3-0.6b shape), 4 (llama-3.1-8b), 8 (only 2 a block fit 16 rows) and
+// 16 (none: 1), head dims 128 / 64, bf16 / f16, lengths 0 / 1 / tile and split edges / 4097, at 320
+// and 512 pairs (both wide); modes 2, 4 and auto; KV_GROUP=1 with GRAPHRT_DECODE_MMA_SWAP=0 is the
+// kernel of main (same machine code, see attention_decode_mma.cu). Padding rows change no real
+// row; repeated launches with new lengths leave no state behind (the per-group split counters).
+TEST(OpsAttentionCuda, DecodeMmaKvGroupsEqualCpuAndIgnorePadding) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  WideScope wide(1);
+  const std::vector<int32_t> mixed = {1, 7, 15, 16, 17, 31, 33, 63, 65, 511, 512, 513, 1025, 2049, 4097};
+  struct Case {
+    Shape3 sh;
+    int batch;
+    DType dt;
+  };
+  const std::vector<Case> cases = {
+      {{16, 8, 128}, 40, DType::BF16}, {{16, 8, 128}, 40, DType::F16}, {{32, 8, 128}, 40, DType::BF16},
+      {{32, 8, 64}, 40, DType::F16},   {{64, 8, 128}, 40, DType::BF16}, {{128, 8, 64}, 40, DType::BF16},
+      {{8, 4, 128}, 128, DType::BF16},
+  };
+  for (int mode : {2, 4, 0}) {
+    KvGroupScope group(mode);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case& k = cases[i];
+      SCOPED_TRACE("kv group mode " + std::to_string(mode) + " case " + std::to_string(i));
+      DecodeSetup s = decode_setup(k.sh, k.batch, mixed, 1500 + static_cast<uint32_t>(i));
+      for (size_t b = 3; b < s.seq_lens.size(); b += 13) s.seq_lens[b] = 0;  // empty requests too
+      expect_decode_matches(s, k.dt, 0.088f);
+    }
+  }
+  KvGroupScope group(0);
+  expect_padding_changes_no_real_row({Shape3{32, 8, 128}, Shape3{16, 8, 64}}, 1510);
+  expect_repeated_launches_stable(mixed, 1520);
+}
+
+// The transposed tile math (GRAPHRT_DECODE_MMA_SWAP=1: tokens as the mma rows, the group's heads
+// as its 8 columns; wide geometry) against the CPU op: groups 2 (qwen3-0.6b), 4 (llama-3.1-8b), 8,
+// and 16 (not covered: the unswapped kernel runs), head dims 128 / 64, bf16 / f16, lengths 0 / 1 /
+// tile, warp-slice and split edges / 4097, at 136, 320 and 512 pairs (all wide on an H100). It must
+// really run: its bits differ from the unswapped kernel's somewhere (another summation order).
+// Padding rows change no real row; repeated launches with new lengths give the same bits twice.
+TEST(OpsAttentionCuda, DecodeMmaSwapEqualsCpuAndIgnoresPadding) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  WideScope wide(1);
+  const std::vector<int32_t> mixed = {1, 7, 15, 16, 17, 31, 33, 63, 64, 65, 511, 512, 513, 1025, 2049, 4097};
+  struct Case {
+    Shape3 sh;
+    int batch;
+    DType dt;
+  };
+  const std::vector<Case> cases = {
+      {{16, 8, 128}, 40, DType::BF16}, {{16, 8, 128}, 40, DType::F16}, {{32, 8, 128}, 40, DType::BF16},
+      {{32, 8, 128}, 17, DType::F16},  {{64, 8, 128}, 40, DType::BF16}, {{16, 8, 64}, 40, DType::BF16},
+      {{32, 8, 64}, 40, DType::F16},   {{64, 8, 64}, 17, DType::BF16},  {{8, 4, 128}, 128, DType::BF16},
+      {{32, 2, 128}, 80, DType::BF16},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& k = cases[i];
+    SCOPED_TRACE("swap case " + std::to_string(i));
+    DecodeSetup s = decode_setup(k.sh, k.batch, mixed, 1600 + static_cast<uint32_t>(i));
+    for (size_t b = 3; b < s.seq_lens.size(); b += 13) s.seq_lens[b] = 0;  // empty requests too
+    {
+      SwapScope swap(1);
+      expect_decode_matches(s, k.dt, 0.088f);
+    }
+    if (k.sh.nq / k.sh.nkv > 8 || i > 2) continue;
+    auto tg = upload(s.c, k.dt, kGpu);
+    const auto launch = [&] {
+      return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu),
+                                                  k.sh.nq, k.sh.nkv, k.sh.hd, 0.088f));
+    };
+    std::vector<float> swapped, plain;
+    {
+      SwapScope swap(1);
+      swapped = launch();
+    }
+    {
+      SwapScope swap(0);
+      plain = launch();
+    }
+    EXPECT_NE(swapped, plain) << "the swap switch changed nothing: did the transposed kernel run?";
+  }
+  SwapScope swap(1);
+  expect_padding_changes_no_real_row({Shape3{32, 8, 128}, Shape3{16, 8, 128}, Shape3{64, 8, 64}}, 1610);
+  expect_repeated_launches_stable(mixed, 1620);
 }
 
 // ---- argmax and sampling ----------------------------------------------------------------------

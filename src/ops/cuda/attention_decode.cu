@@ -423,7 +423,11 @@ int sm_count(Device device) {
 // kernel; same bits), GRAPHRT_DECODE_MMA_EARLY (1: the carry kernel reads the decode metadata
 // before pdl_wait; default 0: after it), GRAPHRT_DECODE_MMA_WIDE (default 1: from SMs pairs on,
 // 512-token splits, one block each; 0: 256-token splits, blocks looping; see launch_mma) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
-// global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma).
+// global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma) and
+// GRAPHRT_DECODE_MMA_KV_GROUP (auto, 1, 2, 4: kv heads per block of the wide geometry; see
+// mma_kv_group) and GRAPHRT_DECODE_MMA_WIDE_CHUNK (the wide geometry's most tokens a split, default
+// 512; for A/B) and GRAPHRT_DECODE_MMA_SWAP (0, 1, auto: the transposed tile math in the wide
+// geometry; see mma_swap).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -438,6 +442,9 @@ struct DecodeKnobs {
   int mma_early = 0;  // measured no gain (s7 run 1); an exception to pdl.cuh's contract point 1
   int mma_wide = 1;
   int mma_head_cluster = 0;
+  int mma_kv_group = 1;  // 0: auto (mma_kv_group)
+  int mma_wide_chunk = 512;
+  int mma_swap = 2;  // 0 off, 1 on where it applies, 2 auto (default; mma_swap)
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -460,6 +467,10 @@ DecodeKnobs read_knobs() {
   k.mma_wide = env_int("GRAPHRT_DECODE_MMA_WIDE", k.mma_wide, 0, 1);
   constexpr int kHeadClusters[] = {0, 2, 4, 8};
   k.mma_head_cluster = kHeadClusters[env_choice("GRAPHRT_DECODE_MMA_HEAD_CLUSTER", {"0", "2", "4", "8"}, 0)];
+  constexpr int kKvGroups[] = {1, 0, 2, 4};
+  k.mma_kv_group = kKvGroups[env_choice("GRAPHRT_DECODE_MMA_KV_GROUP", {"1", "auto", "2", "4"}, 0)];
+  k.mma_wide_chunk = env_int("GRAPHRT_DECODE_MMA_WIDE_CHUNK", k.mma_wide_chunk, 16, 1 << 20);
+  k.mma_swap = env_choice("GRAPHRT_DECODE_MMA_SWAP", {"0", "1", "auto"}, k.mma_swap);  // (index = mode)
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -476,6 +487,8 @@ std::atomic<int> g_path_override{-1};  // -1: the environment's path; else Decod
 std::atomic<int> g_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_MMA_CLUSTER
 std::atomic<int> g_carry_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_CARRY
 std::atomic<int> g_wide_override{-1};   // -1: the environment's GRAPHRT_DECODE_MMA_WIDE
+std::atomic<int> g_kv_group_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_KV_GROUP
+std::atomic<int> g_swap_override{-1};      // -1: the environment's GRAPHRT_DECODE_MMA_SWAP
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -583,6 +596,38 @@ void set_common_params(P& p, const ops::DecodeArgs& d) {
   p.hd = a.head_dim;
 }
 
+// Kv heads per block of the mma kernel (GRAPHRT_DECODE_MMA_KV_GROUP; DecodeMmaParams::kv_per_block):
+// only in the wide geometry (one split a block, global merge, no carry), where `want` (1, 2, 4;
+// 0: auto = the largest of 4, 2) divides the kv heads and the block's query heads fit the 16
+// Q rows (it x group <= 16); else 1. Why: a block of one kv head reads 256-byte
+// pieces (head_dim 128, bf16) at an nkv x 256-byte stride through the token rows, the 8 kv heads'
+// blocks of a token range at unrelated times; a block of 4 reads 1 KB contiguous pieces, and at
+// llama / qwen bs 64 ctx 1024 the grid (3, 2, 64) = 384 blocks is one wave of the 396 resident
+// slots instead of 3.9 (one block start ramp, no wave boundaries). A row's bits depend on it (the
+// warp split of a tile changes), as a function of the shape and the pairs-vs-SMs side only.
+// Measured (bench/results/h100_2026-11-24_s8_bs64): the read pattern itself does not matter (the
+// kernel's copy scheme with no math reads 1 KB or 2 KB pieces as fast as 256 B ones), and the
+// kernel is slower (run 2, graph ms: llama bs 64 9.706 / 9.581 -> 9.825 / 9.826 at 4, 9.768 / 9.731
+// at 2; bs 128 13.085 -> 13.449; bs 256 ctx 660 16.169 -> 16.411): opt-in, default 1 (where the
+// swapped kernel, mma_swap, runs instead).
+int mma_kv_group(int want, int nkv, int group) {
+  for (const int h : {4, 2})
+    if ((want == 0 || want == h) && nkv % h == 0 && h * group <= 16) return h;
+  return 1;
+}
+
+// Whether the wide geometry's plain kernel (one kv head a block) runs the transposed tile math
+// (GRAPHRT_DECODE_MMA_SWAP; DecodeMmaParams::swap; "Swap" in attention_decode_mma.cu): mode 1 for
+// groups of 2..8 query heads (it has 8 head columns), 2 (auto, default) the measured rule, 0 never.
+// Why: groups of 2-8 fill 2-8 of the untransposed A tile's 16 rows; transposed, the mma count of a
+// tile halves. A row's bits depend on it (summation order), as a function of the shape only.
+// Measured (H100, bench/results/h100_2026-11-24_s8_bs64 run 3, two rounds): a small, consistent
+// gain: decode_mma alone llama-3.1-8b bs 64 108.7 -> 108.0 us, qwen3-0.6b 107.1 -> 106.2 us
+// (-9% instructions); graph ms llama bs 64 9.627 / 9.592 -> 9.584 / 9.573, qwen bs 64 4.193 / 4.230
+// -> 4.142 / 4.179, llama bs 256 ctx 660 16.226 -> 16.156. The swapped kernel's instruction stream
+// does not depend on the group, so auto takes every group it covers (8 not timed).
+bool mma_swap(int mode, int group) { return mode != 0 && group >= 2 && group <= 8; }
+
 // The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
 // the most splits while batch x kv heads x splits stays within blocks_per_sm x SMs (else blocks
 // loop over splits; the bits are the same either way).
@@ -602,7 +647,7 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   // 4.25 -> 4.23. A row's splits then depend on its length and on which side of the SM count
   // batch x kv heads lies, as before (the chunk rule had that boundary already).
   const bool wide = decode_mma_wide() && knobs().mma_chunk == 0 && pairs >= sms;
-  p.chunk = wide ? 512 : mma_chunk(pairs, sms);
+  p.chunk = wide ? knobs().mma_wide_chunk : mma_chunk(pairs, sms);
   // No request can use more splits than the table width allows: scratch for those only.
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
   p.max_splits = static_cast<int>(std::min<int64_t>(knobs().mma_splits, by_ctx));
@@ -635,14 +680,20 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.early = knobs().mma_early != 0;
   p.carry = decode_mma_carry() && (grid_x < p.max_splits || p.early);
   p.early = p.early && p.carry;
+  // Kv groups: the wide geometry's one split a block (global merge, no carry) only.
+  const bool plain_wide = wide && p.cluster == 0 && !p.carry && !p.early && p.head_cluster <= 1;
+  const int want_group = decode_mma_kv_group();
+  p.kv_per_block = plain_wide && want_group != 1 ? mma_kv_group(want_group, p.nkv, p.group) : 1;
+  p.swap = plain_wide && p.kv_per_block == 1 && mma_swap(decode_mma_swap(), p.group);
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
-                    dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv), static_cast<unsigned>(d.batch)),
+                    dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv / p.kv_per_block),
+                         static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
       "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
-      "early {}, head cluster {})",
+      "early {}, head cluster {}, kv heads a block {}, swap {})",
       d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
-      p.early ? 1 : 0, p.head_cluster);
+      p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.swap ? 1 : 0);
 }
 
 template <typename T, bool kFused>
@@ -871,6 +922,27 @@ void set_decode_mma_wide(int mode) {
 bool decode_mma_wide() {
   const int o = g_wide_override.load(std::memory_order_relaxed);
   return (o < 0 ? knobs().mma_wide : o) != 0;
+}
+
+void set_decode_mma_kv_group(int mode) {
+  GRT_CHECK(mode == -1 || mode == 0 || mode == 1 || mode == 2 || mode == 4,
+            "set_decode_mma_kv_group({}): -1 (environment), 0 (auto), 1, 2 or 4", mode);
+  g_kv_group_override.store(mode, std::memory_order_relaxed);
+}
+
+int decode_mma_kv_group() {
+  const int o = g_kv_group_override.load(std::memory_order_relaxed);
+  return o < 0 ? knobs().mma_kv_group : o;
+}
+
+void set_decode_mma_swap(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 2, "set_decode_mma_swap({}): -1 (environment), 0 (off), 1 (on) or 2 (auto)", mode);
+  g_swap_override.store(mode, std::memory_order_relaxed);
+}
+
+int decode_mma_swap() {
+  const int o = g_swap_override.load(std::memory_order_relaxed);
+  return o < 0 ? knobs().mma_swap : o;
 }
 
 }  // namespace grt::cuda

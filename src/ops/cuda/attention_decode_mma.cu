@@ -56,6 +56,24 @@
 //    uploads, replay-prepare into persistent buffers) before the forward's kernels, and only the
 //    immediate predecessor can still be running when this kernel starts (pdl.cuh point 2).
 //    q and the K/V cache (prepare_qkv writes the new token's) are read after the wait.
+//  - Kv groups (p.kv_per_block = KH 2 or 4; opt-in GRAPHRT_DECODE_MMA_KV_GROUP, wide geometry
+//    only): a block takes KH consecutive kv heads of one (request, split); a tile row is one
+//    token's K (V) of those heads (KH x HD contiguous), tiles of 64 / KH tokens, warp w on head
+//    w / (4 / KH), the warp merge over a head's warps, Q packed (KH x group rows, row 16 zero).
+//    Its premise (DRAM locality of 256-byte pieces) was refuted by bench/results/
+//    h100_2026-11-24_s8_bs64 (every read pattern within 2%), and its A/B (run 2) measured it
+//    slower (llama bs 64 +0.12..+0.25 ms at KH 4, isolated 108.5 -> 111.3 us): opt-in, off.
+//  - Swap (p.swap; GRAPHRT_DECODE_MMA_SWAP, wide geometry's plain kernel, groups <= 8): a group
+//    of G query heads fills G of the A tile's 16 rows, so half or more of every mma is padding.
+//    Transposed, the tokens are the 16 rows and the heads the 8 columns: Sᵀ = K·Qᵀ (A: K from
+//    the stage by ldmatrix, B: Q rows from registers) and Oᵀ += Vᵀ·Pᵀ (A: V by ldmatrix .trans,
+//    B: the packed Sᵀ transposed in registers by movmatrix), so a warp's 16 tokens cost HD / 16 +
+//    HD / 16 mma instead of HD / 8 + HD / 8 (the ldmatrix count is the same: the tile's bytes are
+//    read once either way). The softmax runs per column (8 lanes of a t4 hold a head's 16
+//    tokens). Other summation order: bits differ from the unswapped kernel, as a function of the
+//    shape and of the switch only. On by default (auto) where it applies: measured a small gain
+//    (bench/results/h100_2026-11-24_s8_bs64 run 3: -0.7..-0.9 us a layer at bs 64, -9%
+//    instructions): the mma was not what held the kernel ~9 us above its copy skeleton.
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
 //    loop.
 #include "ops/cuda/attention_decode_mma.h"
@@ -91,21 +109,34 @@ using attn::smem_addr;
 
 __device__ unsigned int g_mma_counters[kDecodeMmaCounters];  // zero at module load; 0 between launches
 
-template <int HD>
+// KH: kv heads per block (1: the s5-s7 kernel; 2, 4: "kv groups", see the header comment). A tile
+// row is one token's K (or V) of the block's KH heads: KH x HD contiguous elements of the cache.
+template <int HD, int KH = 1>
 struct MmaCfg {
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBK = 16 * kWarps;                  // tokens per tile: 16 per warp
-  static constexpr int kPitch = HD + 8;                    // elements per shared row (+16 bytes: no bank conflicts)
-  static constexpr int kChunks = HD / 8;                   // 16-byte chunks per row
+  static constexpr int kWph = kWarps / KH;                 // warps per kv head: 16 tokens each
+  static constexpr int kBK = 16 * kWph;                    // tokens per tile
+  static constexpr int kPitch = KH * HD + 8;               // elements per shared K/V row (+16 bytes: no bank conflicts)
+  static constexpr int kQPitch = HD + 8;                   // elements per shared Q row
+  static constexpr int kChunks = KH * HD / 8;              // 16-byte chunks per K/V row
   static constexpr int kRowsPerPass = kThreads / kChunks;  // rows the block copies at once
   static constexpr int kKvRows = kBK / kRowsPerPass;       // K/V rows per thread and tile
-  static constexpr int kQRows = 16 / kRowsPerPass;         // Q rows per thread
+  static constexpr int kQChunks = HD / 8;                  // 16-byte chunks per Q row
+  static constexpr int kQRowsPerPass = kThreads / kQChunks;
+  // Q rows in shared memory: KH = 1: 16 (rows past the group zero-filled, as in s5-s7); KH > 1:
+  // the KH x G query heads packed (row hh * G + r; KH x G <= 16) and row 16 all zero, which the
+  // lanes of rows r >= G of a head's 16-row A tile read.
+  static constexpr int kQSmemRows = KH == 1 ? 16 : 17;
+  static constexpr int kQPasses = (kQSmemRows + kQRowsPerPass - 1) / kQRowsPerPass;
+  static_assert((kQSmemRows * kQPitch * 2) % 16 == 0);  // the stages start 16-byte aligned
   static constexpr int kTileElems = kBK * kPitch;
-  static constexpr size_t kSmem = size_t{16 + 2 * 2 * kBK} * kPitch * 2;  // Q + two stages of K and V
+  static constexpr size_t kSmem = (size_t{kQSmemRows} * kQPitch + size_t{2 * 2} * kTileElems) * 2;  // Q + two stages of K and V
   // Blocks per SM: 3 at head_dim 128 (72 KB each of 228), 4 at 64 (register bound).
   static constexpr int kOcc = HD == 128 ? 3 : 4;
-  static_assert(kThreads % kChunks == 0 && kBK % kRowsPerPass == 0 && 16 % kRowsPerPass == 0);
+  static_assert(KH == 1 || KH == 2 || KH == 4);
+  static_assert(kThreads % kChunks == 0 && kBK % kRowsPerPass == 0 && kThreads % kQChunks == 0);
+  static_assert(KH > 1 || 16 % kRowsPerPass == 0);
   // The warp merge (4 x 16 x HD floats) and the split weights (16 x 64 floats) reuse the stages.
   static_assert(size_t{kWarps} * 16 * HD * 4 <= size_t{4} * kTileElems * 2);
   // Carry: the warp merge fits in one stage (K and V of one tile), the one not in flight.
@@ -114,8 +145,13 @@ struct MmaCfg {
   // Cluster path: each split's normalised partial (16 x HD floats) and log2-sum-exp (16 floats)
   // stay in the block's shared memory after kSmem, one slot per split the block does.
   static constexpr size_t kSlotFloats = size_t{16} * HD + 16;
+  static_assert(kSlotFloats > 0);  // (referenced: KH > 1 configurations never use the cluster path)
   static size_t smem_bytes(int slots) { return kSmem + static_cast<size_t>(slots) * kSlotFloats * 4; }
 };
+// KH = 1 keeps the s5-s7 shared-memory size (3 blocks an SM at head_dim 128); KH > 1 stays within it.
+static_assert(MmaCfg<128, 1>::kSmem == size_t{16 + 4 * 64} * 136 * 2);
+static_assert(MmaCfg<128, 2>::kSmem <= MmaCfg<128, 1>::kSmem && MmaCfg<128, 4>::kSmem <= MmaCfg<128, 1>::kSmem);
+static_assert(MmaCfg<64, 2>::kSmem <= MmaCfg<64, 1>::kSmem && MmaCfg<64, 4>::kSmem <= MmaCfg<64, 1>::kSmem);
 
 template <typename T>
 __device__ __forceinline__ void store4(T* dst, float4 v) {
@@ -129,17 +165,89 @@ __device__ __forceinline__ float4 fma4(float w, float4 x, float4 acc) {
   return make_float4(fmaf(w, x.x, acc.x), fmaf(w, x.y, acc.y), fmaf(w, x.z, acc.z), fmaf(w, x.w, acc.w));
 }
 
+// The transpose of an 8 x 8 b16 matrix held in fragment layout (this lane: row lane / 4, columns
+// 2 (lane % 4), + 1) into the same layout.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
+// One warp's 16 tokens of a tile, transposed ("Swap" in the header comment): Sᵀ = K·Qᵀ (16 tokens
+// x 8 heads, the heads past the group score against zero Q rows and are never read), the online
+// softmax per head (a column: this lane's tokens g, g + 8, max over the 8 lanes of its t4), and
+// Oᵀ += Vᵀ·Pᵀ (HD / 16 m-tiles of dims; Pᵀ's B fragments from the packed Sᵀ by movmatrix).
+// k: this lane's ldmatrix address of the K A tile (token lane % 16, dims 8 (lane / 16));
+// v: of the transposed V A tile (token lane % 8 + 8 (lane / 16), dims 8 ((lane / 8) % 2)).
+template <typename T, int HD>
+__device__ __forceinline__ void swap_tile(const T* k, const T* v, const uint32_t (&qf)[HD / 16][4], int key0, int n,
+                                          int g, float sl2, float (&m)[2], float (&l)[2], float (&o)[HD / 16][4]) {
+  // Two accumulators (even / odd k-steps): two independent mma chains, summed in a fixed order.
+  float sa[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const uint32_t k_addr = smem_addr(k);
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; ++kk) {
+    uint32_t af[4];
+    ldmatrix_x4(af, k_addr + kk * 16 * 2);
+    mma16816<T>(kk % 2 == 0 ? sa : sb, af, qf[kk][0], qf[kk][1]);
+  }
+  // s[e]: token g + 8 (e / 2), head 2 t4 + e % 2.
+  float s[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) s[e] = sa[e] + sb[e];
+  if (key0 + 16 > n) {  // tokens past the split: no weight
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (key0 + g + 8 * (e / 2) >= n) s[e] = -INFINITY;
+  }
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    float mx = fmaxf(s[c], s[2 + c]);
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+    const float mn = fmaxf(m[c], mx * sl2);  // finite: the warp has a token of the split
+    const float alpha = fast_exp2(m[c] - mn);
+    m[c] = mn;
+    s[c] = fast_exp2(fmaf(s[c], sl2, -mn));
+    s[2 + c] = fast_exp2(fmaf(s[2 + c], sl2, -mn));
+    l[c] = l[c] * alpha + (s[c] + s[2 + c]);
+#pragma unroll
+    for (int j = 0; j < HD / 16; ++j) {
+      o[j][c] *= alpha;
+      o[j][2 + c] *= alpha;
+    }
+  }
+  // Pᵀ (16 tokens x 8 heads) as the B fragment: b0 tokens 2 t4 (+1) of head g, b1 tokens + 8.
+  const uint32_t b0 = movmatrix_trans(pack2<T>(s[0], s[1]));
+  const uint32_t b1 = movmatrix_trans(pack2<T>(s[2], s[3]));
+  const uint32_t v_addr = smem_addr(v);
+#pragma unroll
+  for (int j = 0; j < HD / 16; ++j) {
+    uint32_t af[4];
+    ldmatrix_x4_trans(af, v_addr + j * 16 * 2);
+    mma16816<T>(o[j], af, b0, b1);
+  }
+}
+
 // kCarry: the block's tiles form one stream across its splits (see "Carry" in the header comment);
 // false: every split fills and drains the two stages on its own (the s5 kernel, kept for the A/B).
-template <typename T, int HD, bool kCluster, bool kCarry>
-__global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
-  using C = MmaCfg<HD>;
+// KH > 1 (kv groups): only the global merge without carry (the wide geometry's one split a block).
+// kSwap: the transposed tile math (see "Swap" in the header comment); the wide geometry's plain
+// kernel only (one kv head a block, global merge, no carry), groups of at most 8.
+template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, bool kSwap = false>
+__global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
+  using C = MmaCfg<HD, KH>;
+  static_assert(KH == 1 || (!kCluster && !kCarry));
+  static_assert(!kSwap || (KH == 1 && !kCluster && !kCarry));
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ float sh_m[C::kWarps][16], sh_l[C::kWarps][16];
   __shared__ float sh_wsum[16];
   __shared__ bool sh_last;
   T* qs = reinterpret_cast<T*>(smem_raw);
-  T* kvs = qs + 16 * C::kPitch;  // stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile
+  // Stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile (after the Q rows: 16 x (HD + 8) at
+  // KH = 1, 17 x (HD + 8) at KH > 1, a multiple of 16 bytes).
+  T* kvs = qs + C::kQSmemRows * C::kQPitch;
   float* scratch = reinterpret_cast<float*>(kvs);  // after the loop: warp partials, split weights
   // Cluster path: [slots][16][HD] partials, then [slots][16] log2-sum-exps (MmaCfg::smem_bytes).
   float* keep = reinterpret_cast<float*>(smem_raw + C::kSmem);
@@ -163,27 +271,31 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   }
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int G = p.group;  // rows of the 16-row tile in use
-  const int first_head = kvh * G;
+  const int G = p.group;  // rows of a head's 16-row tile in use
+  const int GR = KH * G;  // query heads of the block (KH kv heads; blockIdx.y is the kv group for KH > 1)
+  const int first_head = kvh * GR;
   const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
   const int64_t per_split = (len + splits - 1) / splits;
 
   // Copy roles: this thread moves 16-byte chunk `chunk` of rows crow, crow + kRowsPerPass, ...
   const int chunk = tid % C::kChunks, crow = tid / C::kChunks;
   const int64_t width = static_cast<int64_t>(p.nkv) * HD;
-  const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
-  const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * HD + chunk * 8;
+  const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * KH * HD + chunk * 8;
+  const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * KH * HD + chunk * 8;
 
   // Q tile: row r = query head first_head + r; rows past the group zero-filled. Committed with
   // the first split's first tile (one cp.async group). Not for idle blocks (no copy left behind).
+  // KH > 1: rows hh * G + r packed, row 16 zero (MmaCfg::kQSmemRows).
   const auto load_q = [&] {
+    const int qchunk = KH == 1 ? chunk : tid % C::kQChunks, qrow = KH == 1 ? crow : tid / C::kQChunks;
     const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride +
-                 static_cast<int64_t>(first_head) * HD + chunk * 8;
+                 static_cast<int64_t>(first_head) * HD + qchunk * 8;
 #pragma unroll
-    for (int i = 0; i < C::kQRows; ++i) {
-      const int r = crow + i * C::kRowsPerPass;
-      const bool ok = r < G;
-      cp_async16(smem_addr(qs + r * C::kPitch + chunk * 8), ok ? q + static_cast<int64_t>(r) * HD : q, ok);
+    for (int i = 0; i < C::kQPasses; ++i) {
+      const int r = qrow + i * C::kQRowsPerPass;
+      if (KH > 1 && r >= C::kQSmemRows) continue;
+      const bool ok = r < GR;
+      cp_async16(smem_addr(qs + r * C::kQPitch + qchunk * 8), ok ? q + static_cast<int64_t>(r) * HD : q, ok);
     }
   };
   if constexpr (!kCarry)
@@ -194,12 +306,17 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   const int g = lane / 4, t4 = lane % 4;
   // ldmatrix lane addresses (elements): Q/A: row lane%16, col 8*(lane/16); K/B: token (lane%8) +
   // 8*(lane/16), dim 8*((lane/8)%2); V/B transposed: token (lane%8) + 8*((lane/8)%2), dim 8*(lane/16).
-  const int a_off = (lane % 16) * C::kPitch + (lane / 16) * 8;
-  const int k_off = (warp * 16 + (lane % 8) + (lane / 16) * 8) * C::kPitch + ((lane / 8) % 2) * 8;
-  const int v_off = (warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * C::kPitch + (lane / 16) * 8;
+  // Warp w works on kv head hh = w / kWph of the block, tokens 16 sl..16 sl + 15 of every tile
+  // (KH = 1: hh 0, sl w). KH > 1: the A rows past the group read the zero Q row 16.
+  const int hh = KH == 1 ? 0 : warp / C::kWph, sl = KH == 1 ? warp : warp % C::kWph;
+  const int qr = lane % 16;
+  const int a_row = KH == 1 ? qr : (qr < G ? hh * G + qr : 16);
+  const int a_off = a_row * C::kQPitch + (lane / 16) * 8;
+  const int k_off = (sl * 16 + (lane % 8) + (lane / 16) * 8) * C::kPitch + hh * HD + ((lane / 8) % 2) * 8;
+  const int v_off = (sl * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * C::kPitch + hh * HD + (lane / 16) * 8;
   const float sl2 = p.scale_log2;
 
-  uint32_t qf[HD / 16][4];
+  uint32_t qf[HD / 16][4];  // kSwap: qf[kk][0..1] are the Qᵀ B fragments
   bool q_in_regs = false;
   int done = 0;  // splits this block finished
   T* out = static_cast<T*>(p.out);
@@ -263,10 +380,14 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
     const int n = split_tokens(split);  // tokens of the split
     const int num_tiles = (n + C::kBK - 1) / C::kBK;
 
-    float o[HD / 8][4];
+    // O (rows g, g + 8: query heads; HD / 8 n-tiles of dims), or kSwap Oᵀ (HD / 16 m-tiles of
+    // dims, rows g, g + 8; columns 2 t4, 2 t4 + 1: query heads). m, l: rows g, g + 8, or kSwap
+    // heads 2 t4, 2 t4 + 1 (l then a partial over this lane's tokens, summed at the merge).
+    constexpr int kOT = kSwap ? HD / 16 : HD / 8;
+    float o[kOT][4];
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int j = 0; j < HD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    for (int j = 0; j < kOT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
     if constexpr (!kCarry) {
       if (num_tiles > 0) {
@@ -295,15 +416,26 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
       cp_async_wait<1>();  // this thread's copies of tile t (and Q) landed
       __syncthreads();     // every thread's did
       if (!q_in_regs) {
-        const uint32_t qs_addr = smem_addr(qs + a_off);
+        if constexpr (kSwap) {  // Qᵀ B fragments: head g, dims 16 kk + 2 t4 (+1) and + 8 (rows >= G zero)
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
+          for (int kk = 0; kk < HD / 16; ++kk) {
+            qf[kk][0] = *reinterpret_cast<const uint32_t*>(qs + g * C::kQPitch + 16 * kk + 2 * t4);
+            qf[kk][1] = *reinterpret_cast<const uint32_t*>(qs + g * C::kQPitch + 16 * kk + 8 + 2 * t4);
+          }
+        } else {
+          const uint32_t qs_addr = smem_addr(qs + a_off);
+#pragma unroll
+          for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], qs_addr + kk * 16 * 2);
+        }
         q_in_regs = true;
       }
       const T* ks = kvs + (2 * ((kCarry ? ct : t) & 1)) * C::kTileElems;
       const T* vs = ks + C::kTileElems;
-      const int key0 = t * C::kBK + warp * 16;  // the warp's first token in the split
-      if (key0 < n) {
+      const int key0 = t * C::kBK + sl * 16;  // the warp's first token in the split
+      if constexpr (kSwap) {
+        // (K as the A tile takes the lane addresses of the V B tiles below, and V the K ones.)
+        if (key0 < n) swap_tile<T, HD>(ks + v_off, vs + k_off, qf, key0, n, g, sl2, m, l, o);
+      } else if (key0 < n) {
         // S = Q · Kᵀ: 16 rows (heads) x 16 tokens, as two n-tiles of 8 tokens.
         float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
         const uint32_t ks_addr = smem_addr(ks + k_off);
@@ -339,7 +471,7 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
           }
           l[i] = l[i] * alpha + rs;
 #pragma unroll
-          for (int j = 0; j < HD / 8; ++j) {
+          for (int j = 0; j < kOT; ++j) {
             o[j][2 * i] *= alpha;
             o[j][2 * i + 1] *= alpha;
           }
@@ -376,36 +508,65 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
     __syncthreads();  // every warp is done with the stages (also when the split had no tile)
 
     // Merge the 4 warps of the split (fixed order): rows < G of each warp's O to shared memory.
+    if constexpr (kSwap) {
+      // Head 2 t4 + c's sum over the warp's tokens: the 8 lanes of this t4 (rows g of the tiles).
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    }
-    if (t4 == 0) {
-      sh_m[warp][g] = m[0];
-      sh_m[warp][g + 8] = m[1];
-      sh_l[warp][g] = l[0];
-      sh_l[warp][g + 8] = l[1];
-    }
+      for (int c = 0; c < 2; ++c) {
+        l[c] += __shfl_xor_sync(0xffffffffu, l[c], 4);
+        l[c] += __shfl_xor_sync(0xffffffffu, l[c], 8);
+        l[c] += __shfl_xor_sync(0xffffffffu, l[c], 16);
+      }
+      if (g == 0) {
+        sh_m[warp][2 * t4] = m[0];
+        sh_m[warp][2 * t4 + 1] = m[1];
+        sh_l[warp][2 * t4] = l[0];
+        sh_l[warp][2 * t4 + 1] = l[1];
+      }
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int r = g + 8 * i;
-      if (r >= G) continue;
+      for (int c = 0; c < 2; ++c) {
+        const int r = 2 * t4 + c;
+        if (r >= G) continue;
 #pragma unroll
-      for (int j = 0; j < HD / 8; ++j)
-        *reinterpret_cast<float2*>(merge + (warp * 16 + r) * HD + 8 * j + 2 * t4) = make_float2(o[j][2 * i], o[j][2 * i + 1]);
+        for (int j = 0; j < kOT; ++j)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) merge[(warp * 16 + r) * HD + 16 * j + 8 * i + g] = o[j][2 * i + c];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+      }
+      if (t4 == 0) {
+        sh_m[warp][g] = m[0];
+        sh_m[warp][g + 8] = m[1];
+        sh_l[warp][g] = l[0];
+        sh_l[warp][g + 8] = l[1];
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int r = g + 8 * i;
+        if (r >= G) continue;
+#pragma unroll
+        for (int j = 0; j < kOT; ++j)
+          *reinterpret_cast<float2*>(merge + (warp * 16 + r) * HD + 8 * j + 2 * t4) =
+              make_float2(o[j][2 * i], o[j][2 * i + 1]);
+      }
     }
     __syncthreads();
-    for (int e = tid; e < G * (HD / 4); e += C::kThreads) {
-      const int r = e / (HD / 4), d = (e % (HD / 4)) * 4;
+    // Row R of the block (query head first_head + R): row r of kv head R / G, whose warps are
+    // w0 .. w0 + kWph - 1 (KH = 1: all 4, as in s5-s7).
+    for (int e = tid; e < GR * (HD / 4); e += C::kThreads) {
+      const int R = e / (HD / 4), d = (e % (HD / 4)) * 4;
+      const int r = KH == 1 ? R : R % G, w0 = KH == 1 ? 0 : (R / G) * C::kWph;
       float mx = -INFINITY;
 #pragma unroll
-      for (int w = 0; w < C::kWarps; ++w) mx = fmaxf(mx, sh_m[w][r]);
+      for (int w = w0; w < w0 + C::kWph; ++w) mx = fmaxf(mx, sh_m[w][r]);
       float lsum = 0.0f;
       float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (mx != -INFINITY) {
 #pragma unroll
-        for (int w = 0; w < C::kWarps; ++w) {
+        for (int w = w0; w < w0 + C::kWph; ++w) {
           const float wt = exp2f(sh_m[w][r] - mx);
           lsum = fmaf(sh_l[w][r], wt, lsum);
           acc = fma4(wt, *reinterpret_cast<const float4*>(merge + (w * 16 + r) * HD + d), acc);
@@ -413,14 +574,14 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
       }
       const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
       acc = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-      const int64_t bh = static_cast<int64_t>(b) * p.nq + first_head + r;
+      const int64_t bh = static_cast<int64_t>(b) * p.nq + first_head + R;
       if (splits == 1) {
         store4(out + bh * HD + d, acc);
       } else {
         const float lse = lsum > 0.0f ? mx + log2f(lsum) : -INFINITY;
-        if constexpr (kCluster) {  // slot `done` of this block's keep region
-          *reinterpret_cast<float4*>(keep + (done * 16 + r) * HD + d) = acc;
-          if (d == 0) keep_lse[done * 16 + r] = lse;
+        if constexpr (kCluster) {  // slot `done` of this block's keep region (KH = 1: R = r)
+          *reinterpret_cast<float4*>(keep + (done * 16 + R) * HD + d) = acc;
+          if (d == 0) keep_lse[done * 16 + R] = lse;
         } else {
           *reinterpret_cast<float4*>(p.part_o + (bh * p.max_splits + split) * HD + d) = acc;
           if (d == 0) p.part_lse[bh * p.max_splits + split] = lse;
@@ -488,7 +649,7 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
   if (!sh_last) return;
   __threadfence();
   float* sh_w = scratch;  // [16][kDecodeMmaMaxSplits]
-  for (int r = warp; r < G; r += C::kWarps) {
+  for (int r = warp; r < GR; r += C::kWarps) {
     const int64_t bh = static_cast<int64_t>(b) * p.nq + first_head + r;
     const float* lse = p.part_lse + bh * p.max_splits;
     float mx = -INFINITY;
@@ -504,7 +665,7 @@ __global__ void __launch_bounds__(MmaCfg<HD>::kThreads, MmaCfg<HD>::kOcc) decode
     }
   }
   __syncthreads();
-  for (int e = tid; e < G * (HD / 4); e += C::kThreads) {
+  for (int e = tid; e < GR * (HD / 4); e += C::kThreads) {
     const int r = e / (HD / 4), d = (e % (HD / 4)) * 4;
     const int64_t bh = static_cast<int64_t>(b) * p.nq + first_head + r;
     const float* po = p.part_o + bh * p.max_splits * HD + d;
@@ -527,7 +688,16 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
   const bool cluster = p.cluster > 1;
   auto kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true> : decode_mma_kernel<T, HD, true, false>)
                         : (p.carry ? decode_mma_kernel<T, HD, false, true> : decode_mma_kernel<T, HD, false, false>);
-  const size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
+  size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
+  if (p.swap) {  // global merge, no carry, one kv head a block (checked in launch_decode_mma)
+    kernel = decode_mma_kernel<T, HD, false, false, 1, true>;
+  } else if (p.kv_per_block == 2) {  // kv groups: global merge, no carry (checked in launch_decode_mma)
+    kernel = decode_mma_kernel<T, HD, false, false, 2>;
+    smem = MmaCfg<HD, 2>::kSmem;
+  } else if (p.kv_per_block == 4) {
+    kernel = decode_mma_kernel<T, HD, false, false, 4>;
+    smem = MmaCfg<HD, 4>::kSmem;
+  }
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                  "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", smem, HD);
   // carveout -2 (default), by instance, as measured (bench/results/h100_2026-11-23_s5_dattn2):
@@ -640,6 +810,18 @@ void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, D
               "attention_decode mma: a cluster of {} blocks (allowed 2..{}, = grid x {}) with {} slots each must hold "
               "the {} splits",
               p.cluster, kDecodeMmaMaxCluster, grid.x, p.cluster_slots, p.max_splits);
+  const int kvpb = p.kv_per_block <= 1 ? 1 : p.kv_per_block;
+  GRT_CHECK((kvpb == 1 || kvpb == 2 || kvpb == 4) && p.nkv % kvpb == 0 && kvpb * p.group <= 16 &&
+                grid.y == static_cast<unsigned>(p.nkv / kvpb) &&
+                (kvpb == 1 || (p.cluster <= 1 && !p.carry && !p.early && p.head_cluster <= 1)),
+            "attention_decode mma: {} kv heads per block (allowed 1, 2, 4 dividing the {} kv heads, with {} query heads "
+            "each at most 16 a block, grid y {} = kv heads / it; above 1 only with the global merge, no carry, no early "
+            "read, no head clusters: cluster {}, carry {}, early {}, head cluster {})",
+            p.kv_per_block, p.nkv, kvpb * p.group, grid.y, p.cluster, p.carry ? 1 : 0, p.early ? 1 : 0, p.head_cluster);
+  GRT_CHECK(!p.swap || (kvpb == 1 && p.group <= 8 && p.cluster <= 1 && !p.carry && !p.early),
+            "attention_decode mma: the transposed (swap) kernel takes groups of at most 8 query heads (here {}), one "
+            "kv head a block (here {}), the global merge and no carry or early read (cluster {}, carry {}, early {})",
+            p.group, kvpb, p.cluster, p.carry ? 1 : 0, p.early ? 1 : 0);
   GRT_CHECK(carveout >= -2 && carveout <= 100,
             "attention_decode mma: carveout {} (allowed -2: by kernel, -1: no preference, 0..100)", carveout);
   if (dtype == DType::BF16) launch_hd<__nv_bfloat16>(dev, stream, p, grid, carveout);

@@ -48,6 +48,17 @@ struct DecodeMmaParams {
   // > 1 (global merge only): blocks of head_cluster consecutive kv heads (grid y) of one
   // (request, split) launch as one thread-block cluster (scheduling only; the kernel ignores it).
   int head_cluster;
+  // Kv heads per block ("kv groups"; 0 or 1: one, the s5-s7 kernel; 2 or 4: that many consecutive
+  // kv heads of one (request, split) per block, grid y = nkv / it). A tile row is then one token's
+  // K (V) of those heads, KH x HD contiguous elements of the cache instead of HD at an nkv x HD
+  // stride; warps split as kv head x 16-token slice, tiles of 64 / KH tokens, the warp merge over
+  // a head's 4 / KH warps (so bits differ from 1 beyond rounding order). Needs cluster <= 1, no
+  // carry, no early read, nkv divisible by it and it x group <= 16.
+  int kv_per_block;
+  // The transposed tile math (tokens as the mma's 16 rows, the group's heads as its 8 columns;
+  // "Swap" in attention_decode_mma.cu): groups of 2..8, kv_per_block 1, the global merge, no carry
+  // or early read. Bits differ from false (summation order), a function of the shape only.
+  bool swap;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -67,7 +78,7 @@ int decode_mma_cluster_fits(int dev, DType dtype, int head_dim, int size, int sl
 int decode_mma_head_cluster_fits(int dev, DType dtype, int head_dim, int size);
 
 // Launches on `stream` (device `dev` current) with the PDL attribute; grid (splits, nkv, B), or
-// (p.cluster, nkv, B) as clusters along x. carveout: the preferred shared-memory carveout in
+// (p.cluster, nkv, B) as clusters along x, or (splits, nkv / p.kv_per_block, B). carveout: the preferred shared-memory carveout in
 // percent; -1 none (the driver's choice); -2 by kernel (global merge 100, cluster merge none).
 void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, DType dtype, dim3 grid,
                        int carveout = -2);
@@ -91,5 +102,18 @@ bool decode_mma_carry();  // in force
 // (so the bits) of those batches. For tests and A/B; process-wide.
 void set_decode_mma_wide(int mode);
 bool decode_mma_wide();  // in force
+
+// Kv heads per block in the wide geometry (attention_decode.cu, mma_kv_group): -1 the environment's
+// GRAPHRT_DECODE_MMA_KV_GROUP (default 1), 0 auto (the largest of 4, 2 that fits the shape), 1, 2
+// or 4 (where it fits, else 1). Changes the bits of those batches. For tests and A/B; process-wide.
+void set_decode_mma_kv_group(int mode);
+int decode_mma_kv_group();  // in force (0 auto, 1, 2, 4)
+
+// The transposed tile math in the wide geometry (attention_decode.cu, mma_swap): -1 the environment's
+// GRAPHRT_DECODE_MMA_SWAP (0, 1, auto; default auto), 0 off, 1 on where it applies (wide geometry's
+// plain kernel, one kv head a block, groups 2..8), 2 auto (the measured rule: today = 1). Changes
+// the bits of those batches. For tests and A/B; process-wide.
+void set_decode_mma_swap(int mode);
+int decode_mma_swap();  // in force (0, 1, 2 auto)
 
 }  // namespace grt::cuda
