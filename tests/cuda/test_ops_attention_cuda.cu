@@ -868,11 +868,11 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 700, 2049}, 21, {16, 8, 128});
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 17, 1000, 4100}, 22, {64, 8, 64});
   }
-  // The swapped kernel's per-warp copy pipeline, and the early trigger (small batch: cluster and
-  // carry kernels; the wide geometry with the pipeline).
+  // The swapped kernel with the block-wide copies (the per-warp pipeline, the default, runs in the
+  // swap cases above), and the early trigger (small batch: cluster and carry kernels; wide).
   {
     SwapScope swap(1);
-    WarpPipeScope pipe(1);
+    WarpPipeScope pipe(0);
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1025, 300, 1025, 7, 4097}, 23, {32, 8, 128});
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 17, 1000, 4100}, 24, {64, 8, 64});
     EarlyTriggerScope early(1);

@@ -81,7 +81,9 @@
 //    tile loop (one at tile 0, for Q, which the block copies). The 4 warps of a block become 4
 //    independent streams, so one slow copy stalls one warp, not the block, and a warp done with
 //    its math issues its next copy at once instead of waiting for the slowest warp. Same tiles,
-//    same arithmetic: the same bits as the swapped kernel without it.
+//    same arithmetic: the same bits as the swapped kernel without it. On by default: measured a
+//    small gain (bench/results/h100_2026-11-24_s8_dattn2: llama bs 64 107.0 -> 105.9 us isolated,
+//    graph -0.02 ms on average at llama and qwen bs 64); the block start and merge are untouched.
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
 //    loop, or right after pdl_wait with p.early_trigger ("Early trigger": GRAPHRT_DECODE_MMA_
 //    EARLY_TRIGGER=1, s8-dattn2): the next kernel (the o_proj GEMV at small batch) is scheduled
@@ -89,7 +91,8 @@
 //    for this grid's completion before reading anything this kernel writes). Blocks are only
 //    scheduled after every block of this grid has triggered (so none of this grid's blocks waits
 //    for space behind them); at large batch the next kernel is cuBLASLt (no PDL attribute): no
-//    effect there.
+//    effect there. Off by default: measured slower in every case it changes (bs 1 / 8: +0.01..
+//    +0.07 ms a step, bench/results/h100_2026-11-24_s8_dattn2).
 #include "ops/cuda/attention_decode_mma.h"
 
 #include <cuda_bf16.h>

@@ -124,7 +124,7 @@ void set_decode_mma_swap(int mode);
 int decode_mma_swap();  // in force (0, 1, 2 auto)
 
 // The swapped kernel's per-warp copy pipeline (attention_decode.cu; DecodeMmaParams::warp_pipe): -1
-// the environment's GRAPHRT_DECODE_MMA_WARP_PIPE (0, 1; default 0), 0 off, 1 on where swap runs.
+// the environment's GRAPHRT_DECODE_MMA_WARP_PIPE (0, 1; default 1), 0 off, 1 on where swap runs.
 // The same bits either way. For tests and A/B; process-wide.
 void set_decode_mma_warp_pipe(int mode);
 bool decode_mma_warp_pipe();  // in force
