@@ -586,6 +586,33 @@ class KvGroupScope {
   int old_;
 };
 
+// Selects the swapped kernel's per-warp copy pipeline (-1 the environment, 0 off, 1 on) for a scope.
+class WarpPipeScope {
+ public:
+  explicit WarpPipeScope(int mode) : old_(cuda::decode_mma_warp_pipe() ? 1 : 0) { cuda::set_decode_mma_warp_pipe(mode); }
+  ~WarpPipeScope() { cuda::set_decode_mma_warp_pipe(old_); }
+  WarpPipeScope(const WarpPipeScope&) = delete;
+  WarpPipeScope& operator=(const WarpPipeScope&) = delete;
+
+ private:
+  int old_;
+};
+
+// Selects when the mma kernel triggers its dependents (-1 the environment, 0 after its main loop,
+// 1 right after pdl_wait) for a scope.
+class EarlyTriggerScope {
+ public:
+  explicit EarlyTriggerScope(int mode) : old_(cuda::decode_mma_early_trigger() ? 1 : 0) {
+    cuda::set_decode_mma_early_trigger(mode);
+  }
+  ~EarlyTriggerScope() { cuda::set_decode_mma_early_trigger(old_); }
+  EarlyTriggerScope(const EarlyTriggerScope&) = delete;
+  EarlyTriggerScope& operator=(const EarlyTriggerScope&) = delete;
+
+ private:
+  int old_;
+};
+
 // Selects the transposed tile math of the mma kernel's wide geometry (-1 the environment, 0 off,
 // 1 on where it applies, 2 auto) for a scope and restores the previous setting.
 class SwapScope {
@@ -840,6 +867,18 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1025, 300, 1025, 7, 4097}, 20, {32, 8, 128});
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 700, 2049}, 21, {16, 8, 128});
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 17, 1000, 4100}, 22, {64, 8, 64});
+  }
+  // The swapped kernel with the block-wide copies (the per-warp pipeline, the default, runs in the
+  // swap cases above), and the early trigger (small batch: cluster and carry kernels; wide).
+  {
+    SwapScope swap(1);
+    WarpPipeScope pipe(0);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1025, 300, 1025, 7, 4097}, 23, {32, 8, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 17, 1000, 4100}, 24, {64, 8, 64});
+    EarlyTriggerScope early(1);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 700, 2049}, 27, {16, 8, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 1, {1030}, 28, {16, 8, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 4, {1, 700, 2049, 4100}, 29, {32, 4, 128});
   }
   // The legacy path's merges: the combine kernel and the cluster merge (16 and 8 blocks), at
   // batch 1 and 2 (group 4: two head chunks) and at the qwen3-0.6b shape (group 2).
@@ -1226,6 +1265,60 @@ TEST(OpsAttentionCuda, DecodeMmaSwapEqualsCpuAndIgnoresPadding) {
   SwapScope swap(1);
   expect_padding_changes_no_real_row({Shape3{32, 8, 128}, Shape3{16, 8, 128}, Shape3{64, 8, 64}}, 1610);
   expect_repeated_launches_stable(mixed, 1620);
+}
+
+// The swapped kernel's per-warp copy pipeline (GRAPHRT_DECODE_MMA_WARP_PIPE=1: each warp copies,
+// waits for and frees its own slice of a tile, no block barrier in the tile loop) against the CPU
+// op, and bit for bit against the swapped kernel without it (same tiles, same arithmetic): groups
+// 2 / 4 / 8, head dims 128 / 64, bf16 / f16, lengths 0..4097 at 136..512 pairs; padding rows change
+// no real row; repeated launches are stable. The early trigger (GRAPHRT_DECODE_MMA_EARLY_TRIGGER=1)
+// moves only a scheduling instruction: the same bits, checked at batches 1, 4 and 40.
+TEST(OpsAttentionCuda, DecodeMmaWarpPipeEqualsSwapAndCpu) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  WideScope wide(1);
+  SwapScope swap(1);
+  const std::vector<int32_t> mixed = {1, 7, 15, 16, 17, 31, 33, 63, 64, 65, 511, 512, 513, 1025, 2049, 4097};
+  struct Case {
+    Shape3 sh;
+    int batch;
+    DType dt;
+  };
+  const std::vector<Case> cases = {
+      {{16, 8, 128}, 40, DType::BF16}, {{32, 8, 128}, 17, DType::F16}, {{64, 8, 128}, 40, DType::BF16},
+      {{16, 8, 64}, 40, DType::F16},   {{64, 8, 64}, 17, DType::BF16},  {{8, 4, 128}, 128, DType::BF16},
+      {{32, 8, 128}, 1, DType::BF16},  {{32, 8, 128}, 4, DType::F16},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& k = cases[i];
+    SCOPED_TRACE("warp pipe case " + std::to_string(i));
+    DecodeSetup s = decode_setup(k.sh, k.batch, mixed, 1700 + static_cast<uint32_t>(i));
+    for (size_t b = 3; b < s.seq_lens.size(); b += 13) s.seq_lens[b] = 0;  // empty requests too
+    {
+      WarpPipeScope pipe(1);
+      expect_decode_matches(s, k.dt, 0.088f);
+    }
+    auto tg = upload(s.c, k.dt, kGpu);
+    const auto launch = [&] {
+      return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu),
+                                                  k.sh.nq, k.sh.nkv, k.sh.hd, 0.088f));
+    };
+    std::vector<float> piped, plain, early;
+    {
+      WarpPipeScope pipe(1);
+      piped = launch();
+    }
+    {
+      WarpPipeScope pipe(0);
+      plain = launch();
+      EarlyTriggerScope trigger(1);
+      early = launch();
+    }
+    EXPECT_EQ(piped, plain) << "the per-warp pipeline changed bits";
+    EXPECT_EQ(early, plain) << "the early trigger changed bits";
+  }
+  WarpPipeScope pipe(1);
+  expect_padding_changes_no_real_row({Shape3{32, 8, 128}, Shape3{16, 8, 128}, Shape3{64, 8, 64}}, 1710);
+  expect_repeated_launches_stable(mixed, 1720);
 }
 
 // ---- argmax and sampling ----------------------------------------------------------------------

@@ -427,7 +427,9 @@ int sm_count(Device device) {
 // GRAPHRT_DECODE_MMA_KV_GROUP (auto, 1, 2, 4: kv heads per block of the wide geometry; see
 // mma_kv_group) and GRAPHRT_DECODE_MMA_WIDE_CHUNK (the wide geometry's most tokens a split, default
 // 512; for A/B) and GRAPHRT_DECODE_MMA_SWAP (0, 1, auto: the transposed tile math in the wide
-// geometry; see mma_swap).
+// geometry; see mma_swap) and GRAPHRT_DECODE_MMA_WARP_PIPE (0, 1: the swapped kernel's per-warp copy
+// pipeline; same bits) and GRAPHRT_DECODE_MMA_EARLY_TRIGGER (0, 1: the mma kernel triggers its
+// dependents right after pdl_wait; same bits).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -445,6 +447,12 @@ struct DecodeKnobs {
   int mma_kv_group = 1;  // 0: auto (mma_kv_group)
   int mma_wide_chunk = 512;
   int mma_swap = 2;  // 0 off, 1 on where it applies, 2 auto (default; mma_swap)
+  // s8-dattn2 run 1: llama bs 64 ncu 107.0 -> 105.9 us, graph -0.05 / 0.00 ms, qwen bs 64 -0.00 /
+  // -0.03 (a small gain, same bits): on.
+  int mma_warp_pipe = 1;
+  // s8-dattn2 run 1: slower wherever the next kernel is a PDL GEMV (qwen bs 1 / 8 +0.01..+0.07 ms,
+  // llama bs 1 +0.04..+0.06, qwen3-30b-a3b bs 1 +0.06): off.
+  int mma_early_trigger = 0;
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -471,6 +479,8 @@ DecodeKnobs read_knobs() {
   k.mma_kv_group = kKvGroups[env_choice("GRAPHRT_DECODE_MMA_KV_GROUP", {"1", "auto", "2", "4"}, 0)];
   k.mma_wide_chunk = env_int("GRAPHRT_DECODE_MMA_WIDE_CHUNK", k.mma_wide_chunk, 16, 1 << 20);
   k.mma_swap = env_choice("GRAPHRT_DECODE_MMA_SWAP", {"0", "1", "auto"}, k.mma_swap);  // (index = mode)
+  k.mma_warp_pipe = env_int("GRAPHRT_DECODE_MMA_WARP_PIPE", k.mma_warp_pipe, 0, 1);
+  k.mma_early_trigger = env_int("GRAPHRT_DECODE_MMA_EARLY_TRIGGER", k.mma_early_trigger, 0, 1);
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -489,6 +499,8 @@ std::atomic<int> g_carry_override{-1};  // -1: the environment's GRAPHRT_DECODE_
 std::atomic<int> g_wide_override{-1};   // -1: the environment's GRAPHRT_DECODE_MMA_WIDE
 std::atomic<int> g_kv_group_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_KV_GROUP
 std::atomic<int> g_swap_override{-1};      // -1: the environment's GRAPHRT_DECODE_MMA_SWAP
+std::atomic<int> g_warp_pipe_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_WARP_PIPE
+std::atomic<int> g_early_trigger_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_EARLY_TRIGGER
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -685,15 +697,17 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   const int want_group = decode_mma_kv_group();
   p.kv_per_block = plain_wide && want_group != 1 ? mma_kv_group(want_group, p.nkv, p.group) : 1;
   p.swap = plain_wide && p.kv_per_block == 1 && mma_swap(decode_mma_swap(), p.group);
+  p.warp_pipe = p.swap && decode_mma_warp_pipe();
+  p.early_trigger = decode_mma_early_trigger();
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv / p.kv_per_block),
                          static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
       "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
-      "early {}, head cluster {}, kv heads a block {}, swap {})",
+      "early {}, head cluster {}, kv heads a block {}, swap {}, warp pipe {}, early trigger {})",
       d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
-      p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.swap ? 1 : 0);
+      p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.swap ? 1 : 0, p.warp_pipe ? 1 : 0, p.early_trigger ? 1 : 0);
 }
 
 template <typename T, bool kFused>
@@ -943,6 +957,26 @@ void set_decode_mma_swap(int mode) {
 int decode_mma_swap() {
   const int o = g_swap_override.load(std::memory_order_relaxed);
   return o < 0 ? knobs().mma_swap : o;
+}
+
+void set_decode_mma_warp_pipe(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_mma_warp_pipe({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_warp_pipe_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_mma_warp_pipe() {
+  const int o = g_warp_pipe_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().mma_warp_pipe : o) != 0;
+}
+
+void set_decode_mma_early_trigger(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_mma_early_trigger({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_early_trigger_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_mma_early_trigger() {
+  const int o = g_early_trigger_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().mma_early_trigger : o) != 0;
 }
 
 }  // namespace grt::cuda

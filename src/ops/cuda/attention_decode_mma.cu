@@ -74,8 +74,25 @@
 //    shape and of the switch only. On by default (auto) where it applies: measured a small gain
 //    (bench/results/h100_2026-11-24_s8_bs64 run 3: -0.7..-0.9 us a layer at bs 64, -9%
 //    instructions): the mma was not what held the kernel ~9 us above its copy skeleton.
+//  - Warp pipe (p.warp_pipe, swap kernel only; GRAPHRT_DECODE_MMA_WARP_PIPE, s8-dattn2): a warp
+//    only ever reads its own 16-token slice of a tile, so it can copy that slice itself (its 32
+//    lanes take the slice's rows: as many cp.async a thread as the block-wide roles), wait for it
+//    with cp.async.wait_group + __syncwarp and free it with __syncwarp: no __syncthreads in the
+//    tile loop (one at tile 0, for Q, which the block copies). The 4 warps of a block become 4
+//    independent streams, so one slow copy stalls one warp, not the block, and a warp done with
+//    its math issues its next copy at once instead of waiting for the slowest warp. Same tiles,
+//    same arithmetic: the same bits as the swapped kernel without it. On by default: measured a
+//    small gain (bench/results/h100_2026-11-24_s8_dattn2: llama bs 64 107.0 -> 105.9 us isolated,
+//    graph -0.02 ms on average at llama and qwen bs 64); the block start and merge are untouched.
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
-//    loop.
+//    loop, or right after pdl_wait with p.early_trigger ("Early trigger": GRAPHRT_DECODE_MMA_
+//    EARLY_TRIGGER=1, s8-dattn2): the next kernel (the o_proj GEMV at small batch) is scheduled
+//    while this one runs and reads its weights before its own pdl_wait (pdl.cuh point 3: it waits
+//    for this grid's completion before reading anything this kernel writes). Blocks are only
+//    scheduled after every block of this grid has triggered (so none of this grid's blocks waits
+//    for space behind them); at large batch the next kernel is cuBLASLt (no PDL attribute): no
+//    effect there. Off by default: measured slower in every case it changes (bs 1 / 8: +0.01..
+//    +0.07 ms a step, bench/results/h100_2026-11-24_s8_dattn2).
 #include "ops/cuda/attention_decode_mma.h"
 
 #include <cuda_bf16.h>
@@ -235,11 +252,14 @@ __device__ __forceinline__ void swap_tile(const T* k, const T* v, const uint32_t
 // KH > 1 (kv groups): only the global merge without carry (the wide geometry's one split a block).
 // kSwap: the transposed tile math (see "Swap" in the header comment); the wide geometry's plain
 // kernel only (one kv head a block, global merge, no carry), groups of at most 8.
-template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, bool kSwap = false>
+// kWarpPipe (with kSwap only): each warp copies, waits for and frees its own 16-token slice of
+// every tile ("Warp pipe" in the header comment): no block barrier in the tile loop.
+template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, bool kSwap = false, bool kWarpPipe = false>
 __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
   using C = MmaCfg<HD, KH>;
   static_assert(KH == 1 || (!kCluster && !kCarry));
   static_assert(!kSwap || (KH == 1 && !kCluster && !kCarry));
+  static_assert(!kWarpPipe || kSwap);
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ float sh_m[C::kWarps][16], sh_l[C::kWarps][16];
   __shared__ float sh_wsum[16];
@@ -255,7 +275,10 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
 
   // kCarry with p.early: the decode metadata (lengths, request slots, table) is read before
   // pdl_wait (see "Early" in the header comment); everything else after it.
-  if constexpr (!kCarry) pdl_wait();
+  if constexpr (!kCarry) {
+    pdl_wait();
+    if (p.early_trigger) pdl_trigger();  // ("Early trigger" in the header comment)
+  }
   const int kvh = blockIdx.y, b = blockIdx.z;
   // The length and the request slot in one trip to memory (the slot is needed for the table row).
   const int32_t req = p.req_pool_indices[b];
@@ -267,7 +290,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   const bool idle = static_cast<int>(blockIdx.x) >= splits;
   if constexpr (!kCarry) {
     if (idle && (!kCluster || splits == 1)) return;
-    if (idle) pdl_trigger();  // (the loop below, where the others trigger, is empty for this block)
+    if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
   }
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -278,7 +301,13 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   const int64_t per_split = (len + splits - 1) / splits;
 
   // Copy roles: this thread moves 16-byte chunk `chunk` of rows crow, crow + kRowsPerPass, ...
-  const int chunk = tid % C::kChunks, crow = tid / C::kChunks;
+  // kWarpPipe: the K/V rows are those of the warp's own slice (rows 16 w + lane / kChunks, + 32 /
+  // kChunks, ...: as many a thread as kKvRows); Q keeps the block's roles (qchunk, qrow below).
+  constexpr int kWarpRowStep = C::kChunks <= 32 ? 32 / C::kChunks : 1;  // rows a warp copies at once
+  static_assert(!kWarpPipe || (C::kChunks <= 32 && 16 % kWarpRowStep == 0 && 16 / kWarpRowStep == C::kKvRows));
+  const int chunk = (kWarpPipe ? tid % 32 : tid) % C::kChunks;
+  const int crow = kWarpPipe ? (tid / 32) * 16 + (tid % 32) / C::kChunks : tid / C::kChunks;
+  constexpr int kRowStep = kWarpPipe ? kWarpRowStep : C::kRowsPerPass;  // between a thread's K/V rows
   const int64_t width = static_cast<int64_t>(p.nkv) * HD;
   const T* kc = static_cast<const T*>(p.k_cache) + static_cast<int64_t>(kvh) * KH * HD + chunk * 8;
   const T* vc = static_cast<const T*>(p.v_cache) + static_cast<int64_t>(kvh) * KH * HD + chunk * 8;
@@ -287,7 +316,8 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   // the first split's first tile (one cp.async group). Not for idle blocks (no copy left behind).
   // KH > 1: rows hh * G + r packed, row 16 zero (MmaCfg::kQSmemRows).
   const auto load_q = [&] {
-    const int qchunk = KH == 1 ? chunk : tid % C::kQChunks, qrow = KH == 1 ? crow : tid / C::kQChunks;
+    const int qchunk = KH == 1 && !kWarpPipe ? chunk : tid % C::kQChunks;
+    const int qrow = KH == 1 && !kWarpPipe ? crow : tid / C::kQChunks;
     const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride +
                  static_cast<int64_t>(first_head) * HD + qchunk * 8;
 #pragma unroll
@@ -332,7 +362,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     const int32_t* row = table != nullptr ? table + s * per_split : nullptr;
 #pragma unroll
     for (int i = 0; i < C::kKvRows; ++i) {
-      const int pos = t * C::kBK + crow + i * C::kRowsPerPass;
+      const int pos = t * C::kBK + crow + i * kRowStep;
       slots[i] = pos < n ? static_cast<int32_t>(kv_slot(row, pos, p.num_slots)) : -1;
     }
   };
@@ -341,7 +371,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     T* vs = ks + C::kTileElems;
 #pragma unroll
     for (int i = 0; i < C::kKvRows; ++i) {
-      const int r = crow + i * C::kRowsPerPass;
+      const int r = crow + i * kRowStep;
       const bool ok = slots[i] >= 0;
       const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
       cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
@@ -364,8 +394,9 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     if (ns < splits && split_tokens(ns) == 0) ns = splits;
     if (p.early && ns < splits) load_slots_of(ns, nt);  // the first tile's table entries, before the wait
     pdl_wait();
+    if (p.early_trigger) pdl_trigger();
     if (idle && (!kCluster || splits == 1)) return;
-    if (idle) pdl_trigger();  // (the loop below, where the others trigger, is empty for this block)
+    if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
     if (!idle) load_q();
     if (ns < splits) {
       if (!p.early) load_slots_of(ns, nt);
@@ -414,7 +445,11 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
         if (t + 2 < num_tiles) load_slots_of(split, t + 2);
       }
       cp_async_wait<1>();  // this thread's copies of tile t (and Q) landed
-      __syncthreads();     // every thread's did
+      if (!kWarpPipe || t == 0) {
+        __syncthreads();  // every thread's did (kWarpPipe: Q, copied by the whole block, at tile 0)
+      } else {
+        __syncwarp();  // kWarpPipe: every lane's of the warp's slice did (the only rows it reads)
+      }
       if (!q_in_regs) {
         if constexpr (kSwap) {  // Qᵀ B fragments: head g, dims 16 kk + 2 t4 (+1) and + 8 (rows >= G zero)
 #pragma unroll
@@ -492,7 +527,11 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
           mma16816<T>(o[2 * np + 1], pf, bf[2], bf[3]);
         }
       }
-      __syncthreads();  // this stage is refilled by the next iteration's copy
+      if constexpr (kWarpPipe) {
+        __syncwarp();  // the warp's slice of this stage is refilled by its own next copy
+      } else {
+        __syncthreads();  // this stage is refilled by the next iteration's copy
+      }
       ++ct;
     }
     // kCarry: the stage of the split's last tile is free (the next split's first tile, if any,
@@ -504,7 +543,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     } else {
       cp_async_wait<0>();
     }
-    pdl_trigger();
+    if (!p.early_trigger) pdl_trigger();
     __syncthreads();  // every warp is done with the stages (also when the split had no tile)
 
     // Merge the 4 warps of the split (fixed order): rows < G of each warp's O to shared memory.
@@ -690,7 +729,8 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
                         : (p.carry ? decode_mma_kernel<T, HD, false, true> : decode_mma_kernel<T, HD, false, false>);
   size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
   if (p.swap) {  // global merge, no carry, one kv head a block (checked in launch_decode_mma)
-    kernel = decode_mma_kernel<T, HD, false, false, 1, true>;
+    kernel = p.warp_pipe ? decode_mma_kernel<T, HD, false, false, 1, true, true>
+                         : decode_mma_kernel<T, HD, false, false, 1, true>;
   } else if (p.kv_per_block == 2) {  // kv groups: global merge, no carry (checked in launch_decode_mma)
     kernel = decode_mma_kernel<T, HD, false, false, 2>;
     smem = MmaCfg<HD, 2>::kSmem;
@@ -822,6 +862,8 @@ void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, D
             "attention_decode mma: the transposed (swap) kernel takes groups of at most 8 query heads (here {}), one "
             "kv head a block (here {}), the global merge and no carry or early read (cluster {}, carry {}, early {})",
             p.group, kvpb, p.cluster, p.carry ? 1 : 0, p.early ? 1 : 0);
+  GRT_CHECK(!p.warp_pipe || p.swap, "attention_decode mma: the per-warp copy pipeline (warp_pipe) runs only with the "
+            "transposed (swap) kernel");
   GRT_CHECK(carveout >= -2 && carveout <= 100,
             "attention_decode mma: carveout {} (allowed -2: by kernel, -1: no preference, 0..100)", carveout);
   if (dtype == DType::BF16) launch_hd<__nv_bfloat16>(dev, stream, p, grid, carveout);

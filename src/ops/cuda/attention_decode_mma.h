@@ -59,6 +59,13 @@ struct DecodeMmaParams {
   // "Swap" in attention_decode_mma.cu): groups of 2..8, kv_per_block 1, the global merge, no carry
   // or early read. Bits differ from false (summation order), a function of the shape only.
   bool swap;
+  // With swap: each warp copies, waits for and frees its own 16-token slice of every tile, with no
+  // block barrier in the tile loop ("Warp pipe" in attention_decode_mma.cu). The same bits as swap.
+  bool warp_pipe;
+  // pdl_trigger right after pdl_wait instead of after the main loop ("Early trigger" in
+  // attention_decode_mma.cu), so the next kernel's blocks land and read weights during this one.
+  // The same bits either way.
+  bool early_trigger;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -115,5 +122,17 @@ int decode_mma_kv_group();  // in force (0 auto, 1, 2, 4)
 // the bits of those batches. For tests and A/B; process-wide.
 void set_decode_mma_swap(int mode);
 int decode_mma_swap();  // in force (0, 1, 2 auto)
+
+// The swapped kernel's per-warp copy pipeline (attention_decode.cu; DecodeMmaParams::warp_pipe): -1
+// the environment's GRAPHRT_DECODE_MMA_WARP_PIPE (0, 1; default 1), 0 off, 1 on where swap runs.
+// The same bits either way. For tests and A/B; process-wide.
+void set_decode_mma_warp_pipe(int mode);
+bool decode_mma_warp_pipe();  // in force
+
+// Whether the mma kernel triggers its dependents right after pdl_wait (DecodeMmaParams::early_trigger):
+// -1 the environment's GRAPHRT_DECODE_MMA_EARLY_TRIGGER (0, 1; default 0: after its main loop), 0
+// off, 1 on. The same bits either way. For tests and A/B; process-wide.
+void set_decode_mma_early_trigger(int mode);
+bool decode_mma_early_trigger();  // in force
 
 }  // namespace grt::cuda

@@ -10,7 +10,8 @@
 //  3. pdl_trigger() (griddepcontrol.launch_dependents) lets the next kernel be scheduled once every
 //     block of this grid has issued it or exited. Small kernels issue it right after their wait,
 //     so the next GEMV's blocks load weights while they run; the GEMV (gemv.cu) does the same
-//     (GRAPHRT_GEMV_EARLY_TRIGGER=0: after its main loop), attention after its main loop. Every kernel waits before it triggers, so at most one kernel sits waiting
+//     (GRAPHRT_GEMV_EARLY_TRIGGER=0: after its main loop), attention after its main loop
+//     (the mma kernel with GRAPHRT_DECODE_MMA_EARLY_TRIGGER=1: right after its wait). Every kernel waits before it triggers, so at most one kernel sits waiting
 //     ahead of the running one, and a kernel's early weight reads can only overlap the kernel
 //     launched just before it: that one must not write the weights (at load, a copy or a
 //     synchronisation always comes between).
