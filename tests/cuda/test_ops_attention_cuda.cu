@@ -534,110 +534,36 @@ class DecodePathScope {
   cuda::DecodeAttentionPath old_;
 };
 
-// Selects the mma path's cluster mode for a scope (-1 by batch, 0 the global merge, 2..16 that
-// size) and restores the previous one.
-class ClusterScope {
+// Sets one of the decode kernels' test switches for a scope (Set(mode); -1: the environment) and
+// restores the value in force before it (Get returns it as bool or int).
+template <auto Get, auto Set>
+class SwitchScope {
  public:
-  explicit ClusterScope(int mode) : old_(cuda::decode_mma_cluster()) { cuda::set_decode_mma_cluster(mode); }
-  ~ClusterScope() { cuda::set_decode_mma_cluster(old_); }
-  ClusterScope(const ClusterScope&) = delete;
-  ClusterScope& operator=(const ClusterScope&) = delete;
+  explicit SwitchScope(int mode) : old_(static_cast<int>(Get())) { Set(mode); }
+  ~SwitchScope() { Set(old_); }
+  SwitchScope(const SwitchScope&) = delete;
+  SwitchScope& operator=(const SwitchScope&) = delete;
 
  private:
   int old_;
 };
-
-// Selects whether the mma kernel carries its tile stream across a block's splits (-1 the
-// environment, 0 off, 1 on) for a scope and restores the previous setting.
-class CarryScope {
- public:
-  explicit CarryScope(int mode) : old_(cuda::decode_mma_carry() ? 1 : 0) { cuda::set_decode_mma_carry(mode); }
-  ~CarryScope() { cuda::set_decode_mma_carry(old_); }
-  CarryScope(const CarryScope&) = delete;
-  CarryScope& operator=(const CarryScope&) = delete;
-
- private:
-  int old_;
-};
-
-// Selects the mma path's large-batch geometry (-1 the environment, 1 wide: 512-token splits one
-// block each from SMs pairs on, 0: 256-token splits on blocks looping over them) for a scope.
-class WideScope {
- public:
-  explicit WideScope(int mode) : old_(cuda::decode_mma_wide() ? 1 : 0) { cuda::set_decode_mma_wide(mode); }
-  ~WideScope() { cuda::set_decode_mma_wide(old_); }
-  WideScope(const WideScope&) = delete;
-  WideScope& operator=(const WideScope&) = delete;
-
- private:
-  int old_;
-};
-
-// Selects the kv heads per block of the mma kernel's wide geometry (-1 the environment, 0 auto,
-// 1, 2, 4) for a scope and restores the previous setting.
-class KvGroupScope {
- public:
-  explicit KvGroupScope(int mode) : old_(cuda::decode_mma_kv_group()) { cuda::set_decode_mma_kv_group(mode); }
-  ~KvGroupScope() { cuda::set_decode_mma_kv_group(old_); }
-  KvGroupScope(const KvGroupScope&) = delete;
-  KvGroupScope& operator=(const KvGroupScope&) = delete;
-
- private:
-  int old_;
-};
-
-// Selects the swapped kernel's per-warp copy pipeline (-1 the environment, 0 off, 1 on) for a scope.
-class WarpPipeScope {
- public:
-  explicit WarpPipeScope(int mode) : old_(cuda::decode_mma_warp_pipe() ? 1 : 0) { cuda::set_decode_mma_warp_pipe(mode); }
-  ~WarpPipeScope() { cuda::set_decode_mma_warp_pipe(old_); }
-  WarpPipeScope(const WarpPipeScope&) = delete;
-  WarpPipeScope& operator=(const WarpPipeScope&) = delete;
-
- private:
-  int old_;
-};
-
-// Selects when the mma kernel triggers its dependents (-1 the environment, 0 after its main loop,
-// 1 right after pdl_wait) for a scope.
-class EarlyTriggerScope {
- public:
-  explicit EarlyTriggerScope(int mode) : old_(cuda::decode_mma_early_trigger() ? 1 : 0) {
-    cuda::set_decode_mma_early_trigger(mode);
-  }
-  ~EarlyTriggerScope() { cuda::set_decode_mma_early_trigger(old_); }
-  EarlyTriggerScope(const EarlyTriggerScope&) = delete;
-  EarlyTriggerScope& operator=(const EarlyTriggerScope&) = delete;
-
- private:
-  int old_;
-};
-
-// Selects the transposed tile math of the mma kernel's wide geometry (-1 the environment, 0 off,
-// 1 on where it applies, 2 auto) for a scope and restores the previous setting.
-class SwapScope {
- public:
-  explicit SwapScope(int mode) : old_(cuda::decode_mma_swap()) { cuda::set_decode_mma_swap(mode); }
-  ~SwapScope() { cuda::set_decode_mma_swap(old_); }
-  SwapScope(const SwapScope&) = delete;
-  SwapScope& operator=(const SwapScope&) = delete;
-
- private:
-  int old_;
-};
-
-// Selects the legacy path's merge for a scope (-1 by batch, 0 the combine kernel, 8 / 16 the
-// cluster merge) and restores the previous one.
-class LegacyClusterScope {
- public:
-  explicit LegacyClusterScope(int mode) : old_(cuda::decode_legacy_cluster()) { cuda::set_decode_legacy_cluster(mode); }
-  ~LegacyClusterScope() { cuda::set_decode_legacy_cluster(old_); }
-  LegacyClusterScope(const LegacyClusterScope&) = delete;
-  LegacyClusterScope& operator=(const LegacyClusterScope&) = delete;
-
- private:
-  int old_;
-};
+// The mma path's cluster mode: -1 by batch, 0 the global merge, 2..16 that size.
+using ClusterScope = SwitchScope<&cuda::decode_mma_cluster, &cuda::set_decode_mma_cluster>;
+// Whether the mma kernel carries its tile stream across a block's splits (0 off, 1 on).
+using CarryScope = SwitchScope<&cuda::decode_mma_carry, &cuda::set_decode_mma_carry>;
+// The large-batch geometry: 1 wide (512-token splits one block each from SMs pairs on), 0 256-token
+// splits on blocks looping over them.
+using WideScope = SwitchScope<&cuda::decode_mma_wide, &cuda::set_decode_mma_wide>;
+// Kv heads per block of the wide geometry: 0 auto, 1, 2, 4.
+using KvGroupScope = SwitchScope<&cuda::decode_mma_kv_group, &cuda::set_decode_mma_kv_group>;
+// The swapped kernel's per-warp copy pipeline (0 off, 1 on).
+using WarpPipeScope = SwitchScope<&cuda::decode_mma_warp_pipe, &cuda::set_decode_mma_warp_pipe>;
+// When the mma kernel triggers its dependents: 0 after its main loop, 1 right after pdl_wait.
+using EarlyTriggerScope = SwitchScope<&cuda::decode_mma_early_trigger, &cuda::set_decode_mma_early_trigger>;
+// The transposed tile math of the wide geometry: 0 off, 1 on where it applies, 2 auto.
+using SwapScope = SwitchScope<&cuda::decode_mma_swap, &cuda::set_decode_mma_swap>;
+// The legacy path's merge: -1 by batch, 0 the combine kernel, 8 / 16 the cluster merge.
+using LegacyClusterScope = SwitchScope<&cuda::decode_legacy_cluster, &cuda::set_decode_legacy_cluster>;
 
 // The legacy path's merge modes this GPU runs: the combine kernel, and clusters of 16 and 8 on sm_90.
 std::vector<int> legacy_cluster_modes() {
