@@ -263,6 +263,19 @@ struct WgTile {
       cp_async16(vs + sw128(r, chunk, kBK), vc + off, ok);
     }
   }
+  // issue_tile's K half (V_HALF false) or V half alone (fa3-ws128nsk's split ring: K and V of a
+  // stage are gathered, awaited and released apart).
+  template <bool V_HALF>
+  __device__ __forceinline__ void issue_half(int stage) {
+    const uint32_t dst = V_HALF ? v_stage(stage) : k_stage(stage);
+    const T* src = V_HALF ? vc : kc;
+#pragma unroll
+    for (int i = 0; i < kKvRows; ++i) {
+      const int r = crow + i * kRowsPerPass;
+      const bool ok = slots[i] >= 0;
+      cp_async16(dst + sw128(r, chunk, kBK), src + (ok ? static_cast<int64_t>(slots[i]) * width : 0), ok);
+    }
+  }
   // S = Q · Kᵀ (64 x 64 for this warpgroup) from `stage`; issued, not committed.
   __device__ __forceinline__ void issue_s(float (&s)[32], int stage) const {
     const uint32_t ks = k_stage(stage);
