@@ -295,14 +295,14 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
   // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
-  // multiprocessors) the warp-specialised 128-key kernels on long prompts (persistent fa3-ws128s
+  // multiprocessors) the warp-specialised 128-key kernels on long prompts (persistent fa3-ws128ns
   // at head_dim 128, pingpong fa3-ws128p at 64), where the 128-row grid has between half and all
   // of the multiprocessors fa3-wsnp (128) or fa3-ws128p (64), fa3-ov64 below; else FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
       EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
-                hopper ? (hd == 128 ? "fa3-ws128s" : "fa3-ws128p") : "fa2-v2")
+                hopper ? (hd == 128 ? "fa3-ws128ns" : "fa3-ws128p") : "fa2-v2")
           << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
@@ -329,6 +329,14 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
             << hd;
         EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
         EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-wsnp" : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s8("auto-s8");  // the choice of session 8
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
+                  hopper ? (hd == 128 ? "fa3-ws128s" : "fa3-ws128p") : "fa2-v2")
+            << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
       }
       {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU

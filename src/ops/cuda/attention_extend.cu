@@ -348,6 +348,10 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // 14 points, within 6% at all), fa3-ws128p at 64 (128-key stages, pingpong; +14-20% over
     // fa3-ov at all 6 points). M/2 < B <= M: fa3-ws128p at head_dim 64 (+8% / +19% over fa3-wsnp);
     // fa3-wsnp stays at 128 (fa3-ws128p +4.5% without a prefix, -5% after a 4k one).
+    // Session 9 (measured, bench/results/h100_2026-11-24_s9_attn): B > M at head_dim 128:
+    // fa3-ws128ns (fa3-ws128s with m64n128 O GEMMs; ahead of fa3-ws128s at all 10 points of that
+    // bucket, +2.7 to +13%, 16/8/128 4k 416 -> 433; qwen3-0.6b prefill 4096 -0.15 ms piecewise;
+    // same bits as fa3-ws128n). "auto-s8" keeps session 8's choice (fa3-ws128s there) for A/B.
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
@@ -362,8 +366,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         }
         if (p.hd != 128) return ExtendKernel::kWgmmaWs128P;
         if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
-        (void)s8;  // "auto-s8": session 8's choice, for A/B once session 9's default differs
-        return ExtendKernel::kWgmmaWs128S;
+        return s8 ? ExtendKernel::kWgmmaWs128S : ExtendKernel::kWgmmaWs128NS;
       }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }

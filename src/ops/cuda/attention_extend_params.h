@@ -128,7 +128,7 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
 // The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU a wgmma
 // kernel by the blocks B of the 128-row grid against the multiprocessors M (fa3-ov64 where
-// B <= M/2; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp where B <= M, fa3-ws128s where B > M),
+// B <= M/2; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp where B <= M, fa3-ws128ns where B > M),
 // elsewhere FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64);
 // else the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
@@ -139,7 +139,7 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 // "auto-s5": the session-5 choice (fa3-ov64 where B <= M/2, fa3-wg2 where B > M at head_dim 128,
 // else fa3-ov); "auto-s7": the choice of sessions 6 and 7 (fa3-ov64 where B <= M/2, fa3-wsnp
 // where B <= M, fa3-ws at head_dim 128 and fa3-ov at 64 where B > M); "auto-s8": the choice of
-// session 8 (as the default, with fa3-ws128s where B > M at head_dim 128); unset or "auto": the
+// session 8 (as the default, but fa3-ws128s where B > M at head_dim 128); unset or "auto": the
 // default choice. Forcing a kernel that cannot serve the case
 // is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);

@@ -3,12 +3,13 @@
 // consumer warpgroups on the fa3-ov loop (attention_extend_wgmma.cu, whose building blocks,
 // attention_wgmma.cuh, it shares). fa3-wsnp: the default at head_dim 128 on grids of about one
 // block per multiprocessor (bench/results/h100_2026-11-24_s6_fa3ws). Session 8: fa3-ws128* with
-// 128-key ring stages; fa3-ws128s, also on a persistent longest-first grid, the default on large
-// grids at head_dim 128 (16/8/128 causal, H100: 414 TFLOP/s at 4k, 471 at 8k), fa3-ws128p (pingpong)
-// at head_dim 64 (bench/results/h100_2026-11-24_s8_attn). Session 9: fa3-ws128ns (fa3-ws128n's
-// m64n128 O GEMM on fa3-ws128s's persistent grid), fa3-ws128nsq (+ Q released after the last S
-// GEMM, the next q tile's first key tile gathered before its Q) and fa3-ws128nsk (+ K and V of a
-// ring stage awaited and released apart; bench/results/h100_2026-11-24_s9_attn).
+// 128-key ring stages; fa3-ws128s, also on a persistent longest-first grid (16/8/128 causal, H100:
+// 414 TFLOP/s at 4k, 471 at 8k), fa3-ws128p (pingpong) the default at head_dim 64
+// (bench/results/h100_2026-11-24_s8_attn). Session 9: fa3-ws128ns (fa3-ws128n's m64n128 O GEMM on
+// fa3-ws128s's persistent grid; the default on large grids at head_dim 128: 433 at 4k, 491 at 8k),
+// fa3-ws128nsq (+ Q released after the last S GEMM, the next q tile's first key tile gathered
+// before its Q) and fa3-ws128nsk (+ K and V of a ring stage awaited and released apart); both
+// measured slower (-5% / -24% at 4k; bench/results/h100_2026-11-24_s9_attn), kept for A/B.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
