@@ -19,8 +19,10 @@ say() { echo "$*" | tee -a $S; }
 SHAPES=16/8/128,32/8/128,16/8/64
 TOKENS=1024,4096,8192
 PREFIXES=0,4096
-NEW=fa3-ws128ns,fa3-ws128nsq,fa3-ws128nsk
-OLD=fa3-ws128s,fa3-ws128n
+# Kernels to compare (the env overrides them: e.g. NEW=fa3-ws128nso OLD=fa3-ws128ns AB="fa3-ws128nso").
+NEW=${NEW:-fa3-ws128ns,fa3-ws128nsq,fa3-ws128nsk}
+OLD=${OLD:-fa3-ws128s,fa3-ws128n}
+AB=${AB:-fa3-ws128nsq fa3-ws128ns}  # forced in the prefill A/B beside the default
 PYTHONUNBUFFERED=1 timeout 150 python3 scripts/bench_attention_torch.py --shapes "$SHAPES" --tokens "$TOKENS" \
   --prefixes "$PREFIXES" --out "$R/torch_attention.json" 2>$R/torch.log &
 TORCH_PID=$!
@@ -32,17 +34,22 @@ say "built at $(el)s"
 B=build-gpu/graphrt
 TB=build-gpu/tests/graphrt_cuda_tests; [ -x $TB ] || TB=$(find build-gpu -name graphrt_cuda_tests -type f | head -1)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,driver_version --format=csv,noheader | tee -a $S
-# SASS of the bf16 head_dim 128 instances (template tail: STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV).
+# SASS of the bf16 head_dim 128 instances (template tail: STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV,
+# PIN_P): fa3-ws128s, ns, nsq, nsk, nso.
 if command -v cuobjdump >/dev/null; then
   (cuobjdump -sass $B >$R/all.sass 2>/dev/null
-   for pat in Li3ELb0ELb0ELi128ELb1ELb0ELb0E Li3ELb0ELb1ELi128ELb1ELb0ELb0E Li3ELb0ELb1ELi128ELb1ELb1ELb0E Li3ELb0ELb1ELi128ELb1ELb1ELb1E; do
+   for pat in Li3ELb0ELb0ELi128ELb1ELb0ELb0ELb0E Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb0E Li3ELb0ELb1ELi128ELb1ELb1ELb0ELb0E \
+     Li3ELb0ELb1ELi128ELb1ELb1ELb1ELb0E Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb1E; do
      awk -v pat="$pat" '/Function :/ {keep = index($0, "extend_wgmma_ws_kernel") && index($0, pat) && index($0, "bfloat16Li128")} keep' \
        $R/all.sass >$R/sass_$pat.txt
      echo "sass $pat: lines $(wc -l <$R/sass_$pat.txt) HGMMA $(grep -c HGMMA $R/sass_$pat.txt)" \
        "HGMMA.64x128 $(grep -c 'HGMMA.64x128' $R/sass_$pat.txt) MUFU.EX2 $(grep -c MUFU.EX2 $R/sass_$pat.txt)" \
        "SYNCS $(grep -c SYNCS $R/sass_$pat.txt) LDGSTS $(grep -c LDGSTS $R/sass_$pat.txt) LDL/STL $(grep -cE 'LDL|STL' $R/sass_$pat.txt)" \
        "waits: $(grep -oE 'WARPGROUP\.(DEPBAR|ARRIVE)[^;]*' $R/sass_$pat.txt | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
-   done >$R/sass_summary.txt; rm -f $R/all.sass) &
+   done >$R/sass_summary.txt
+   # Whether each kernel's softmax sits between its S and O waits (see the script's header).
+   python3 scripts/sass_softmax_overlap.py extend_wgmma_ws_kernelI13__nv_bfloat16 <$R/all.sass | sort | uniq -c \
+     >>$R/sass_summary.txt; rm -f $R/all.sass) &
   SASS_PID=$!
 fi
 timeout 100 $TB --gtest_filter='OpsAttentionCuda.Extend*:-OpsAttentionCuda.ExtendWithDecodeTail*' >$R/tests.log 2>&1
@@ -64,7 +71,7 @@ else  # a failing or hanging new kernel must not lose the others' numbers
   bench_attention "$OLD" "$R/attention.json" 45
   for k in ${NEW//,/ }; do bench_attention "$k" "$R/attention_$k.json" 25; done
 fi
-BEST=$(python3 - "$R" 2>>$R/attn_table.txt <<'PY'
+BEST=$(python3 - "$R" "$NEW" 2>>$R/attn_table.txt <<'PY'
 import glob, json, sys
 rows = {}
 for f in sorted(glob.glob(sys.argv[1] + "/attention*.json")):
@@ -85,21 +92,18 @@ for key in sorted(rows):
     print(f"{key[0]}/{key[1]}/{key[2]:<4d} {key[3]:5d} {key[4]:5d} " + " ".join(
         f"{v.get(k, 0):8.1f}" for k in ks) + f"  {v['torch']:6.1f}", file=sys.stderr)
 at4k = rows.get((16, 8, 128, 0, 4096), {})
-new = {k: at4k.get(k, 0) for k in ("fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk") if at4k.get(k, 0) > 0}
-print(max(new, key=new.get) if new else "fa3-ws128nsq")
+new = {k: at4k.get(k, 0) for k in sys.argv[2].split(",") if at4k.get(k, 0) > 0}
+print(max(new, key=new.get) if new else sys.argv[2].split(",")[0])
 PY
 )
 say "best new at 16/8/128 4k: $BEST at $(el)s"
 if [[ $TRC == 0 && $(left) -gt 60 ]]; then
   Q="prefill --model builtin:qwen3-0.6b --tokens 1024,4096 --iters 20"
-  cat >$R/abl.txt <<AB
-qwen default (ws128s / wsnp)||$Q
-qwen fa3-ws128nsq|GRAPHRT_EXTEND_KERNEL=fa3-ws128nsq|$Q
-qwen fa3-ws128ns|GRAPHRT_EXTEND_KERNEL=fa3-ws128ns|$Q
-qwen default again||$Q
-qwen fa3-ws128nsq again|GRAPHRT_EXTEND_KERNEL=fa3-ws128nsq|$Q
-qwen fa3-ws128ns again|GRAPHRT_EXTEND_KERNEL=fa3-ws128ns|$Q
-AB
+  : >$R/abl.txt
+  for again in "" " again"; do
+    echo "qwen default$again||$Q" >>$R/abl.txt
+    for k in $AB; do echo "qwen $k$again|GRAPHRT_EXTEND_KERNEL=$k|$Q" >>$R/abl.txt; done
+  done
   OUT=$R ABLATIONS=$R/abl.txt BIN=$B ABLATION_TIMEOUT=40 timeout $(($(left) - 35)) bash scripts/gpu_ablations.sh >$R/ablations.txt 2>&1
   say "ablations at $(el)s"
   python3 - $R/ablations >>$S <<'PY'

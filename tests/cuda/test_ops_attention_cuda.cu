@@ -384,7 +384,7 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
 // 3-stage ring at head_dim 128 wraps in the 3000-token-prefix case; fa3-ws128s's persistent
 // blocks, each running q tiles of several heads and requests of unequal lengths; fa3-ws128ns /
 // nsq / nsk with fa3-ws128n's O GEMM, nsq and nsk releasing Q after the last S GEMM, nsk with K and
-// V of a stage awaited and released apart), whose 4- and
+// V of a stage awaited and released apart; nso with the P pack pinned after the softmax), whose 4- and
 // 3-stage rings get key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a prefix); every
 // fourth case runs twice with bitwise equal results. Its own test so that a fault in it leaves
 // the FA2 results readable.
@@ -419,7 +419,7 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
   for (const char* pairing : {"0", "1"})
     for (const char* kernel :
          {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp",
-          "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk"}) {
+          "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk", "fa3-ws128nso"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
@@ -431,7 +431,7 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
 }
 
 // The persistent grid and the early Q release change the schedule, not a tile's instructions:
-// fa3-ws128s gives fa3-ws128's bits, fa3-ws128ns / nsq / nsk fa3-ws128n's (so a default
+// fa3-ws128s gives fa3-ws128's bits, fa3-ws128ns / nsq / nsk / nso fa3-ws128n's (so a default
 // switch between them changes no model output).
 TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
   alignas(16) static char buf[64];
@@ -448,6 +448,7 @@ TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
     EXPECT_EQ(output_of("fa3-ws128ns", checks[i]), n);
     EXPECT_EQ(output_of("fa3-ws128nsq", checks[i]), n);
     EXPECT_EQ(output_of("fa3-ws128nsk", checks[i]), n);
+    EXPECT_EQ(output_of("fa3-ws128nso", checks[i]), n);
   }
 }
 
@@ -463,7 +464,7 @@ TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
   if (hopper)
     kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp", "fa3-ws128", "fa3-ws128p",
                                    "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq",
-                                   "fa3-ws128nsk"});
+                                   "fa3-ws128nsk", "fa3-ws128nso"});
   for (const PagedCase* pc : {&c, &c64})
     for (const char* kernel : kernels) {
       if (pc->hd == 64 && (std::string(kernel) == "tc" || std::string(kernel) == "simt")) continue;  // as tested above

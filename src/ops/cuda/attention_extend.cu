@@ -250,6 +250,7 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kWgmmaWs128NS: return "fa3-ws128ns";
     case ExtendKernel::kWgmmaWs128NSQ: return "fa3-ws128nsq";
     case ExtendKernel::kWgmmaWs128NSK: return "fa3-ws128nsk";
+    case ExtendKernel::kWgmmaWs128NSO: return "fa3-ws128nso";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -284,7 +285,7 @@ bool is_wgmma(ExtendKernel k) {
          k == ExtendKernel::kWgmmaWsP || k == ExtendKernel::kWgmmaWsN || k == ExtendKernel::kWgmmaWsNP ||
          k == ExtendKernel::kWgmmaWs128 || k == ExtendKernel::kWgmmaWs128P || k == ExtendKernel::kWgmmaWs128N ||
          k == ExtendKernel::kWgmmaWs128S || k == ExtendKernel::kWgmmaWs128NS || k == ExtendKernel::kWgmmaWs128NSQ ||
-         k == ExtendKernel::kWgmmaWs128NSK;
+         k == ExtendKernel::kWgmmaWs128NSK || k == ExtendKernel::kWgmmaWs128NSO;
 }
 
 WgVariant wg_variant_of(ExtendKernel k) {
@@ -305,6 +306,7 @@ WgVariant wg_variant_of(ExtendKernel k) {
     case ExtendKernel::kWgmmaWs128NS: return WgVariant::kWs128NS;
     case ExtendKernel::kWgmmaWs128NSQ: return WgVariant::kWs128NSQ;
     case ExtendKernel::kWgmmaWs128NSK: return WgVariant::kWs128NSK;
+    case ExtendKernel::kWgmmaWs128NSO: return WgVariant::kWs128NSO;
     default: break;
   }
   GRT_FAIL("attention_extend: {} is no wgmma kernel", extend_kernel_name(k));
@@ -379,7 +381,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         ExtendKernel::kWgmma2, ExtendKernel::kWgmmaOv, ExtendKernel::kWgmmaOv64, ExtendKernel::kWgmmaOvQ,
         ExtendKernel::kWgmmaWs, ExtendKernel::kWgmmaWsP, ExtendKernel::kWgmmaWsN, ExtendKernel::kWgmmaWsNP,
         ExtendKernel::kWgmmaWs128, ExtendKernel::kWgmmaWs128P, ExtendKernel::kWgmmaWs128N, ExtendKernel::kWgmmaWs128S,
-        ExtendKernel::kWgmmaWs128NS, ExtendKernel::kWgmmaWs128NSQ, ExtendKernel::kWgmmaWs128NSK, ExtendKernel::kTensorCore,
+        ExtendKernel::kWgmmaWs128NS, ExtendKernel::kWgmmaWs128NSQ, ExtendKernel::kWgmmaWs128NSK,
+        ExtendKernel::kWgmmaWs128NSO, ExtendKernel::kTensorCore,
         ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
     bool ok = fa2_supports(p, dtype);
@@ -393,8 +396,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   GRT_FAIL(
       "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, auto-s7, auto-s8, fa2-q64, "
       "fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
-      "fa3-wsp, fa3-wsn, fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk, tc, "
-      "simt",
+      "fa3-wsp, fa3-wsn, fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk, "
+      "fa3-ws128nso, tc, simt",
       forced);
 }
 

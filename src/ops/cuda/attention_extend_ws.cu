@@ -190,8 +190,14 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& 
 // last O GEMM, so that the producer gathers the next q tile's Q under the last O GEMM and the
 // store. SPLIT_KV (fa3-ws128nsk): K of a stage awaited before its S GEMM and released when that is
 // done, V awaited before its O GEMM and released after it. Both: the same instructions on the same
-// values otherwise (same bits).
-template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128, bool EARLY_Q, bool SPLIT_KV>
+// values otherwise (same bits). PIN_P (fa3-ws128nso, not yet measured): ptxas hoists the O GEMM's
+// wait above the softmax so as to interleave the P pack (which writes the registers the in-flight O
+// GEMM reads) with the exps, serialising S, O and the softmax (session 9's SASS). Here every pack
+// and the stage release take a +0.0f computed from the row sums (so from every exp), which the
+// compiler cannot fold: none of the instructions that need the O GEMM done can move above the
+// softmax, so the wait has no reason to either. x + 0.0f == x for the exps (>= +0): same bits.
+template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128, bool EARLY_Q, bool SPLIT_KV,
+          bool PIN_P>
 __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
   using C = WsCfg<HD, STAGES, BK>;
@@ -279,13 +285,17 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       const bool grow = tile_max(s, sl2, m, mx);
       new_max_lazy(m, l, mx, alpha);
       exp_rows(s, m, l, sl2);
+      // PIN_P: +0.0f from the row sums (finite: every P <= 2^8), not foldable (IEEE: x * 0 may be -0 or NaN).
+      const float z = PIN_P ? (l[0] + l[1]) * 0.0f : 0.0f;
       wgmma_wait<0>();
 #pragma unroll
       for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
       fence_regs(pf);
-      mbar_arrive(release);  // stage of tile t read by this thread's warpgroup for the last time
+      // The stage of tile t was read by this thread's warpgroup for the last time.
+      mbar_arrive(PIN_P ? release + static_cast<uint32_t>(z) : release);
       if (grow) scale_o(o, alpha);
-      pack_p<T>(s, pf);
+      if constexpr (PIN_P) pack_p_after<T>(s, pf, z);
+      else pack_p<T>(s, pf);
     } else {  // the last tile: O only
       wait_v(0);
       if constexpr (PINGPONG) named_sync(me, 256);
@@ -311,7 +321,8 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
 // fa3-ws / fa3-wsp: the warp-specialised kernel (WsCfg); pairing and tile order as above, or
 // PERSIST: a grid of at most one block per multiprocessor running ws_item's list. The ring and
 // its phases run on across the q tiles of a block (no block-wide barrier after the role split).
-template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK, bool PERSIST, bool EARLY_Q, bool SPLIT_KV>
+template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK, bool PERSIST, bool EARLY_Q, bool SPLIT_KV,
+          bool PIN_P>
 __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WsCfg<HD, STAGES, BK>;
@@ -365,7 +376,7 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
       const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
       if (st == 0) break;
       if (st == 2) continue;
-      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV>(p, it, smem, pass++, ring, bars);
+      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P>(p, it, smem, pass++, ring, bars);
     }
     if (PINGPONG && !second_consumer) named_sync(1, 256);
   }
@@ -375,10 +386,10 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
 }
 
 template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK = 64, bool PERSIST = false,
-          bool EARLY_Q = false, bool SPLIT_KV = false>
+          bool EARLY_Q = false, bool SPLIT_KV = false, bool PIN_P = false>
 void launch_ws(cudaStream_t st, const ExtendParams& p) {
   using C = WsCfg<HD, STAGES, BK>;
-  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV>;
+  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV, PIN_P>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa3-ws (head_dim {})", C::kSmem, HD);
   const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
@@ -412,6 +423,9 @@ void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
     case WgVariant::kWs128NSQ: launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, true>(st, p); return;
     case WgVariant::kWs128NSK:  // + K and V of a stage under their own barriers
       launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, true, true>(st, p);
+      return;
+    case WgVariant::kWs128NSO:  // fa3-ws128ns with the P pack and the release pinned after the softmax
+      launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, false, false, true>(st, p);
       return;
     default: GRT_FAIL("attention_extend fa3-ws: variant {} is not warp-specialised", static_cast<int>(v));
   }

@@ -509,6 +509,17 @@ template <typename T>
 __device__ __forceinline__ void pack_p(const float (&s)[32], uint32_t (&pf)[4][4]) {
   pack_p<T, 1>(reinterpret_cast<const float(&)[1][32]>(s), pf);
 }
+// pack_p with z (+0.0f that the compiler cannot fold) added to one value of every pair: the same
+// bits (P >= +0, so P + 0 == P), but no pack can be scheduled before z is known (fa3-ws128nso).
+template <typename T, int KH>
+__device__ __forceinline__ void pack_p_after(const float (&s)[KH][32], uint32_t (&pf)[4 * KH][4], float z) {
+#pragma unroll
+  for (int h = 0; h < KH; ++h)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) pf[4 * h + kk][j] = pack2<T>(s[h][8 * kk + 2 * j] + z, s[h][8 * kk + 2 * j + 1]);
+}
 template <int KH>
 __device__ __forceinline__ void fence_regs(float (&r)[KH][32]) {
 #pragma unroll
