@@ -295,14 +295,14 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
     return std::string(cuda::extend_kernel_name(cuda::choose_extend_kernel(p, dt)));
   };
   // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
-  // multiprocessors) the warp-specialised 128-key kernels on long prompts (persistent fa3-ws128s
+  // multiprocessors) the warp-specialised 128-key kernels on long prompts (persistent fa3-ws128ns
   // at head_dim 128, pingpong fa3-ws128p at 64), where the 128-row grid has between half and all
   // of the multiprocessors fa3-wsnp (128) or fa3-ws128p (64), fa3-ov64 below; else FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
       EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
-                hopper ? (hd == 128 ? "fa3-ws128s" : "fa3-ws128p") : "fa2-v2")
+                hopper ? (hd == 128 ? "fa3-ws128ns" : "fa3-ws128p") : "fa2-v2")
           << hd;
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
@@ -329,6 +329,14 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
             << hd;
         EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
         EXPECT_EQ(name(mid_prompt, dt), hopper ? "fa3-wsnp" : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s8("auto-s8");  // the choice of session 8
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
+                  hopper ? (hd == 128 ? "fa3-ws128s" : "fa3-ws128p") : "fa2-v2")
+            << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
       }
       {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
@@ -374,11 +382,13 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
 // fa3-ws family (mbarrier ring phases running on across the two q tiles of a pair: the
 // 1100-token case with pairing; pingpong; m64n128 O GEMMs; 128-key stages in fa3-ws128*, whose
 // 3-stage ring at head_dim 128 wraps in the 3000-token-prefix case; fa3-ws128s's persistent
-// blocks, each running q tiles of several heads and requests of unequal lengths), whose 4- and
+// blocks, each running q tiles of several heads and requests of unequal lengths; fa3-ws128ns /
+// nsq / nsk with fa3-ws128n's O GEMM, nsq and nsk releasing Q after the last S GEMM, nsk with K and
+// V of a stage awaited and released apart; nso with the P pack pinned after the softmax), whose 4- and
 // 3-stage rings get key-tile counts 1 to 7 in one launch (fewer tiles than stages, the wrap, a prefix); every
 // fourth case runs twice with bitwise equal results. Its own test so that a fault in it leaves
 // the FA2 results readable.
-TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
+std::vector<ExtendCheck> wgmma_checks() {
   std::vector<ExtendCheck> checks;
   for (int hd : {64, 128})
     for (int group : {1, 2, 4, 8}) {
@@ -394,6 +404,11 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
     checks.push_back(extend_check(make_case(8, 2, hd, {0, 0, 0, 0, 70}, {64, 129, 250, 300, 330}, 1, 40 + hd),
                                   DType::BF16, 1.0f / std::sqrt(static_cast<float>(hd))));
   }
+  return checks;
+}
+
+TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
+  const std::vector<ExtendCheck> checks = wgmma_checks();
   alignas(16) static char buf[64];
   const cuda::ExtendParams probe = params_for(128, 16 * 128, buf);
   if (!cuda::wgmma_supports(probe, DType::BF16)) {
@@ -404,7 +419,7 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
   for (const char* pairing : {"0", "1"})
     for (const char* kernel :
          {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp",
-          "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s"}) {
+          "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk", "fa3-ws128nso"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
@@ -413,6 +428,28 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
         if (i % 4 == 0) EXPECT_EQ(cuda_output(checks[i]), cuda_output(checks[i]));  // deterministic
       }
     }
+}
+
+// The persistent grid and the early Q release change the schedule, not a tile's instructions:
+// fa3-ws128s gives fa3-ws128's bits, fa3-ws128ns / nsq / nsk / nso fa3-ws128n's (so a default
+// switch between them changes no model output).
+TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
+  alignas(16) static char buf[64];
+  if (!cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16)) GTEST_SKIP() << "no sm_90 GPU";
+  const std::vector<ExtendCheck> checks = wgmma_checks();
+  const auto output_of = [](const char* kernel, const ExtendCheck& x) {
+    ForceExtendKernel force(kernel);
+    return cuda_output(x);
+  };
+  for (size_t i = 0; i < checks.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    EXPECT_EQ(output_of("fa3-ws128s", checks[i]), output_of("fa3-ws128", checks[i]));
+    const std::vector<float> n = output_of("fa3-ws128n", checks[i]);
+    EXPECT_EQ(output_of("fa3-ws128ns", checks[i]), n);
+    EXPECT_EQ(output_of("fa3-ws128nsq", checks[i]), n);
+    EXPECT_EQ(output_of("fa3-ws128nsk", checks[i]), n);
+    EXPECT_EQ(output_of("fa3-ws128nso", checks[i]), n);
+  }
 }
 
 // attention_extend_out_ with covered_rows (the zero fill cut to the padding rows): every kernel
@@ -426,7 +463,8 @@ TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
   std::vector<const char*> kernels = {"auto", "fa2-q64", "fa2-q128", "fa2-v2", "tc", "simt"};
   if (hopper)
     kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp", "fa3-ws128", "fa3-ws128p",
-                                   "fa3-ws128n", "fa3-ws128s"});
+                                   "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq",
+                                   "fa3-ws128nsk", "fa3-ws128nso"});
   for (const PagedCase* pc : {&c, &c64})
     for (const char* kernel : kernels) {
       if (pc->hd == 64 && (std::string(kernel) == "tc" || std::string(kernel) == "simt")) continue;  // as tested above

@@ -247,6 +247,10 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kWgmmaWs128P: return "fa3-ws128p";
     case ExtendKernel::kWgmmaWs128N: return "fa3-ws128n";
     case ExtendKernel::kWgmmaWs128S: return "fa3-ws128s";
+    case ExtendKernel::kWgmmaWs128NS: return "fa3-ws128ns";
+    case ExtendKernel::kWgmmaWs128NSQ: return "fa3-ws128nsq";
+    case ExtendKernel::kWgmmaWs128NSK: return "fa3-ws128nsk";
+    case ExtendKernel::kWgmmaWs128NSO: return "fa3-ws128nso";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -280,7 +284,8 @@ bool is_wgmma(ExtendKernel k) {
          k == ExtendKernel::kWgmmaOv64 || k == ExtendKernel::kWgmmaOvQ || k == ExtendKernel::kWgmmaWs ||
          k == ExtendKernel::kWgmmaWsP || k == ExtendKernel::kWgmmaWsN || k == ExtendKernel::kWgmmaWsNP ||
          k == ExtendKernel::kWgmmaWs128 || k == ExtendKernel::kWgmmaWs128P || k == ExtendKernel::kWgmmaWs128N ||
-         k == ExtendKernel::kWgmmaWs128S;
+         k == ExtendKernel::kWgmmaWs128S || k == ExtendKernel::kWgmmaWs128NS || k == ExtendKernel::kWgmmaWs128NSQ ||
+         k == ExtendKernel::kWgmmaWs128NSK || k == ExtendKernel::kWgmmaWs128NSO;
 }
 
 WgVariant wg_variant_of(ExtendKernel k) {
@@ -298,6 +303,10 @@ WgVariant wg_variant_of(ExtendKernel k) {
     case ExtendKernel::kWgmmaWs128P: return WgVariant::kWs128P;
     case ExtendKernel::kWgmmaWs128N: return WgVariant::kWs128N;
     case ExtendKernel::kWgmmaWs128S: return WgVariant::kWs128S;
+    case ExtendKernel::kWgmmaWs128NS: return WgVariant::kWs128NS;
+    case ExtendKernel::kWgmmaWs128NSQ: return WgVariant::kWs128NSQ;
+    case ExtendKernel::kWgmmaWs128NSK: return WgVariant::kWs128NSK;
+    case ExtendKernel::kWgmmaWs128NSO: return WgVariant::kWs128NSO;
     default: break;
   }
   GRT_FAIL("attention_extend: {} is no wgmma kernel", extend_kernel_name(k));
@@ -309,8 +318,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
   const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4",
-             s5 = forced == "auto-s5", s7 = forced == "auto-s7";
-  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5 || s7) {
+             s5 = forced == "auto-s5", s7 = forced == "auto-s7", s8 = forced == "auto-s8";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5 || s7 || s8) {
     // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
     // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
     // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
@@ -341,6 +350,10 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // 14 points, within 6% at all), fa3-ws128p at 64 (128-key stages, pingpong; +14-20% over
     // fa3-ov at all 6 points). M/2 < B <= M: fa3-ws128p at head_dim 64 (+8% / +19% over fa3-wsnp);
     // fa3-wsnp stays at 128 (fa3-ws128p +4.5% without a prefix, -5% after a 4k one).
+    // Session 9 (measured, bench/results/h100_2026-11-24_s9_attn): B > M at head_dim 128:
+    // fa3-ws128ns (fa3-ws128s with m64n128 O GEMMs; ahead of fa3-ws128s at all 10 points of that
+    // bucket, +2.7 to +13%, 16/8/128 4k 416 -> 433; qwen3-0.6b prefill 4096 -0.15 ms piecewise;
+    // same bits as fa3-ws128n). "auto-s8" keeps session 8's choice (fa3-ws128s there) for A/B.
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
@@ -354,7 +367,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
           return p.hd == 128 ? ExtendKernel::kWgmmaWs : ExtendKernel::kWgmmaOv;
         }
         if (p.hd != 128) return ExtendKernel::kWgmmaWs128P;
-        return blocks <= sms ? ExtendKernel::kWgmmaWsNP : ExtendKernel::kWgmmaWs128S;
+        if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
+        return s8 ? ExtendKernel::kWgmmaWs128S : ExtendKernel::kWgmmaWs128NS;
       }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }
@@ -367,7 +381,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         ExtendKernel::kWgmma2, ExtendKernel::kWgmmaOv, ExtendKernel::kWgmmaOv64, ExtendKernel::kWgmmaOvQ,
         ExtendKernel::kWgmmaWs, ExtendKernel::kWgmmaWsP, ExtendKernel::kWgmmaWsN, ExtendKernel::kWgmmaWsNP,
         ExtendKernel::kWgmmaWs128, ExtendKernel::kWgmmaWs128P, ExtendKernel::kWgmmaWs128N, ExtendKernel::kWgmmaWs128S,
-        ExtendKernel::kTensorCore,
+        ExtendKernel::kWgmmaWs128NS, ExtendKernel::kWgmmaWs128NSQ, ExtendKernel::kWgmmaWs128NSK,
+        ExtendKernel::kWgmmaWs128NSO, ExtendKernel::kTensorCore,
         ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
     bool ok = fa2_supports(p, dtype);
@@ -379,9 +394,10 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     return k;
   }
   GRT_FAIL(
-      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, auto-s7, fa2-q64, fa2-q128, "
-      "fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
-      "fa3-wsp, fa3-wsn, fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, tc, simt",
+      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, auto-s7, auto-s8, fa2-q64, "
+      "fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
+      "fa3-wsp, fa3-wsn, fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk, "
+      "fa3-ws128nso, tc, simt",
       forced);
 }
 

@@ -59,14 +59,39 @@ bool wgmma_supports(const ExtendParams& p, DType dtype);
 // fa3-ws128 / fa3-ws128p / fa3-ws128n: fa3-ws / fa3-wsp / fa3-wsn with 128-key ring stages (S as
 // m64n128 instructions; 3 stages at head_dim 128, 4 at 64); fa3-ws128s: fa3-ws128 on a persistent
 // grid (one block per multiprocessor, unpaired q tiles longest first in alternating rounds).
-enum class WgVariant { kWg, kWg2, kOv, kOv64, kOvQ, kWs, kWsP, kWsN, kWsNP, kWs128, kWs128P, kWs128N, kWs128S };
+// Session 9: fa3-ws128ns: fa3-ws128n on that grid; fa3-ws128nsq: fa3-ws128ns with each q tile's
+// Q released once its last S GEMM is done (not its last O GEMM) and the next q tile's first key
+// tile gathered before its Q, so the next Q loads under the last O GEMM (same bits as fa3-ws128ns);
+// fa3-ws128nsk: fa3-ws128nsq with K and V of a ring stage under their own full / empty barriers
+// (K freed after its S GEMM, V after its O GEMM: more load lead from the same 3 stages; same bits);
+// fa3-ws128nso: fa3-ws128ns with the P pack and the stage release made to depend on the softmax's
+// row sums, so that ptxas keeps the softmax under the O GEMM (same bits; not yet measured).
+enum class WgVariant {
+  kWg,
+  kWg2,
+  kOv,
+  kOv64,
+  kOvQ,
+  kWs,
+  kWsP,
+  kWsN,
+  kWsNP,
+  kWs128,
+  kWs128P,
+  kWs128N,
+  kWs128S,
+  kWs128NS,
+  kWs128NSQ,
+  kWs128NSK,
+  kWs128NSO
+};
 // Multiprocessors of the current device (read once per device; threads may race to fill the cache).
 int extend_multiprocessors();
 // Rows of a variant's q tile (the unit of pairing and of the grid).
 int wgmma_q_tile(WgVariant v);
 // Launches it (pairing as the FA2 kernels: p.pair_q_tiles); an unsupported case is an Error.
 void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
-// The warp-specialised variants (kWs .. kWs128S; attention_extend_ws.cu), which
+// The warp-specialised variants (kWs .. kWs128NSO; attention_extend_ws.cu), which
 // launch_extend_wgmma hands over after its checks; any other variant is an Error.
 void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
 
@@ -91,6 +116,10 @@ enum class ExtendKernel {
   kWgmmaWs128P,
   kWgmmaWs128N,
   kWgmmaWs128S,
+  kWgmmaWs128NS,
+  kWgmmaWs128NSQ,
+  kWgmmaWs128NSK,
+  kWgmmaWs128NSO,
   kTensorCore,
   kSimt
 };
@@ -103,17 +132,19 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
 // The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU a wgmma
 // kernel by the blocks B of the 128-row grid against the multiprocessors M (fa3-ov64 where
-// B <= M/2; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp where B <= M, fa3-ws128s where B > M),
+// B <= M/2; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp where B <= M, fa3-ws128ns where B > M),
 // elsewhere FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64);
 // else the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
 // fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, fa3-wsp, fa3-wsn,
-// fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, tc, simt; "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the
-// FA2 choice on any GPU; "auto-s4": the session-4 choice (fa3-wg2 where B > M, else fa3-wg);
+// fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk,
+// fa3-ws128nso, tc, simt;
+// "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the FA2 choice on any GPU; "auto-s4": the session-4 choice (fa3-wg2 where B > M, else fa3-wg);
 // "auto-s5": the session-5 choice (fa3-ov64 where B <= M/2, fa3-wg2 where B > M at head_dim 128,
 // else fa3-ov); "auto-s7": the choice of sessions 6 and 7 (fa3-ov64 where B <= M/2, fa3-wsnp
-// where B <= M, fa3-ws at head_dim 128 and fa3-ov at 64 where B > M); unset or "auto": the default
-// choice. Forcing a kernel that cannot serve the case
+// where B <= M, fa3-ws at head_dim 128 and fa3-ov at 64 where B > M); "auto-s8": the choice of
+// session 8 (as the default, but fa3-ws128s where B > M at head_dim 128); unset or "auto": the
+// default choice. Forcing a kernel that cannot serve the case
 // is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 

@@ -3,9 +3,13 @@
 // consumer warpgroups on the fa3-ov loop (attention_extend_wgmma.cu, whose building blocks,
 // attention_wgmma.cuh, it shares). fa3-wsnp: the default at head_dim 128 on grids of about one
 // block per multiprocessor (bench/results/h100_2026-11-24_s6_fa3ws). Session 8: fa3-ws128* with
-// 128-key ring stages; fa3-ws128s, also on a persistent longest-first grid, the default on large
-// grids at head_dim 128 (16/8/128 causal, H100: 414 TFLOP/s at 4k, 471 at 8k), fa3-ws128p (pingpong)
-// at head_dim 64 (bench/results/h100_2026-11-24_s8_attn).
+// 128-key ring stages; fa3-ws128s, also on a persistent longest-first grid (16/8/128 causal, H100:
+// 414 TFLOP/s at 4k, 471 at 8k), fa3-ws128p (pingpong) the default at head_dim 64
+// (bench/results/h100_2026-11-24_s8_attn). Session 9: fa3-ws128ns (fa3-ws128n's m64n128 O GEMM on
+// fa3-ws128s's persistent grid; the default on large grids at head_dim 128: 433 at 4k, 491 at 8k),
+// fa3-ws128nsq (+ Q released after the last S GEMM, the next q tile's first key tile gathered
+// before its Q) and fa3-ws128nsk (+ K and V of a ring stage awaited and released apart); both
+// measured slower (-5% / -24% at 4k; bench/results/h100_2026-11-24_s9_attn), kept for A/B.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -33,8 +37,10 @@ struct WsCfg {
   static constexpr int kBK = BK;
   static constexpr uint32_t kQBytes = kBQ * HD * 2;
   static constexpr uint32_t kTileBytes = kBK * HD * 2;
-  static constexpr uint32_t kBarOffset = kQBytes + 2 * STAGES * kTileBytes;  // full[S], empty[S], q_full, q_empty
-  static constexpr size_t kSmem = size_t{kBarOffset} + 8 * (2 * STAGES + 2) + 1024;
+  // full[S], empty[S], q_full, q_empty; then v_full[S], v_empty[S] where the ring is split (fa3-ws128nsk:
+  // full / empty then stand for K alone).
+  static constexpr uint32_t kBarOffset = kQBytes + 2 * STAGES * kTileBytes;
+  static constexpr size_t kSmem = size_t{kBarOffset} + 8 * (4 * STAGES + 2) + 1024;
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -123,28 +129,75 @@ struct WsRing {
   __device__ __forceinline__ uint32_t phase(int k = 0) const { return static_cast<uint32_t>((it + k) / STAGES) & 1u; }
 };
 
-// Producer warpgroup: Q of q tile `qt` (after the consumers released the previous one) and its key tiles.
-template <typename T, int HD, int STAGES, int BK>
+// Producer warpgroup: Q of q tile `qt` (after the consumers released the previous one) and its key
+// tiles. EARLY_Q (fa3-ws128nsq): key tile 0 first, into its ring stage as soon as that is free (the
+// stage frees before the previous q tile's Q does), then Q. SPLIT_KV (fa3-ws128nsk): K and V of a
+// key tile under their own full / empty barriers, in the order the consumers free them (K of tile
+// t once S(t - 3) is done, V once O(t - 3) is: K(0), Q, then K(t), V(t - 1), ...), so that K lands
+// up to 2.5 loop steps ahead of its S GEMM, V 2 ahead of its O GEMM (1 for both in one stage).
+template <typename T, int HD, int STAGES, int BK, bool EARLY_Q, bool SPLIT_KV>
 __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
   using C = WsCfg<HD, STAGES, BK>;
   WgTile<T, HD, C> w(p, it.qt, it.ext, smem, static_cast<int>(threadIdx.x), it.h, it.b);
   const uint32_t full = bars, empty = bars + 8 * STAGES, q_full = bars + 16 * STAGES, q_empty = q_full + 8;
-  if (pass > 0) mbar_wait(q_empty, static_cast<uint32_t>(pass - 1) & 1u);
-  w.load_q();
-  cp_async_mbar_arrive(q_full);
-  for (int t = 0; t < w.num_tiles; ++t, ++ring.it) {
+  if constexpr (SPLIT_KV) {
+    const uint32_t v_full = q_empty + 8, v_empty = v_full + 8 * STAGES;
+    const int n = w.num_tiles;
+    const auto put_k = [&](int t) {
+      w.load_slots(t);
+      mbar_wait(empty + 8 * ring.stage(t), ring.phase(t) ^ 1u);
+      w.template issue_half<false>(ring.stage(t));
+      cp_async_mbar_arrive(full + 8 * ring.stage(t));
+    };
+    const auto put_v = [&](int t) {
+      w.load_slots(t);  // again (K(t + 1) replaced them): one slot list in the producer's 72 registers
+      mbar_wait(v_empty + 8 * ring.stage(t), ring.phase(t) ^ 1u);
+      w.template issue_half<true>(ring.stage(t));
+      cp_async_mbar_arrive(v_full + 8 * ring.stage(t));
+    };
+    if (n > 0) put_k(0);
+    if (pass > 0) mbar_wait(q_empty, static_cast<uint32_t>(pass - 1) & 1u);
+    w.load_q();
+    cp_async_mbar_arrive(q_full);
+    for (int t = 1; t < n; ++t) {
+      put_k(t);
+      put_v(t - 1);
+    }
+    if (n > 0) put_v(n - 1);
+    ring.it += n;
+    return;
+  }
+  const auto put = [&](int t) {
     w.load_slots(t);
     mbar_wait(empty + 8 * ring.stage(), ring.phase() ^ 1u);
     w.issue_tile(ring.stage());
     cp_async_mbar_arrive(full + 8 * ring.stage());
-  }
+    ++ring.it;
+  };
+  const int t0 = EARLY_Q && w.num_tiles > 0 ? 1 : 0;
+  if (t0 > 0) put(0);
+  if (pass > 0) mbar_wait(q_empty, static_cast<uint32_t>(pass - 1) & 1u);
+  w.load_q();
+  cp_async_mbar_arrive(q_full);
+  for (int t = t0; t < w.num_tiles; ++t) put(t);
 }
 
 // Consumer warpgroup cw (0 or 1): rows 64·cw .. 64·cw + 63 of q tile `qt`, the fa3-ov loop with
 // the ring's mbarriers in place of the block barrier. BK 128 (fa3-ws128): S of a tile as one
 // m64n128 GEMM per 16 head dims, held as two 64-key blocks (s[KH][32]), P as 8 k-steps of 16 keys.
-template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128>
+// EARLY_Q (fa3-ws128nsq): Q released (q_empty) as soon as the last S GEMM is done, not after the
+// last O GEMM, so that the producer gathers the next q tile's Q under the last O GEMM and the
+// store. SPLIT_KV (fa3-ws128nsk): K of a stage awaited before its S GEMM and released when that is
+// done, V awaited before its O GEMM and released after it. Both: the same instructions on the same
+// values otherwise (same bits). PIN_P (fa3-ws128nso, not yet measured): ptxas hoists the O GEMM's
+// wait above the softmax so as to interleave the P pack (which writes the registers the in-flight O
+// GEMM reads) with the exps, serialising S, O and the softmax (session 9's SASS). Here every pack
+// and the stage release take a +0.0f computed from the row sums (so from every exp), which the
+// compiler cannot fold: none of the instructions that need the O GEMM done can move above the
+// softmax, so the wait has no reason to either. x + 0.0f == x for the exps (>= +0): same bits.
+template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128, bool EARLY_Q, bool SPLIT_KV,
+          bool PIN_P>
 __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
   using C = WsCfg<HD, STAGES, BK>;
@@ -152,11 +205,18 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
   constexpr int kCB = WgTile<T, HD, C>::kCB;
   constexpr int kKH = BK / 64;
   const uint32_t full = bars, empty = bars + 8 * STAGES, q_full = bars + 16 * STAGES, q_empty = q_full + 8;
+  const uint32_t v_full = q_empty + 8, v_empty = v_full + 8 * STAGES;  // SPLIT_KV only
   const int num_tiles = w.num_tiles;
   const int me = 1 + w.wg, other = 2 - w.wg;  // named barriers of the pingpong turns
-  const auto wait_full = [&](int k) {
+  const auto wait_full = [&](int k) {  // the stage (SPLIT_KV: its K)
     mbar_wait(full + 8 * ring.stage(k), ring.phase(k));
     fence_proxy_async();  // the producer's cp.async writes (generic proxy) before wgmma's reads
+  };
+  const auto wait_v = [&](int k) {  // SPLIT_KV: the stage's V
+    if constexpr (SPLIT_KV) {
+      mbar_wait(v_full + 8 * ring.stage(k), ring.phase(k));
+      fence_proxy_async();
+    }
   };
 
   float o[kCB][32];
@@ -189,6 +249,8 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
     wgmma_commit();
     wgmma_wait<0>();
     fence_regs(s);
+    if (SPLIT_KV) mbar_arrive(empty + 8 * ring.stage());  // K(0) read
+    if (EARLY_Q && num_tiles == 1) mbar_arrive(q_empty);  // S(0) was the last read of Q
     w.mask_voted(s, 0);
     float mx[2], alpha[2];
     tile_max(s, sl2, m, mx);
@@ -198,7 +260,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
   }
   // As wg_tile_ov: each wgmma's issue and wait in one branch; both consumers run every tile.
   for (int t = 0; t < num_tiles; ++t, ++ring.it) {
-    const uint32_t release = empty + 8 * ring.stage();
+    const uint32_t release = (SPLIT_KV ? v_empty : empty) + 8 * ring.stage();
     if (t + 1 < num_tiles) {
       wait_full(1);
       if constexpr (PINGPONG) named_sync(me, 256);
@@ -206,6 +268,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       wgmma_fence();
       w.issue_s(s, ring.stage(1));
       wgmma_commit();
+      wait_v(0);
 #pragma unroll
       for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
       fence_regs(pf);
@@ -215,19 +278,26 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       if constexpr (PINGPONG) named_arrive(other, 256);
       wgmma_wait<1>();  // S(t + 1); O(t) may still run
       fence_regs(s);
+      if (SPLIT_KV) mbar_arrive(empty + 8 * ring.stage(1));  // K(t + 1) read
+      if (EARLY_Q && t + 2 == num_tiles) mbar_arrive(q_empty);  // S(t + 1) was the last read of Q
       w.mask_voted(s, t + 1);
       float mx[2], alpha[2];
       const bool grow = tile_max(s, sl2, m, mx);
       new_max_lazy(m, l, mx, alpha);
       exp_rows(s, m, l, sl2);
+      // PIN_P: +0.0f from the row sums (finite: every P <= 2^8), not foldable (IEEE: x * 0 may be -0 or NaN).
+      const float z = PIN_P ? (l[0] + l[1]) * 0.0f : 0.0f;
       wgmma_wait<0>();
 #pragma unroll
       for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
       fence_regs(pf);
-      mbar_arrive(release);  // stage of tile t read by this thread's warpgroup for the last time
+      // The stage of tile t was read by this thread's warpgroup for the last time.
+      mbar_arrive(PIN_P ? release + static_cast<uint32_t>(z) : release);
       if (grow) scale_o(o, alpha);
-      pack_p<T>(s, pf);
+      if constexpr (PIN_P) pack_p_after<T>(s, pf, z);
+      else pack_p<T>(s, pf);
     } else {  // the last tile: O only
+      wait_v(0);
       if constexpr (PINGPONG) named_sync(me, 256);
 #pragma unroll
       for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
@@ -242,7 +312,8 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       mbar_arrive(release);
     }
   }
-  mbar_arrive(q_empty);  // every S GEMM of this q tile is done: the producer may load the next Q
+  // Every S GEMM of this q tile is done: the producer may load the next Q.
+  if (!EARLY_Q || num_tiles == 0) mbar_arrive(q_empty);
   w.store(o, l);
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -250,7 +321,8 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
 // fa3-ws / fa3-wsp: the warp-specialised kernel (WsCfg); pairing and tile order as above, or
 // PERSIST: a grid of at most one block per multiprocessor running ws_item's list. The ring and
 // its phases run on across the q tiles of a block (no block-wide barrier after the role split).
-template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK, bool PERSIST>
+template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK, bool PERSIST, bool EARLY_Q, bool SPLIT_KV,
+          bool PIN_P>
 __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WsCfg<HD, STAGES, BK>;
@@ -273,6 +345,11 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
     }
     mbar_init(bars + 16 * STAGES, 128);             // q_full
     mbar_init(bars + 16 * STAGES + 8, 256);         // q_empty
+    if (SPLIT_KV)
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(bars + 16 * STAGES + 16 + 8 * s, 128);             // v_full
+        mbar_init(bars + 16 * STAGES + 16 + 8 * (STAGES + s), 256);  // v_empty
+      }
   }
   __syncthreads();
   WsRing<STAGES> ring;
@@ -285,7 +362,7 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
       const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
       if (st == 0) break;
       if (st == 2) continue;
-      ws_produce<T, HD, STAGES, BK>(p, it, smem, pass++, ring, bars);
+      ws_produce<T, HD, STAGES, BK, EARLY_Q, SPLIT_KV>(p, it, smem, pass++, ring, bars);
     }
     cp_async_wait<0>();
   } else {
@@ -299,7 +376,7 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
       const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
       if (st == 0) break;
       if (st == 2) continue;
-      ws_consume<T, HD, STAGES, BK, PINGPONG, O128>(p, it, smem, pass++, ring, bars);
+      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P>(p, it, smem, pass++, ring, bars);
     }
     if (PINGPONG && !second_consumer) named_sync(1, 256);
   }
@@ -308,10 +385,11 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
 #endif
 }
 
-template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK = 64, bool PERSIST = false>
+template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK = 64, bool PERSIST = false,
+          bool EARLY_Q = false, bool SPLIT_KV = false, bool PIN_P = false>
 void launch_ws(cudaStream_t st, const ExtendParams& p) {
   using C = WsCfg<HD, STAGES, BK>;
-  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST>;
+  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV, PIN_P>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa3-ws (head_dim {})", C::kSmem, HD);
   const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
@@ -339,6 +417,16 @@ void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
     case WgVariant::kWs128P: launch_ws<T, HD, HD == 128 ? 3 : 4, true, false, 128>(st, p); return;
     case WgVariant::kWs128N: launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128>(st, p); return;
     case WgVariant::kWs128S: launch_ws<T, HD, HD == 128 ? 3 : 4, false, false, 128, true>(st, p); return;
+    // Session 9: fa3-ws128n on the persistent grid; and with the early Q release (head_dim 64:
+    // fa3-ws128s / fa3-ws128s with it).
+    case WgVariant::kWs128NS: launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true>(st, p); return;
+    case WgVariant::kWs128NSQ: launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, true>(st, p); return;
+    case WgVariant::kWs128NSK:  // + K and V of a stage under their own barriers
+      launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, true, true>(st, p);
+      return;
+    case WgVariant::kWs128NSO:  // fa3-ws128ns with the P pack and the release pinned after the softmax
+      launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, false, false, true>(st, p);
+      return;
     default: GRT_FAIL("attention_extend fa3-ws: variant {} is not warp-specialised", static_cast<int>(v));
   }
 }

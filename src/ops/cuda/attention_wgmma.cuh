@@ -263,6 +263,19 @@ struct WgTile {
       cp_async16(vs + sw128(r, chunk, kBK), vc + off, ok);
     }
   }
+  // issue_tile's K half (V_HALF false) or V half alone (fa3-ws128nsk's split ring: K and V of a
+  // stage are gathered, awaited and released apart).
+  template <bool V_HALF>
+  __device__ __forceinline__ void issue_half(int stage) {
+    const uint32_t dst = V_HALF ? v_stage(stage) : k_stage(stage);
+    const T* src = V_HALF ? vc : kc;
+#pragma unroll
+    for (int i = 0; i < kKvRows; ++i) {
+      const int r = crow + i * kRowsPerPass;
+      const bool ok = slots[i] >= 0;
+      cp_async16(dst + sw128(r, chunk, kBK), src + (ok ? static_cast<int64_t>(slots[i]) * width : 0), ok);
+    }
+  }
   // S = Q · Kᵀ (64 x 64 for this warpgroup) from `stage`; issued, not committed.
   __device__ __forceinline__ void issue_s(float (&s)[32], int stage) const {
     const uint32_t ks = k_stage(stage);
@@ -495,6 +508,17 @@ __device__ __forceinline__ void pack_p(const float (&s)[KH][32], uint32_t (&pf)[
 template <typename T>
 __device__ __forceinline__ void pack_p(const float (&s)[32], uint32_t (&pf)[4][4]) {
   pack_p<T, 1>(reinterpret_cast<const float(&)[1][32]>(s), pf);
+}
+// pack_p with z (+0.0f that the compiler cannot fold) added to one value of every pair: the same
+// bits (P >= +0, so P + 0 == P), but no pack can be scheduled before z is known (fa3-ws128nso).
+template <typename T, int KH>
+__device__ __forceinline__ void pack_p_after(const float (&s)[KH][32], uint32_t (&pf)[4 * KH][4], float z) {
+#pragma unroll
+  for (int h = 0; h < KH; ++h)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) pf[4 * h + kk][j] = pack2<T>(s[h][8 * kk + 2 * j] + z, s[h][8 * kk + 2 * j + 1]);
 }
 template <int KH>
 __device__ __forceinline__ void fence_regs(float (&r)[KH][32]) {
