@@ -34,6 +34,7 @@
 #include "ops/activation.h"
 #include "ops/copy.h"
 #include "ops/embedding.h"
+#include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/gemv_fused.h"
 #include "ops/cuda/linear_tune.h"
@@ -295,24 +296,72 @@ TEST(OpsCudaRope, MatchesCpuOnStridedQkvSlices) {
 
 // ---- silu_and_mul -----------------------------------------------------------------------------
 
+// Every silu_and_mul kernel on CUDA (cuda::set_silu_kernel; GRAPHRT_SILU_KERNEL picks one in a
+// process); the scope goes back to the environment's choice.
+const char* const kSiluKernels[] = {"cols", "ahead"};
+struct SiluKernel {
+  explicit SiluKernel(const char* k) { cuda::set_silu_kernel(k); }
+  ~SiluKernel() { cuda::set_silu_kernel(nullptr); }
+};
+
 TEST(OpsCudaActivation, SiluAndMulMatchesCpu) {
-  for (DType dt : {DType::BF16, DType::F32}) {
-    for (int64_t I : {64, 1000, 4096, 77}) {
-      for (int64_t T : {1, 3, 17, 257}) {
-        Pair x = random_pair(Shape{T, 2 * I}, static_cast<uint32_t>(T * 5 + I), dt, -6.0f, 6.0f);
-        poison();
-        Tensor g = ops::silu_and_mul(x.gpu);
-        ASSERT_EQ(g.shape(), (Shape{T, I}));
-        expect_close(host(g), host(ops::silu_and_mul(x.cpu)), dt == DType::F32 ? 1e-5 : 1e-2,
-                     label("silu_and_mul", T, I) + " " + dtype_name(dt));
+  for (const char* kernel : kSiluKernels) {
+    SCOPED_TRACE(kernel);
+    SiluKernel forced(kernel);
+    for (DType dt : {DType::BF16, DType::F32}) {
+      for (int64_t I : {64, 1000, 4096, 77}) {
+        for (int64_t T : {1, 3, 17, 257}) {
+          Pair x = random_pair(Shape{T, 2 * I}, static_cast<uint32_t>(T * 5 + I), dt, -6.0f, 6.0f);
+          poison();
+          Tensor g = ops::silu_and_mul(x.gpu);
+          ASSERT_EQ(g.shape(), (Shape{T, I}));
+          expect_close(host(g), host(ops::silu_and_mul(x.cpu)), dt == DType::F32 ? 1e-5 : 1e-2,
+                       label("silu_and_mul", T, I) + " " + dtype_name(dt));
+        }
       }
     }
+    // Row-strided input (a column slice of a wider buffer).
+    Pair wide = random_pair(Shape{17, 2 * 1000 + 8}, 77, DType::BF16, -6.0f, 6.0f);
+    poison();
+    expect_close(host(ops::silu_and_mul(wide.gpu.slice(1, 8, 2008))),
+                 host(ops::silu_and_mul(wide.cpu.slice(1, 8, 2008))), 1e-2, "strided silu_and_mul");
   }
-  // Row-strided input (a column slice of a wider buffer).
-  Pair wide = random_pair(Shape{17, 2 * 1000 + 8}, 77, DType::BF16, -6.0f, 6.0f);
-  poison();
-  expect_close(host(ops::silu_and_mul(wide.gpu.slice(1, 8, 2008))), host(ops::silu_and_mul(wide.cpu.slice(1, 8, 2008))),
-               1e-2, "strided silu_and_mul");
+}
+
+// The ahead kernel gives the column kernel's bits: at a prefill's size (4096 x 3072: its L2
+// prefetch then runs ahead of most rows), from its 1024-row switch, row-strided, f32; below 1024
+// rows and on unaligned rows both settings run the column kernel (checked all the same).
+TEST(OpsCudaActivation, SiluAndMulAheadKernelEqualsColumnKernel) {
+  struct Case {
+    int64_t T, I, pad;
+    DType dt;
+  };
+  for (const Case& c : {Case{4096, 3072, 0, DType::BF16}, Case{1500, 1536, 8, DType::BF16}, Case{1024, 1000, 0, DType::F32},
+                        Case{1, 64, 0, DType::BF16}, Case{257, 77, 0, DType::BF16}, Case{17, 4096, 0, DType::F32},
+                        Case{1100, 1000, 3, DType::BF16}}) {
+    const std::string what = label("silu_and_mul", c.T, c.I) + " pad " + std::to_string(c.pad) + " " + dtype_name(c.dt);
+    Pair x = random_pair(Shape{c.T, 2 * c.I + c.pad}, static_cast<uint32_t>(c.T + c.I), c.dt, -8.0f, 8.0f);
+    const Tensor in = x.gpu.slice(1, c.pad, c.pad + 2 * c.I);
+    std::vector<float> cols, ahead;
+    {
+      SiluKernel forced("cols");
+      poison();
+      cols = host(ops::silu_and_mul(in));
+    }
+    {
+      SiluKernel forced("ahead");
+      poison();
+      ahead = host(ops::silu_and_mul(in));
+    }
+    ASSERT_EQ(cols.size(), ahead.size()) << what;
+    for (size_t i = 0; i < cols.size(); ++i) ASSERT_FALSE(std::isnan(ahead[i])) << what << ": NaN at " << i;
+    EXPECT_EQ(std::memcmp(cols.data(), ahead.data(), cols.size() * sizeof(float)), 0) << what << ": bits differ";
+  }
+}
+
+TEST(OpsCudaActivation, UnknownSiluKernelIsAnError) {
+  EXPECT_THROW(cuda::set_silu_kernel("rows"), Error);
+  cuda::set_silu_kernel(nullptr);
 }
 
 // ---- linear -----------------------------------------------------------------------------------
@@ -1010,7 +1059,7 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
 
 // Each test runs every kernel of prepare_qkv_ on CUDA (set_prepare_qkv_path; GRAPHRT_PREPARE_QKV
 // picks one in a process), and goes back to the environment's choice at the end.
-const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads"};
+const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads", "ahead"};
 struct PrepareQkvPath {
   explicit PrepareQkvPath(const char* p) { cuda::set_prepare_qkv_path(p); }
   ~PrepareQkvPath() { cuda::set_prepare_qkv_path(nullptr); }
@@ -1036,7 +1085,8 @@ TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
 }
 
 // A prefill's thousands of tokens, under each kernel (auto: the lanes kernel below 512 tokens, the
-// token tile from there): same bits as the unfused ops there too. Qwen3 (16/8/128: 2 tile rounds in
+// token tile from there; ahead: lanes below 1024 tokens, the prefetching kernel from there, whose
+// prefetch acts past one resident generation, ~400 tokens on an H100): same bits as the unfused ops there too. Qwen3 (16/8/128: 2 tile rounds in
 // bf16), Llama (32/8/128: 3 rounds), hd 64 (the f32 tile with 16 lanes a head), around the
 // 512-token switch and at a 4096-token prefill. The CPU comparison runs under the first kernel only
 // (every kernel is compared bit for bit with the unfused sequence): with it under all five, 26
