@@ -1059,7 +1059,7 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
 
 // Each test runs every kernel of prepare_qkv_ on CUDA (set_prepare_qkv_path; GRAPHRT_PREPARE_QKV
 // picks one in a process), and goes back to the environment's choice at the end.
-const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads", "ahead"};
+const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads"};
 struct PrepareQkvPath {
   explicit PrepareQkvPath(const char* p) { cuda::set_prepare_qkv_path(p); }
   ~PrepareQkvPath() { cuda::set_prepare_qkv_path(nullptr); }
@@ -1085,8 +1085,7 @@ TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
 }
 
 // A prefill's thousands of tokens, under each kernel (auto: the lanes kernel below 512 tokens, the
-// token tile from there; ahead: lanes below 1024 tokens, the prefetching kernel from there, whose
-// prefetch acts past one resident generation, ~400 tokens on an H100): same bits as the unfused ops there too. Qwen3 (16/8/128: 2 tile rounds in
+// token tile from there): same bits as the unfused ops there too. Qwen3 (16/8/128: 2 tile rounds in
 // bf16), Llama (32/8/128: 3 rounds), hd 64 (the f32 tile with 16 lanes a head), around the
 // 512-token switch and at a 4096-token prefill. The CPU comparison runs under the first kernel only
 // (every kernel is compared bit for bit with the unfused sequence): with it under all five, 26

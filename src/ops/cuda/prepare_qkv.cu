@@ -50,22 +50,18 @@ constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one
 //  lanes (default): the session-5 lanes kernel (its chunk load waits for the token's cache slot);
 //  early: the lanes kernel with the chunk load issued before the slot is known;
 //  tile: the token-tile kernel at every token count;
-//  auto: tile from kTileMinTokens tokens, early below (measured no gain, session 7);
-//  heads, token: the shared-memory kernels;
-//  ahead: from kAheadMinTokens tokens the early kernel that also asks L2 for the chunk its head
-//  has one resident generation of warps later (kAhead below), lanes below (decode steps: the
-//  prefetch would reach past the last token, so the kernel there would be `early`).
-enum class Path { lanes, early, tile, auto_, heads, token, ahead };
-constexpr const char* kPathNames[] = {"lanes", "early", "tile", "auto", "heads", "token", "ahead"};  // Path's order
+//  auto: tile from kTileMinTokens tokens, early below (the candidate default, not yet measured);
+//  heads, token: the shared-memory kernels.
+enum class Path { lanes, early, tile, auto_, heads, token };
+constexpr const char* kPathNames[] = {"lanes", "early", "tile", "auto", "heads", "token"};  // Path's order
 int path_override = -1;  // set_prepare_qkv_path (tests), host side only
 Path chosen_path() {
   static const Path p = static_cast<Path>(
       env_choice("GRAPHRT_PREPARE_QKV", {kPathNames[0], kPathNames[1], kPathNames[2], kPathNames[3], kPathNames[4],
-                                         kPathNames[5], kPathNames[6]}, 0));
+                                         kPathNames[5]}, 0));
   return path_override >= 0 ? static_cast<Path>(path_override) : p;
 }
 constexpr int64_t kTileMinTokens = 512;
-constexpr int64_t kAheadMinTokens = 1024;
 bool one_block_per_token() { return chosen_path() == Path::token; }
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
@@ -254,24 +250,11 @@ __device__ __forceinline__ void norm_rope_chunk(const uint4& raw, bool norm, con
   store_chunk(out, 0, hd, true, y);
 }
 
-// Kernel modes of the lanes kernel.
-//  kLanes: the session-5 kernel (GRAPHRT_PREPARE_QKV=lanes, the default).
-//  kEarly (=early): the chunk load is predicated on the unit being in range only, not on its
-//   token's cache slot, so it leaves at once instead of one L2 round trip (the slot read) later; a
-//   k/v chunk of a token whose slot is skipped is read and dropped (its source row exists).
-//  kAhead (=ahead): kEarly, and first the lanes whose chunk starts a 128-byte line ask L2 for the
-//   same head's line `ahead` tokens later (prefetch.global.L2: no register waits on it). Why: at
-//   4096 tokens each warp moves 1 KB in one life of launch, slot read, its one DRAM trip, the
-//   math and the store, and a block lives as long as its slowest of 8 warps: ncu 64% warps
-//   active at 1.7 TB/s of DRAM, a warp slot turning over every ~2.8 us where 2.7 TB/s needs ~2.0.
-//   With `ahead` = the tokens that one resident generation of warps covers, the unit's own load
-//   finds its line in L2 (asked for a generation earlier), so a warp's life holds no DRAM trip,
-//   and the DRAM traffic (the same bytes) runs as prefetches that hold no warp.
-enum LanesMode { kLanes, kEarly, kAhead };
-
-template <typename T, int L, int kMode>
-__global__ void __launch_bounds__(256, kMode == kAhead ? 6 : 0)
-    prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int per_token, int units, int ahead) {
+// kEarly (GRAPHRT_PREPARE_QKV=early): the chunk load is predicated on the unit being in range only,
+// not on its token's cache slot, so it leaves at once instead of one L2 round trip (the slot read)
+// later; a k/v chunk of a token whose slot is skipped is read and dropped (its source row exists).
+template <typename T, int L, bool kEarly>
+__global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int per_token, int units) {
   using Unit = LaneUnit<T, L>;
   constexpr int V = Unit::V, hd = Unit::hd, half = hd / 2;
   pdl_wait();
@@ -281,13 +264,8 @@ __global__ void __launch_bounds__(256, kMode == kAhead ? 6 : 0)
   const Unit un(a, warp * (32 / L) + lane / L, per_token, units);
   const bool active = un.active();
   // Every load first: the chunk, the norm weight's chunk, this lane's cos and sin.
-  const bool load = kMode != kLanes ? un.in_range : active;
-  const T* const src = un.src(a) + c;
-  const uint4 raw = load ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
-  if constexpr (kMode == kAhead) {  // q, k and v rows share one stride here (launch_lanes)
-    if (ahead > 0 && un.in_range && sub % (128 / 16) == 0 && un.t + ahead < a.tokens)
-      prefetch_l2(src + static_cast<int64_t>(ahead) * a.q_stride);
-  }
+  const bool load = kEarly ? un.in_range : active;
+  const uint4 raw = load ? *reinterpret_cast<const uint4*>(un.src(a) + c) : make_uint4(0, 0, 0, 0);
   const T* w = un.is_q ? static_cast<const T*>(a.q_norm) : un.is_v ? nullptr : static_cast<const T*>(a.k_norm);
   const int64_t pos = a.positions[un.t];
   const bool rope = !un.is_v && pos >= 0 && pos < a.max_positions;  // else no rope, as the heads kernel
@@ -406,27 +384,15 @@ int lanes_per_head(const ops::PrepareQkvArgs& a) {
   return aligned ? static_cast<int>(L) : 0;
 }
 
-template <typename T, int L, int kMode>
+template <typename T, int L, bool kEarly>
 void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const int per_token = static_cast<int>(a.q_heads + 2 * a.kv_heads);
   const int units = static_cast<int>(a.tokens * per_token);  // < 2^30: lanes_per_head checks it
   constexpr int kThreads = 256;
   constexpr int per_block = kThreads / 32 * (32 / L);
   const int blocks = (units + per_block - 1) / per_block;
-  // kAhead: one resident generation of units, in tokens (at least 1), or GRAPHRT_PREPARE_QKV_AHEAD
-  // tokens when set (> 0; an A/B knob); no prefetch (0) unless the q, k and v rows share one
-  // stride (slices of one qkv buffer, as the models pass them).
-  static const int ahead_env = env_int("GRAPHRT_PREPARE_QKV_AHEAD", 0, 0, 1 << 24);
-  const bool one_stride = a.q_stride == a.k_stride && a.q_stride == a.v_stride;
-  int ahead = 0;
-  if (kMode == kAhead && one_stride)
-    ahead = ahead_env > 0 ? ahead_env
-                          : static_cast<int>(std::max<int64_t>(
-                                1, resident_blocks(reinterpret_cast<const void*>(prepare_qkv_lanes_kernel<T, L, kMode>),
-                                                   kThreads, dev) *
-                                       per_block / per_token));
-  (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L, kMode>, dim3(blocks), dim3(kThreads), 0, s, 1, a, per_token,
-                   units, ahead);
+  (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L, kEarly>, dim3(blocks), dim3(kThreads), 0, s, 1, a, per_token,
+                   units);
 }
 
 // The token-tile kernel where its rounds fit R <= 4 (L 8 or 16: bf16 head_dim 64/128, f32 32/64).
@@ -448,14 +414,12 @@ bool try_tile(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
 template <typename T, int L>
 void launch_lanes_path(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const Path p = chosen_path();
-  if (p == Path::lanes) return launch_lanes<T, L, kLanes>(dev, s, a);
-  if (p == Path::ahead)
-    return a.tokens >= kAheadMinTokens ? launch_lanes<T, L, kAhead>(dev, s, a) : launch_lanes<T, L, kLanes>(dev, s, a);
+  if (p == Path::lanes) return launch_lanes<T, L, false>(dev, s, a);
   const bool tile = p == Path::tile || (p == Path::auto_ && a.tokens >= kTileMinTokens);
   if constexpr (L == 8 || L == 16) {
     if (tile && try_tile<T, L>(dev, s, a)) return;
   }
-  launch_lanes<T, L, kEarly>(dev, s, a);
+  launch_lanes<T, L, true>(dev, s, a);
 }
 
 template <typename T>
@@ -506,7 +470,7 @@ void set_prepare_qkv_path(const char* path) {
     }
     ++i;
   }
-  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads, token or ahead)", path);
+  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads or token)", path);
 }
 
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& a) {
