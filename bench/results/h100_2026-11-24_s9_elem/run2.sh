@@ -7,8 +7,10 @@
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 export NCCL_NVLS_ENABLE=0
-R=$OUT/r; mkdir -p $R; S=$OUT/summary.txt
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_DEPS_DIR=$PWD/.deps/include -DCMAKE_CUDA_ARCHITECTURES=90a-real > $R/build.log 2>&1 && timeout 240 cmake --build build-gpu -j16 --target graphrt graphrt_cuda_tests >> $R/build.log 2>&1 || { grep -B2 -A5 -i error $R/build.log | head -40; tar czf $OUT/r.tgz -C $R .; exit 1; }
+# Logs in a scratch folder (only 8 files come back from $OUT): $OUT gets summary.txt and r.tgz.
+R=/tmp/s9e2_r; rm -rf $R; mkdir -p $R; S=$OUT/summary.txt
+snap() { tar czf $OUT/r.tgz -C $R . 2>/dev/null; }
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_DEPS_DIR=$PWD/.deps/include -DCMAKE_CUDA_ARCHITECTURES=90a-real > $R/build.log 2>&1 && timeout 240 cmake --build build-gpu -j16 --target graphrt graphrt_cuda_tests >> $R/build.log 2>&1 || { grep -B2 -A5 -i error $R/build.log | head -40; snap; exit 1; }
 echo "build at $(el)s" >> $S
 B=build-gpu/graphrt
 TB=build-gpu/tests/graphrt_cuda_tests; [ -x $TB ] || TB=$(find build-gpu -name graphrt_cuda_tests -type f | head -1)
@@ -44,6 +46,7 @@ decode old|$OLD|$DEC
 AB
 OUT=$R ABLATIONS=$R/abl.txt BIN=$B ABLATION_TIMEOUT=30 timeout 90 bash scripts/gpu_ablations.sh > $R/ablations.txt 2>&1
 echo "ablations at $(el)s" >> $S
+snap
 python3 - $R/ablations >> $S 2>&1 <<'PY'
 import json, os, sys
 d = sys.argv[1]
@@ -67,6 +70,7 @@ for v in new old; do
   env $E timeout 35 $NC --metrics $M --log-file $R/ncu_$v.csv $B bench $N > $R/ncu_$v.out 2>&1
 done
 echo "ncu at $(el)s" >> $S
+snap
 python3 - $R >> $S 2>&1 <<'PY'
 import csv, os, re, sys
 def num(x):
@@ -104,6 +108,5 @@ if [ $(el) -lt 350 ]; then
   echo "many-token prepare_qkv test rc=$? $(grep -E '^\[ +(OK|FAILED) ' $R/tests_many.log | tr '\n' ' ') at $(el)s" >> $S
 fi
 echo "total $(el)s" >> $S
-for f in $R/*.csv $R/sass_*.txt; do [ -f "$f" ] && gzip -f "$f"; done
-tar czf $OUT/r.tgz -C $R . 2>/dev/null
+snap
 cat $S
