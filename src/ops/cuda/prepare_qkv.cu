@@ -55,13 +55,16 @@ constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one
 //  tile: the token-tile kernel at every token count;
 //  auto: tile from kTileMinTokens tokens, early below (the candidate default, not yet measured);
 //  heads, token: the shared-memory kernels.
-enum class Path { lanes, early, tile, auto_, heads, token, lanes_s8 };
-constexpr const char* kPathNames[] = {"lanes", "early", "tile", "auto", "heads", "token", "lanes-s8"};  // Path's order
+//  lanes-next: the cut kernel with its loads issued earlier and bit-level bf16 conversions (opt-in,
+//    not yet measured; see kNext at prepare_qkv_cut_kernel).
+enum class Path { lanes, early, tile, auto_, heads, token, lanes_s8, lanes_next };
+constexpr const char* kPathNames[] = {"lanes",    "early", "tile",     "auto",
+                                      "heads",    "token", "lanes-s8", "lanes-next"};  // Path's order
 int path_override = -1;  // set_prepare_qkv_path (tests), host side only
 Path chosen_path() {
   static const Path p = static_cast<Path>(
       env_choice("GRAPHRT_PREPARE_QKV", {kPathNames[0], kPathNames[1], kPathNames[2], kPathNames[3], kPathNames[4],
-                                         kPathNames[5], kPathNames[6]}, 0));
+                                         kPathNames[5], kPathNames[6], kPathNames[7]}, 0));
   return path_override >= 0 ? static_cast<Path>(path_override) : p;
 }
 constexpr int64_t kTileMinTokens = 512;
@@ -345,35 +348,79 @@ struct CutArgs {
 };
 
 // Two values rounded to the dtype and back (round_to<T> of each: the same round-to-nearest, two
-// elements per conversion instruction for bf16).
-template <typename T>
+// elements per conversion instruction for bf16). kBits: back to float by bit operations on the
+// 32-bit pair (bf16 -> f32 is the 16 bits placed high, exactly), one instruction an element.
+template <typename T, bool kBits = false>
 __device__ __forceinline__ void round_pair(float& a, float& b) {
   if constexpr (sizeof(T) == 2) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    a = __low2float(h);
-    b = __high2float(h);
+    if constexpr (kBits) {
+      const uint32_t bits = *reinterpret_cast<const uint32_t*>(&h);  // a in the low half
+      a = __uint_as_float(bits << 16);
+      b = __uint_as_float(bits & 0xffff0000u);
+    } else {
+      a = __low2float(h);
+      b = __high2float(h);
+    }
   }
 }
 
-// norm_rope_chunk's arithmetic (same operations, same order, same bits) with fewer instructions.
+// The chunk's V elements as floats, by bit operations on its four 32-bit words (the exact
+// conversion to_float does; no 16-bit register moves).
+template <typename T>
+__device__ __forceinline__ void unpack_chunk_bits(const uint4& raw, float* x) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 2) {
+      x[2 * i] = __uint_as_float(w[i] << 16);
+      x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    } else {
+      x[i] = __uint_as_float(w[i]);
+    }
+  }
+}
+
+// chunk_sum_sq with the chunk unpacked by unpack_chunk_bits (the same floats, the same sum).
 template <typename T, int L>
+__device__ __forceinline__ float bits_sum_sq(const uint4& raw, float* x) {
+  constexpr int V = kChunk<T>;
+  unpack_chunk_bits<T>(raw, x);
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  return ss;
+}
+
+// norm_rope_chunk's arithmetic (same operations, same order, same bits) with fewer instructions.
+// kBits (lanes-next): the dtype -> float conversions by bit operations (unpack_chunk_bits).
+template <typename T, int L, bool kBits = false>
 __device__ __forceinline__ void cut_norm_rope_chunk(const uint4& raw, bool norm, const uint4& wraw, float eps,
                                                     bool rope, const float* cs_c, const float* cs_s, int sub,
                                                     bool write, T* out) {
   constexpr int V = kChunk<T>, hd = L * V;
   float x[V];
-  const float ss = chunk_sum_sq<T, L>(raw, x);
+  const float ss = kBits ? bits_sum_sq<T, L>(raw, x) : chunk_sum_sq<T, L>(raw, x);
   if (norm) {
     const float inv = rsqrtf(ss / static_cast<float>(hd) + eps);
     const T* we = reinterpret_cast<const T*>(&wraw);
 #pragma unroll
     for (int j = 0; j < V; ++j) x[j] = x[j] * inv;
 #pragma unroll
-    for (int j = 0; j < V; j += 2) round_pair<T>(x[j], x[j + 1]);
+    for (int j = 0; j < V; j += 2) round_pair<T, kBits>(x[j], x[j + 1]);
+    if constexpr (kBits) {
+      float wf[V];
+      unpack_chunk_bits<T>(wraw, wf);
 #pragma unroll
-    for (int j = 0; j < V; ++j) x[j] = to_float(we[j]) * x[j];
+      for (int j = 0; j < V; ++j) x[j] = wf[j] * x[j];
+    } else {
 #pragma unroll
-    for (int j = 0; j < V; j += 2) round_pair<T>(x[j], x[j + 1]);
+      for (int j = 0; j < V; ++j) x[j] = to_float(we[j]) * x[j];
+    }
+#pragma unroll
+    for (int j = 0; j < V; j += 2) round_pair<T, kBits>(x[j], x[j + 1]);
   }
   float partner[V];
 #pragma unroll
@@ -394,8 +441,15 @@ __device__ __forceinline__ void cut_norm_rope_chunk(const uint4& raw, bool norm,
   store_chunk(out, 0, hd, true, y);
 }
 
-template <typename T, int L, bool kOneRow>
-__global__ void __launch_bounds__(256) prepare_qkv_cut_kernel(CutArgs<T> a) {
+// kNext (GRAPHRT_PREPARE_QKV=lanes-next, opt-in, not yet measured): the position is read beside
+// the slot and the weight and cos/sin loads leave before the v store and the vote, so the cos/sin
+// trip overlaps the chunk's DRAM trip (the default's chain is slot -> chunk -> position -> cos/sin,
+// four dependent trips; session 9 run 2: latency-bound at 50% issue, 57% DRAM); bf16 conversions
+// by bit operations (kBits of cut_norm_rope_chunk). Its cos/sin live across the chunk's wait:
+// 45 registers unbounded (5 blocks an SM), 40 without spills under 6 blocks. (Minimum 0 blocks for
+// the default leaves its machine code as measured: a 1 there changes it.)
+template <typename T, int L, bool kOneRow, bool kNext = false>
+__global__ void __launch_bounds__(256, kNext ? 6 : 0) prepare_qkv_cut_kernel(CutArgs<T> a) {
   constexpr int V = kChunk<T>, hd = L * V, half = hd / 2;
   pdl_wait();
   pdl_trigger();
@@ -409,6 +463,8 @@ __global__ void __launch_bounds__(256) prepare_qkv_cut_kernel(CutArgs<T> a) {
   const bool is_q = r < a.nq, is_v = r >= a.nq + a.nkv;
   const int kvh = r - (is_v ? a.nq + a.nkv : a.nq);  // k or v head (unused for q)
   const int slot = a.out_cache_loc[t];
+  int pos = 0;
+  if constexpr (kNext) pos = a.positions[t];
   const bool store = static_cast<uint32_t>(slot) < a.num_slots;  // store_kv skips other slots too
   const bool active = in_range && (is_q || store);
   const T* src;
@@ -421,21 +477,29 @@ __global__ void __launch_bounds__(256) prepare_qkv_cut_kernel(CutArgs<T> a) {
   }
   T* const kv_dst = (is_v ? a.v_cache : a.k_cache) + static_cast<int64_t>(store ? slot : 0) * a.width + kvh * hd;
   const uint4 raw = active ? *reinterpret_cast<const uint4*>(src + c) : make_uint4(0, 0, 0, 0);
+  uint4 wraw = make_uint4(0, 0, 0, 0);
+  float cs_c[V], cs_s[V];
+  if constexpr (kNext) {  // the norm weight's chunk and this lane's cos/sin, as below
+    const T* w = is_q ? a.q_norm : is_v ? nullptr : a.k_norm;
+    if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
+    if (active && !is_v && static_cast<uint32_t>(pos) < a.max_positions)
+      load_cos_sin<V>(a.cos_sin + static_cast<int64_t>(pos) * hd, j0, half, cs_c, cs_s);
+  }
   if (is_v && active) __stcg(reinterpret_cast<uint4*>(kv_dst + c), raw);  // a copy of the dtype's bits
   if (__all_sync(0xffffffffu, is_v || !in_range)) return;  // v heads only: no norm, no RoPE, no shuffles
   T* const dst = is_q ? const_cast<T*>(src) : kv_dst;       // q in place
   const T* w = is_q ? a.q_norm : is_v ? nullptr : a.k_norm;
-  const int pos = a.positions[t];
+  if constexpr (!kNext) pos = a.positions[t];
   const bool rope = !is_v && static_cast<uint32_t>(pos) < a.max_positions;  // else no rope, as the heads kernel
-  uint4 wraw = make_uint4(0, 0, 0, 0);
-  if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
-  float cs_c[V], cs_s[V];
-  if (active && rope) {
-    load_cos_sin<V>(a.cos_sin + static_cast<int64_t>(pos) * hd, j0, half, cs_c, cs_s);
+  if constexpr (!kNext) {
+    if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
+    if (active && rope) {
+      load_cos_sin<V>(a.cos_sin + static_cast<int64_t>(pos) * hd, j0, half, cs_c, cs_s);
+    }
   }
   // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
   const bool write = active && !is_v && !(is_q && !w && !rope);
-  cut_norm_rope_chunk<T, L>(raw, w != nullptr, wraw, a.eps, rope, cs_c, cs_s, sub, write, dst + c);
+  cut_norm_rope_chunk<T, L, kNext>(raw, w != nullptr, wraw, a.eps, rope, cs_c, cs_s, sub, write, dst + c);
 }
 
 // The token-tile kernel (GRAPHRT_PREPARE_QKV=tile; auto from kTileMinTokens tokens): block t takes
@@ -536,7 +600,7 @@ void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
 }
 
 // The cut lanes kernel where its 32-bit arguments fit (else false: the caller runs lanes-s8, same bits).
-template <typename T, int L>
+template <typename T, int L, bool kNext>
 bool try_cut(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   constexpr int64_t kInt = 0x7fffffff;
   const int64_t hd = a.head_dim, width = a.kv_heads * hd, per_token = a.q_heads + 2 * a.kv_heads;
@@ -584,9 +648,9 @@ bool try_cut(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   constexpr int per_block = kThreads / 32 * (32 / L);
   const int blocks = (c.units + per_block - 1) / per_block;
   if (one_row)
-    (void)launch_pdl(dev, prepare_qkv_cut_kernel<T, L, true>, dim3(blocks), dim3(kThreads), 0, s, 1, c);
+    (void)launch_pdl(dev, prepare_qkv_cut_kernel<T, L, true, kNext>, dim3(blocks), dim3(kThreads), 0, s, 1, c);
   else
-    (void)launch_pdl(dev, prepare_qkv_cut_kernel<T, L, false>, dim3(blocks), dim3(kThreads), 0, s, 1, c);
+    (void)launch_pdl(dev, prepare_qkv_cut_kernel<T, L, false, kNext>, dim3(blocks), dim3(kThreads), 0, s, 1, c);
   return true;
 }
 
@@ -609,8 +673,9 @@ bool try_tile(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
 template <typename T, int L>
 void launch_lanes_path(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const Path p = chosen_path();
-  if (p == Path::lanes && try_cut<T, L>(dev, s, a)) return;
-  if (p == Path::lanes || p == Path::lanes_s8) return launch_lanes<T, L, false>(dev, s, a);
+  if (p == Path::lanes && try_cut<T, L, false>(dev, s, a)) return;
+  if (p == Path::lanes_next && try_cut<T, L, true>(dev, s, a)) return;
+  if (p == Path::lanes || p == Path::lanes_s8 || p == Path::lanes_next) return launch_lanes<T, L, false>(dev, s, a);
   const bool tile = p == Path::tile || (p == Path::auto_ && a.tokens >= kTileMinTokens);
   if constexpr (L == 8 || L == 16) {
     if (tile && try_tile<T, L>(dev, s, a)) return;
@@ -666,7 +731,7 @@ void set_prepare_qkv_path(const char* path) {
     }
     ++i;
   }
-  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads, token or lanes-s8)", path);
+  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads, token, lanes-s8 or lanes-next)", path);
 }
 
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& a) {
