@@ -214,14 +214,35 @@ struct LaneUnit {
   }
 };
 
+// The chunk's V elements as floats, by bit operations on its four 32-bit words (the exact
+// conversion to_float does; no 16-bit register moves).
+template <typename T>
+__device__ __forceinline__ void unpack_chunk_bits(const uint4& raw, float* x) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 2) {
+      x[2 * i] = __uint_as_float(w[i] << 16);
+      x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    } else {
+      x[i] = __uint_as_float(w[i]);
+    }
+  }
+}
+
 // The lane's chunk as floats (x) and the sum of squares of the head's elements over its L lanes
-// (each lane FMAs its own chunk in order, then a butterfly; as rms_norm_kernel sums).
-template <typename T, int L>
+// (each lane FMAs its own chunk in order, then a butterfly; as rms_norm_kernel sums). kBits: the
+// chunk unpacked by unpack_chunk_bits (the same floats).
+template <typename T, int L, bool kBits = false>
 __device__ __forceinline__ float chunk_sum_sq(const uint4& raw, float* x) {
   constexpr int V = kChunk<T>;
-  const T* xe = reinterpret_cast<const T*>(&raw);
+  if constexpr (kBits) {
+    unpack_chunk_bits<T>(raw, x);
+  } else {
+    const T* xe = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-  for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
+    for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
+  }
   float ss = 0.0f;
 #pragma unroll
   for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
@@ -365,35 +386,6 @@ __device__ __forceinline__ void round_pair(float& a, float& b) {
   }
 }
 
-// The chunk's V elements as floats, by bit operations on its four 32-bit words (the exact
-// conversion to_float does; no 16-bit register moves).
-template <typename T>
-__device__ __forceinline__ void unpack_chunk_bits(const uint4& raw, float* x) {
-  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (sizeof(T) == 2) {
-      x[2 * i] = __uint_as_float(w[i] << 16);
-      x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    } else {
-      x[i] = __uint_as_float(w[i]);
-    }
-  }
-}
-
-// chunk_sum_sq with the chunk unpacked by unpack_chunk_bits (the same floats, the same sum).
-template <typename T, int L>
-__device__ __forceinline__ float bits_sum_sq(const uint4& raw, float* x) {
-  constexpr int V = kChunk<T>;
-  unpack_chunk_bits<T>(raw, x);
-  float ss = 0.0f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
-#pragma unroll
-  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  return ss;
-}
-
 // norm_rope_chunk's arithmetic (same operations, same order, same bits) with fewer instructions.
 // kBits (lanes-next): the dtype -> float conversions by bit operations (unpack_chunk_bits).
 template <typename T, int L, bool kBits = false>
@@ -402,7 +394,7 @@ __device__ __forceinline__ void cut_norm_rope_chunk(const uint4& raw, bool norm,
                                                     bool write, T* out) {
   constexpr int V = kChunk<T>, hd = L * V;
   float x[V];
-  const float ss = kBits ? bits_sum_sq<T, L>(raw, x) : chunk_sum_sq<T, L>(raw, x);
+  const float ss = chunk_sum_sq<T, L, kBits>(raw, x);
   if (norm) {
     const float inv = rsqrtf(ss / static_cast<float>(hd) + eps);
     const T* we = reinterpret_cast<const T*>(&wraw);
