@@ -34,6 +34,7 @@
 #include "ops/activation.h"
 #include "ops/copy.h"
 #include "ops/embedding.h"
+#include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/gemv_fused.h"
 #include "ops/cuda/linear_tune.h"
@@ -295,24 +296,72 @@ TEST(OpsCudaRope, MatchesCpuOnStridedQkvSlices) {
 
 // ---- silu_and_mul -----------------------------------------------------------------------------
 
+// Every silu_and_mul kernel on CUDA (cuda::set_silu_kernel; GRAPHRT_SILU_KERNEL picks one in a
+// process); the scope goes back to the environment's choice.
+const char* const kSiluKernels[] = {"cols", "ahead"};
+struct SiluKernel {
+  explicit SiluKernel(const char* k) { cuda::set_silu_kernel(k); }
+  ~SiluKernel() { cuda::set_silu_kernel(nullptr); }
+};
+
 TEST(OpsCudaActivation, SiluAndMulMatchesCpu) {
-  for (DType dt : {DType::BF16, DType::F32}) {
-    for (int64_t I : {64, 1000, 4096, 77}) {
-      for (int64_t T : {1, 3, 17, 257}) {
-        Pair x = random_pair(Shape{T, 2 * I}, static_cast<uint32_t>(T * 5 + I), dt, -6.0f, 6.0f);
-        poison();
-        Tensor g = ops::silu_and_mul(x.gpu);
-        ASSERT_EQ(g.shape(), (Shape{T, I}));
-        expect_close(host(g), host(ops::silu_and_mul(x.cpu)), dt == DType::F32 ? 1e-5 : 1e-2,
-                     label("silu_and_mul", T, I) + " " + dtype_name(dt));
+  for (const char* kernel : kSiluKernels) {
+    SCOPED_TRACE(kernel);
+    SiluKernel forced(kernel);
+    for (DType dt : {DType::BF16, DType::F32}) {
+      for (int64_t I : {64, 1000, 4096, 77}) {
+        for (int64_t T : {1, 3, 17, 257}) {
+          Pair x = random_pair(Shape{T, 2 * I}, static_cast<uint32_t>(T * 5 + I), dt, -6.0f, 6.0f);
+          poison();
+          Tensor g = ops::silu_and_mul(x.gpu);
+          ASSERT_EQ(g.shape(), (Shape{T, I}));
+          expect_close(host(g), host(ops::silu_and_mul(x.cpu)), dt == DType::F32 ? 1e-5 : 1e-2,
+                       label("silu_and_mul", T, I) + " " + dtype_name(dt));
+        }
       }
     }
+    // Row-strided input (a column slice of a wider buffer).
+    Pair wide = random_pair(Shape{17, 2 * 1000 + 8}, 77, DType::BF16, -6.0f, 6.0f);
+    poison();
+    expect_close(host(ops::silu_and_mul(wide.gpu.slice(1, 8, 2008))),
+                 host(ops::silu_and_mul(wide.cpu.slice(1, 8, 2008))), 1e-2, "strided silu_and_mul");
   }
-  // Row-strided input (a column slice of a wider buffer).
-  Pair wide = random_pair(Shape{17, 2 * 1000 + 8}, 77, DType::BF16, -6.0f, 6.0f);
-  poison();
-  expect_close(host(ops::silu_and_mul(wide.gpu.slice(1, 8, 2008))), host(ops::silu_and_mul(wide.cpu.slice(1, 8, 2008))),
-               1e-2, "strided silu_and_mul");
+}
+
+// The ahead kernel gives the column kernel's bits: at a prefill's size (4096 x 3072: its L2
+// prefetch then runs ahead of most rows), from its 1024-row switch, row-strided, f32; below 1024
+// rows and on unaligned rows both settings run the column kernel (checked all the same).
+TEST(OpsCudaActivation, SiluAndMulAheadKernelEqualsColumnKernel) {
+  struct Case {
+    int64_t T, I, pad;
+    DType dt;
+  };
+  for (const Case& c : {Case{4096, 3072, 0, DType::BF16}, Case{1500, 1536, 8, DType::BF16}, Case{1024, 1000, 0, DType::F32},
+                        Case{1, 64, 0, DType::BF16}, Case{257, 77, 0, DType::BF16}, Case{17, 4096, 0, DType::F32},
+                        Case{1100, 1000, 3, DType::BF16}}) {
+    const std::string what = label("silu_and_mul", c.T, c.I) + " pad " + std::to_string(c.pad) + " " + dtype_name(c.dt);
+    Pair x = random_pair(Shape{c.T, 2 * c.I + c.pad}, static_cast<uint32_t>(c.T + c.I), c.dt, -8.0f, 8.0f);
+    const Tensor in = x.gpu.slice(1, c.pad, c.pad + 2 * c.I);
+    std::vector<float> cols, ahead;
+    {
+      SiluKernel forced("cols");
+      poison();
+      cols = host(ops::silu_and_mul(in));
+    }
+    {
+      SiluKernel forced("ahead");
+      poison();
+      ahead = host(ops::silu_and_mul(in));
+    }
+    ASSERT_EQ(cols.size(), ahead.size()) << what;
+    for (size_t i = 0; i < cols.size(); ++i) ASSERT_FALSE(std::isnan(ahead[i])) << what << ": NaN at " << i;
+    EXPECT_EQ(std::memcmp(cols.data(), ahead.data(), cols.size() * sizeof(float)), 0) << what << ": bits differ";
+  }
+}
+
+TEST(OpsCudaActivation, UnknownSiluKernelIsAnError) {
+  EXPECT_THROW(cuda::set_silu_kernel("rows"), Error);
+  cuda::set_silu_kernel(nullptr);
 }
 
 // ---- linear -----------------------------------------------------------------------------------
@@ -937,12 +986,13 @@ struct PrepareQkvCase {
 };
 
 // One configuration: inputs in a [T, (nq + 2 nkv) hd + pad] buffer (q, k, v column slices; pad
-// makes rows strided, and an odd pad misaligns them for the 16-byte paths). Three copies: the
-// unfused CUDA sequence, prepare_qkv_ on CUDA, prepare_qkv_ on the CPU (f32).
+// makes rows strided, and an odd pad misaligns them for the 16-byte paths; swap_kv puts the v
+// columns before the k columns, so k and v no longer follow q in one row as the model's fused
+// output does). Three copies: the unfused CUDA sequence, prepare_qkv_ on CUDA, prepare_qkv_ on the CPU (f32).
 // vs_cpu false skips the CPU comparison (the same for every kernel, as all must give the bits of
 // the unfused sequence): the many-token cases pay it once, not once per kernel.
 void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_t T, int64_t pad, uint32_t seed,
-                            bool vs_cpu = true) {
+                            bool vs_cpu = true, bool swap_kv = false) {
   const int64_t P = 1024, width = c.nkv * c.hd, W = (c.nq + 2 * c.nkv) * c.hd + pad, slots = 2 * T + 3;
   ops::RopeParams p;
   p.head_dim = static_cast<int>(c.hd);
@@ -968,8 +1018,9 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
     Run r;
     r.buf = from_floats(buf, Shape{T, W}, t, d);
     r.q = r.buf.slice(1, 0, c.nq * c.hd);
-    r.k = r.buf.slice(1, c.nq * c.hd, c.nq * c.hd + width);
-    r.v = r.buf.slice(1, c.nq * c.hd + width, c.nq * c.hd + 2 * width);
+    const int64_t k0 = c.nq * c.hd + (swap_kv ? width : 0), v0 = c.nq * c.hd + (swap_kv ? 0 : width);
+    r.k = r.buf.slice(1, k0, k0 + width);
+    r.v = r.buf.slice(1, v0, v0 + width);
     r.kc = from_floats(cache, Shape{slots, width}, t, d);
     r.vc = from_floats(cache, Shape{slots, width}, t, d);
     return r;
@@ -988,7 +1039,7 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
                       cs_c, static_cast<int>(c.hd), locations.cpu, ref.kc, ref.vc);
   const std::string what = "prepare_qkv_ nq=" + std::to_string(c.nq) + " nkv=" + std::to_string(c.nkv) +
                            " hd=" + std::to_string(c.hd) + " T=" + std::to_string(T) + " pad=" + std::to_string(pad) +
-                           (norm ? " norm " : " ") + dtype_name(dt);
+                           (norm ? " norm " : " ") + (swap_kv ? "v before k " : "") + dtype_name(dt);
   std::vector<float> fq = host(fused.q), fkc = host(fused.kc), fvc = host(fused.vc);
   EXPECT_TRUE(same_bits(fq, host(seq.q))) << what << ": q differs from the unfused sequence";
   EXPECT_TRUE(same_bits(fkc, host(seq.kc))) << what << ": k cache differs from the unfused sequence";
@@ -1010,7 +1061,7 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
 
 // Each test runs every kernel of prepare_qkv_ on CUDA (set_prepare_qkv_path; GRAPHRT_PREPARE_QKV
 // picks one in a process), and goes back to the environment's choice at the end.
-const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads"};
+const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads", "lanes-s8", "lanes-next"};
 struct PrepareQkvPath {
   explicit PrepareQkvPath(const char* p) { cuda::set_prepare_qkv_path(p); }
   ~PrepareQkvPath() { cuda::set_prepare_qkv_path(nullptr); }
@@ -1020,6 +1071,9 @@ TEST(OpsCudaPrepareQkv, EqualsUnfusedSequenceAndCpu) {
   uint32_t seed = 7000;
   // Qwen3-0.6B / 8B heads, Llama-like GQA, an odd head_dim (scalar paths), and wide heads (the
   // norm's reduction then spans 2 or 4 warps of rms_norm_kernel); 68 heads: 17 head blocks of 4 warps.
+  // In the lanes kernels: 16/8/128 bf16 (2 heads a warp) and every f32 hd 128 case (1 a warp) have
+  // warps of v heads only (they skip the norm/RoPE code); 4/1/64 bf16 (4 a warp, 6 heads a token)
+  // mixes q, k and v heads in one warp, and with T 1, 3, 17 the last warp runs past the end.
   for (const char* path : kPrepareQkvPaths) {
     SCOPED_TRACE(path);
     PrepareQkvPath forced(path);
@@ -1062,6 +1116,25 @@ TEST(OpsCudaPrepareQkv, ManyTokensEqualUnfusedSequence) {
     uint32_t seed = 9100;
     for (const Many& m : cases) check_prepare_qkv_cuda(m.c, m.dt, m.norm, m.T, m.pad, seed += 13, /*vs_cpu=*/first);
     first = false;
+  }
+}
+
+// k and v columns not following q in one row (the lanes kernel's generic addressing, not its
+// one-row path), and a warp holding a v head and units past the end only (3/1/64 bf16: 5 heads a
+// token, 4 a warp, T 1: warp 1 = the v head + 3 past the end).
+TEST(OpsCudaPrepareQkv, VBeforeKAndTailWarps) {
+  uint32_t seed = 8100;
+  for (const char* path : kPrepareQkvPaths) {
+    SCOPED_TRACE(path);
+    PrepareQkvPath forced(path);
+    for (PrepareQkvCase c : {PrepareQkvCase{16, 8, 128}, {4, 1, 64}, {3, 1, 64}})
+      for (DType dt : {DType::BF16, DType::F32})
+        for (bool norm : {true, false})
+          for (int64_t T : {1, 3, 18})
+            for (bool swap_kv : {false, true}) {
+              if (!swap_kv && c.nq != 3) continue;  // the other shapes run in one row above
+              check_prepare_qkv_cuda(c, dt, norm, T, 8, seed += 13, /*vs_cpu=*/true, swap_kv);
+            }
   }
 }
 

@@ -1,10 +1,14 @@
 // Device helpers shared by the dense CUDA kernels: float conversion of bf16/f32 elements,
-// 16-byte chunk loads/stores with a scalar fallback, a block-wide sum, and the launch stream.
+// 16-byte chunk loads/stores with a scalar fallback, a block-wide sum, an L2 prefetch, the launch
+// stream and the resident blocks of a kernel.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "core/device_id.h"
 #include "device/cuda/cuda_check.h"
@@ -99,6 +103,30 @@ inline bool aligned16(const void* p, int64_t stride_elems, size_t elem_size) {
 inline cudaStream_t launch_stream(Device d) {
   use_device(d.index);
   return native_stream(current_stream(d));
+}
+
+// Asks L2 for the 128-byte line holding p; nothing waits on it (a later load then hits L2). The
+// "memory" clobber keeps it where it is written among the loads and stores.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p) : "memory");
+}
+
+// Blocks of `threads` threads (no dynamic shared memory) of `kernel` that device `dev` holds at
+// once: occupancy x SMs, at least 1; read once per kernel and device.
+inline int64_t resident_blocks(const void* kernel, int threads, int dev) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int64_t> cache;  // (kernel, dev) -> blocks; one block size a kernel
+  std::lock_guard<std::mutex> lock(mu);
+  int64_t& n = cache[{kernel, dev}];
+  if (n == 0) {
+    int sms = 0, per_sm = 0;
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "reading the SM count of cuda:{}",
+                   dev);
+    GRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
+                   "reading the occupancy of a kernel of {} threads on cuda:{}", threads, dev);
+    n = static_cast<int64_t>(sms) * per_sm > 0 ? static_cast<int64_t>(sms) * per_sm : 1;
+  }
+  return n;
 }
 
 // Threads for one block per row of `chunks` chunks: a multiple of 32 in [32, 1024].

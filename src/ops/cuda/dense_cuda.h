@@ -28,6 +28,9 @@ void apply_rope(Device d, DType dt, void* q, int64_t q_stride, int64_t q_heads, 
                 int64_t max_positions, int64_t head_dim);
 // out[r, i] = silu(x[r, i]) * x[r, inter + i]; out contiguous [rows, inter].
 void silu_and_mul(Device d, DType dt, const void* x, int64_t x_stride, void* out, int64_t rows, int64_t inter);
+// Tests: makes silu_and_mul take kernel `kernel` (a GRAPHRT_SILU_KERNEL value: cols or ahead) from
+// now on in this process; null goes back to the environment's choice. An unknown value is an error.
+void set_silu_kernel(const char* kernel);
 // out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null).
 void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
             DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K);

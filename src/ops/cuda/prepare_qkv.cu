@@ -8,7 +8,8 @@
 //    the norm weight's chunk, the cos/sin it needs), the norm's sum is a butterfly over the L lanes,
 //    and RoPE's partner element (j + head_dim/2) comes from lane + L/2 by one shuffle; stores are
 //    16 bytes. (The heads kernel below chained three dependent memory trips per head through shared
-//    memory: 65 us a layer for 4096 tokens of qwen3-0.6b on the H100, ~1 TB/s.)
+//    memory: 65 us a layer for 4096 tokens of qwen3-0.6b on the H100, ~1 TB/s.) The default is
+//    its cut form (prepare_qkv_cut_kernel: the same arithmetic in fewer instructions, see there).
 //  - heads (any shape; GRAPHRT_PREPARE_QKV=heads forces it): a grid of (token, head block). Each
 //    block copies its share of the token's V row into the cache slot, and each of its warps takes
 //    one head (q heads, then k heads): it stages the head as floats in shared memory, applies the
@@ -47,18 +48,23 @@ constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one
 
 // GRAPHRT_PREPARE_QKV, for A/B (same result bits whichever runs; each falls back to the next
 // that applies: tile -> early -> heads, lanes -> heads):
-//  lanes (default): the session-5 lanes kernel (its chunk load waits for the token's cache slot);
-//  early: the lanes kernel with the chunk load issued before the slot is known;
+//  lanes (default): the cut lanes kernel (session 9: the lanes-s8 kernel in fewer instructions;
+//    where its 32-bit arguments do not fit, lanes-s8 runs);
+//  lanes-s8: the session-5..8 lanes kernel (its chunk load waits for the token's cache slot);
+//  early: the lanes-s8 kernel with the chunk load issued before the slot is known;
 //  tile: the token-tile kernel at every token count;
 //  auto: tile from kTileMinTokens tokens, early below (the candidate default, not yet measured);
 //  heads, token: the shared-memory kernels.
-enum class Path { lanes, early, tile, auto_, heads, token };
-constexpr const char* kPathNames[] = {"lanes", "early", "tile", "auto", "heads", "token"};  // Path's order
+//  lanes-next: the cut kernel with its loads issued earlier and bit-level bf16 conversions (opt-in,
+//    not yet measured; see kNext at prepare_qkv_cut_kernel).
+enum class Path { lanes, early, tile, auto_, heads, token, lanes_s8, lanes_next };
+constexpr const char* kPathNames[] = {"lanes",    "early", "tile",     "auto",
+                                      "heads",    "token", "lanes-s8", "lanes-next"};  // Path's order
 int path_override = -1;  // set_prepare_qkv_path (tests), host side only
 Path chosen_path() {
   static const Path p = static_cast<Path>(
       env_choice("GRAPHRT_PREPARE_QKV", {kPathNames[0], kPathNames[1], kPathNames[2], kPathNames[3], kPathNames[4],
-                                         kPathNames[5]}, 0));
+                                         kPathNames[5], kPathNames[6], kPathNames[7]}, 0));
   return path_override >= 0 ? static_cast<Path>(path_override) : p;
 }
 constexpr int64_t kTileMinTokens = 512;
@@ -208,6 +214,55 @@ struct LaneUnit {
   }
 };
 
+// The chunk's V elements as floats, by bit operations on its four 32-bit words (the exact
+// conversion to_float does; no 16-bit register moves).
+template <typename T>
+__device__ __forceinline__ void unpack_chunk_bits(const uint4& raw, float* x) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 2) {
+      x[2 * i] = __uint_as_float(w[i] << 16);
+      x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    } else {
+      x[i] = __uint_as_float(w[i]);
+    }
+  }
+}
+
+// The lane's chunk as floats (x) and the sum of squares of the head's elements over its L lanes
+// (each lane FMAs its own chunk in order, then a butterfly; as rms_norm_kernel sums). kBits: the
+// chunk unpacked by unpack_chunk_bits (the same floats).
+template <typename T, int L, bool kBits = false>
+__device__ __forceinline__ float chunk_sum_sq(const uint4& raw, float* x) {
+  constexpr int V = kChunk<T>;
+  if constexpr (kBits) {
+    unpack_chunk_bits<T>(raw, x);
+  } else {
+    const T* xe = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  return ss;
+}
+
+// The V cos and V sin values of the lane's elements (j0.. of the half head) from cos/sin row `row`.
+template <int V>
+__device__ __forceinline__ void load_cos_sin(const float* row, int j0, int half, float* cs_c, float* cs_s) {
+#pragma unroll
+  for (int j = 0; j < V; j += 4) {
+    const float4 cv = *reinterpret_cast<const float4*>(row + j0 + j);
+    const float4 sv = *reinterpret_cast<const float4*>(row + half + j0 + j);
+    cs_c[j] = cv.x, cs_c[j + 1] = cv.y, cs_c[j + 2] = cv.z, cs_c[j + 3] = cv.w;
+    cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
+  }
+}
+
 // One unit's arithmetic in both lanes kernels and the tile kernel: the lane's chunk raw (elements
 // c.. of the head), its RMSNorm when norm (wraw: the weight's chunk), RoPE with this lane's
 // cos/sin when rope, stored to out (the chunk's place) when write. Every lane of the warp calls it
@@ -217,14 +272,7 @@ __device__ __forceinline__ void norm_rope_chunk(const uint4& raw, bool norm, con
                                                 const float* cs_c, const float* cs_s, int sub, bool write, T* out) {
   constexpr int V = kChunk<T>, hd = L * V;
   float x[V];
-  const T* xe = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-  for (int j = 0; j < V; ++j) x[j] = to_float(xe[j]);
-  float ss = 0.0f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) ss = __fmaf_rn(x[j], x[j], ss);
-#pragma unroll
-  for (int o = L / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float ss = chunk_sum_sq<T, L>(raw, x);
   if (norm) {
     const float inv = rsqrtf(ss / static_cast<float>(hd) + eps);
     const T* we = reinterpret_cast<const T*>(&wraw);
@@ -277,18 +325,173 @@ __global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvA
   if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
   float cs_c[V], cs_s[V];
   if (active && rope) {
-    const float* row = a.cos_sin + pos * hd;
-#pragma unroll
-    for (int j = 0; j < V; j += 4) {
-      const float4 cv = *reinterpret_cast<const float4*>(row + j0 + j);
-      const float4 sv = *reinterpret_cast<const float4*>(row + half + j0 + j);
-      cs_c[j] = cv.x, cs_c[j + 1] = cv.y, cs_c[j + 2] = cv.z, cs_c[j + 3] = cv.w;
-      cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
-    }
+    load_cos_sin<V>(a.cos_sin + pos * hd, j0, half, cs_c, cs_s);
   }
   // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
   const bool write = active && !un.is_v && !(un.is_q && !w && !rope);
   norm_rope_chunk<T, L>(raw, w != nullptr, wraw, a.eps, rope, cs_c, cs_s, sub, write, dst + c);
+}
+
+// The cut lanes kernel (GRAPHRT_PREPARE_QKV=lanes, the default; session 9): the session-8 lanes
+// kernel above (GRAPHRT_PREPARE_QKV=lanes-s8) with fewer instructions per unit and the same
+// arithmetic, step for step. Why: at 4096 tokens that kernel was issue-bound (ncu, H100: 68% of
+// issue slots busy, ~350 instructions a warp, DRAM at 57% of peak), and about half its code before
+// the math was index and address work. Here (CutArgs, built on the host):
+//  - token = unit / per_token by a multiply-shift (magic, shift) instead of a 32-bit division;
+//  - 32-bit strides, counts and range bounds (the host checks they fit), so the slot and position
+//    range checks are one unsigned compare each and the offsets one wide multiply-add each;
+//  - when q, k and v are column slices of one row (the model's fused qkv output: kOneRow), the
+//    source is that row + head * head_dim, no three-way pointer select;
+//  - a warp whose units are all v heads (or past the end) stores its copies and leaves before the
+//    norm/RoPE code (a warp vote: uniform, so the shuffles below still see every lane);
+//  - RoPE is one branch per unit, not one per element, and its lo/hi pair is one product sum with
+//    the sign of sin flipped in the low half (a - b = a + (-b) exactly in IEEE arithmetic);
+//  - the dtype roundings go two elements per conversion (the same round-to-nearest per element).
+template <typename T>
+struct CutArgs {
+  T* q;
+  const T* k;
+  const T* v;
+  T* k_cache;
+  T* v_cache;
+  const T* q_norm;
+  const T* k_norm;
+  const int32_t* positions;
+  const int32_t* out_cache_loc;
+  const float* cos_sin;
+  int q_stride, k_stride, v_stride, width;  // elements
+  int nq, nkv, per_token, units;
+  // Bounds clamped to [0, 2^31]: for any int32 i, (uint32_t)i < bound <=> 0 <= i < the int64 bound.
+  uint32_t max_positions, num_slots;
+  uint32_t magic;  // unit / per_token == __umulhi(unit << 2, magic) >> shift for every unit < 2^30
+  int shift;
+  float eps;
+};
+
+// Two values rounded to the dtype and back (round_to<T> of each: the same round-to-nearest, two
+// elements per conversion instruction for bf16). kBits: back to float by bit operations on the
+// 32-bit pair (bf16 -> f32 is the 16 bits placed high, exactly), one instruction an element.
+template <typename T, bool kBits = false>
+__device__ __forceinline__ void round_pair(float& a, float& b) {
+  if constexpr (sizeof(T) == 2) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    if constexpr (kBits) {
+      const uint32_t bits = *reinterpret_cast<const uint32_t*>(&h);  // a in the low half
+      a = __uint_as_float(bits << 16);
+      b = __uint_as_float(bits & 0xffff0000u);
+    } else {
+      a = __low2float(h);
+      b = __high2float(h);
+    }
+  }
+}
+
+// norm_rope_chunk's arithmetic (same operations, same order, same bits) with fewer instructions.
+// kBits (lanes-next): the dtype -> float conversions by bit operations (unpack_chunk_bits).
+template <typename T, int L, bool kBits = false>
+__device__ __forceinline__ void cut_norm_rope_chunk(const uint4& raw, bool norm, const uint4& wraw, float eps,
+                                                    bool rope, const float* cs_c, const float* cs_s, int sub,
+                                                    bool write, T* out) {
+  constexpr int V = kChunk<T>, hd = L * V;
+  float x[V];
+  const float ss = chunk_sum_sq<T, L, kBits>(raw, x);
+  if (norm) {
+    const float inv = rsqrtf(ss / static_cast<float>(hd) + eps);
+    const T* we = reinterpret_cast<const T*>(&wraw);
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[j] = x[j] * inv;
+#pragma unroll
+    for (int j = 0; j < V; j += 2) round_pair<T, kBits>(x[j], x[j + 1]);
+    if constexpr (kBits) {
+      float wf[V];
+      unpack_chunk_bits<T>(wraw, wf);
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[j] = wf[j] * x[j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[j] = to_float(we[j]) * x[j];
+    }
+#pragma unroll
+    for (int j = 0; j < V; j += 2) round_pair<T, kBits>(x[j], x[j + 1]);
+  }
+  float partner[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) partner[j] = __shfl_xor_sync(0xffffffffu, x[j], L / 2);
+  if (!write) return;
+  float y[V];
+  if (rope) {
+    // rope_rotate's lo = a c - b s (low half: a = x, b = partner) and hi = b c + a s (high half:
+    // b = x, a = partner) are both x c + partner (+-s): the sign bit of the product flips in the low half.
+    const uint32_t flip = sub < L / 2 ? 0x80000000u : 0u;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      y[j] = __fadd_rn(__fmul_rn(x[j], cs_c[j]), __uint_as_float(__float_as_uint(__fmul_rn(partner[j], cs_s[j])) ^ flip));
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) y[j] = x[j];
+  }
+  store_chunk(out, 0, hd, true, y);
+}
+
+// kNext (GRAPHRT_PREPARE_QKV=lanes-next, opt-in, not yet measured): the position is read beside
+// the slot and the weight and cos/sin loads leave before the v store and the vote, so the cos/sin
+// trip overlaps the chunk's DRAM trip (the default's chain is slot -> chunk -> position -> cos/sin,
+// four dependent trips; session 9 run 2: latency-bound at 50% issue, 57% DRAM); bf16 conversions
+// by bit operations (kBits of cut_norm_rope_chunk). Its cos/sin live across the chunk's wait:
+// 45 registers unbounded (5 blocks an SM), 40 without spills under 6 blocks. (Minimum 0 blocks for
+// the default leaves its machine code as measured: a 1 there changes it.)
+template <typename T, int L, bool kOneRow, bool kNext = false>
+__global__ void __launch_bounds__(256, kNext ? 6 : 0) prepare_qkv_cut_kernel(CutArgs<T> a) {
+  constexpr int V = kChunk<T>, hd = L * V, half = hd / 2;
+  pdl_wait();
+  pdl_trigger();
+  const int lane = static_cast<int>(threadIdx.x % 32), sub = lane % L, c = sub * V, j0 = c % half;
+  // = warp * (32 / L) + lane / L; blockIdx.x * 256 could pass 2^32 (units < 2^30, L lanes each).
+  const uint32_t u = blockIdx.x * (blockDim.x / L) + threadIdx.x / L;
+  const bool in_range = u < static_cast<uint32_t>(a.units);
+  // Units past the end act as unit 0 (token 0, a q head) with nothing loaded or stored.
+  const int t = in_range ? static_cast<int>(__umulhi(u << 2, a.magic) >> a.shift) : 0;
+  const int r = in_range ? static_cast<int>(u) - t * a.per_token : 0;
+  const bool is_q = r < a.nq, is_v = r >= a.nq + a.nkv;
+  const int kvh = r - (is_v ? a.nq + a.nkv : a.nq);  // k or v head (unused for q)
+  const int slot = a.out_cache_loc[t];
+  int pos = 0;
+  if constexpr (kNext) pos = a.positions[t];
+  const bool store = static_cast<uint32_t>(slot) < a.num_slots;  // store_kv skips other slots too
+  const bool active = in_range && (is_q || store);
+  const T* src;
+  if constexpr (kOneRow) {
+    src = a.q + static_cast<int64_t>(t) * a.q_stride + r * hd;
+  } else {
+    const T* base = is_q ? a.q : is_v ? a.v : a.k;
+    const int stride = is_q ? a.q_stride : is_v ? a.v_stride : a.k_stride;
+    src = base + static_cast<int64_t>(t) * stride + (is_q ? r : kvh) * hd;
+  }
+  T* const kv_dst = (is_v ? a.v_cache : a.k_cache) + static_cast<int64_t>(store ? slot : 0) * a.width + kvh * hd;
+  const uint4 raw = active ? *reinterpret_cast<const uint4*>(src + c) : make_uint4(0, 0, 0, 0);
+  uint4 wraw = make_uint4(0, 0, 0, 0);
+  float cs_c[V], cs_s[V];
+  if constexpr (kNext) {  // the norm weight's chunk and this lane's cos/sin, as below
+    const T* w = is_q ? a.q_norm : is_v ? nullptr : a.k_norm;
+    if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
+    if (active && !is_v && static_cast<uint32_t>(pos) < a.max_positions)
+      load_cos_sin<V>(a.cos_sin + static_cast<int64_t>(pos) * hd, j0, half, cs_c, cs_s);
+  }
+  if (is_v && active) __stcg(reinterpret_cast<uint4*>(kv_dst + c), raw);  // a copy of the dtype's bits
+  if (__all_sync(0xffffffffu, is_v || !in_range)) return;  // v heads only: no norm, no RoPE, no shuffles
+  T* const dst = is_q ? const_cast<T*>(src) : kv_dst;       // q in place
+  const T* w = is_q ? a.q_norm : is_v ? nullptr : a.k_norm;
+  if constexpr (!kNext) pos = a.positions[t];
+  const bool rope = !is_v && static_cast<uint32_t>(pos) < a.max_positions;  // else no rope, as the heads kernel
+  if constexpr (!kNext) {
+    if (active && w) wraw = *reinterpret_cast<const uint4*>(w + c);
+    if (active && rope) {
+      load_cos_sin<V>(a.cos_sin + static_cast<int64_t>(pos) * hd, j0, half, cs_c, cs_s);
+    }
+  }
+  // v is stored above; q without a norm or a rope stays as it is (as in the heads kernel).
+  const bool write = active && !is_v && !(is_q && !w && !rope);
+  cut_norm_rope_chunk<T, L, kNext>(raw, w != nullptr, wraw, a.eps, rope, cs_c, cs_s, sub, write, dst + c);
 }
 
 // The token-tile kernel (GRAPHRT_PREPARE_QKV=tile; auto from kTileMinTokens tokens): block t takes
@@ -334,14 +537,7 @@ __global__ void __launch_bounds__(256) prepare_qkv_tile_kernel(ops::PrepareQkvAr
   const uint4 wk_raw = wk ? *reinterpret_cast<const uint4*>(wk + c) : make_uint4(0, 0, 0, 0);
   float cs_c[V], cs_s[V];
   if (rope) {
-    const float* row = a.cos_sin + pos * hd;
-#pragma unroll
-    for (int j = 0; j < V; j += 4) {
-      const float4 cv = *reinterpret_cast<const float4*>(row + j0 + j);
-      const float4 sv = *reinterpret_cast<const float4*>(row + half + j0 + j);
-      cs_c[j] = cv.x, cs_c[j + 1] = cv.y, cs_c[j + 2] = cv.z, cs_c[j + 3] = cv.w;
-      cs_s[j] = sv.x, cs_s[j + 1] = sv.y, cs_s[j + 2] = sv.z, cs_s[j + 3] = sv.w;
-    }
+    load_cos_sin<V>(a.cos_sin + pos * hd, j0, half, cs_c, cs_s);
   }
   T* const k_row = static_cast<T*>(a.k_cache) + (store ? slot : 0) * a.kv_heads * hd;
   T* const v_row = static_cast<T*>(a.v_cache) + (store ? slot : 0) * a.kv_heads * hd;
@@ -395,6 +591,61 @@ void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
                    units);
 }
 
+// The cut lanes kernel where its 32-bit arguments fit (else false: the caller runs lanes-s8, same bits).
+template <typename T, int L, bool kNext>
+bool try_cut(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
+  constexpr int64_t kInt = 0x7fffffff;
+  const int64_t hd = a.head_dim, width = a.kv_heads * hd, per_token = a.q_heads + 2 * a.kv_heads;
+  for (int64_t v : {a.q_stride, a.k_stride, a.v_stride, width})
+    if (v < 0 || v > kInt) return false;
+  if (per_token < 1 || per_token > 0xffff) return false;
+  CutArgs<T> c{};
+  c.q = static_cast<T*>(a.q);
+  c.k = static_cast<const T*>(a.k);
+  c.v = static_cast<const T*>(a.v);
+  c.k_cache = static_cast<T*>(a.k_cache);
+  c.v_cache = static_cast<T*>(a.v_cache);
+  c.q_norm = static_cast<const T*>(a.q_norm);
+  c.k_norm = static_cast<const T*>(a.k_norm);
+  c.positions = a.positions;
+  c.out_cache_loc = a.out_cache_loc;
+  c.cos_sin = a.cos_sin;
+  c.q_stride = static_cast<int>(a.q_stride);
+  c.k_stride = static_cast<int>(a.k_stride);
+  c.v_stride = static_cast<int>(a.v_stride);
+  c.width = static_cast<int>(width);
+  c.nq = static_cast<int>(a.q_heads);
+  c.nkv = static_cast<int>(a.kv_heads);
+  c.per_token = static_cast<int>(per_token);
+  c.units = static_cast<int>(a.tokens * per_token);  // < 2^30: lanes_per_head checks it
+  const auto bound = [](int64_t v) { return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, int64_t{1} << 31)); };
+  c.max_positions = bound(a.max_positions);
+  c.num_slots = bound(a.num_slots);
+  // u / P for u < 2^30: with l = ceil(log2 P) and m = ceil(2^(30+l) / P) (< 2^32), m P = 2^(30+l) + e,
+  // 0 <= e < P <= 2^l, so u m / 2^(30+l) = u / P + u e / (P 2^(30+l)) and u e < 2^(30+l): the
+  // floor is u / P's. __umulhi(u << 2, m) >> l is that floor (u << 2 < 2^32).
+  int l = 0;
+  while ((int64_t{1} << l) < per_token) ++l;
+  const uint64_t m = ((uint64_t{1} << (30 + l)) + static_cast<uint64_t>(per_token) - 1) / static_cast<uint64_t>(per_token);
+  c.magic = static_cast<uint32_t>(m);
+  c.shift = l;
+  const uint32_t last = static_cast<uint32_t>(c.units - 1);
+  GRT_CHECK(((uint64_t{last} << 2) * m >> 32 >> l) == last / static_cast<uint32_t>(per_token),
+            "prepare_qkv_: the multiply-shift division by {} heads a token is wrong at unit {}", per_token, last);
+  c.eps = a.eps;
+  // One row: k and v follow q's heads in the same row (the model's fused qkv output).
+  const bool one_row = a.k == static_cast<const T*>(a.q) + a.q_heads * hd && a.v == c.k + width &&
+                       a.k_stride == a.q_stride && a.v_stride == a.q_stride;
+  constexpr int kThreads = 256;
+  constexpr int per_block = kThreads / 32 * (32 / L);
+  const int blocks = (c.units + per_block - 1) / per_block;
+  if (one_row)
+    (void)launch_pdl(dev, prepare_qkv_cut_kernel<T, L, true, kNext>, dim3(blocks), dim3(kThreads), 0, s, 1, c);
+  else
+    (void)launch_pdl(dev, prepare_qkv_cut_kernel<T, L, false, kNext>, dim3(blocks), dim3(kThreads), 0, s, 1, c);
+  return true;
+}
+
 // The token-tile kernel where its rounds fit R <= 4 (L 8 or 16: bf16 head_dim 64/128, f32 32/64).
 template <typename T, int L>
 bool try_tile(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
@@ -414,7 +665,9 @@ bool try_tile(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
 template <typename T, int L>
 void launch_lanes_path(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const Path p = chosen_path();
-  if (p == Path::lanes) return launch_lanes<T, L, false>(dev, s, a);
+  if (p == Path::lanes && try_cut<T, L, false>(dev, s, a)) return;
+  if (p == Path::lanes_next && try_cut<T, L, true>(dev, s, a)) return;
+  if (p == Path::lanes || p == Path::lanes_s8 || p == Path::lanes_next) return launch_lanes<T, L, false>(dev, s, a);
   const bool tile = p == Path::tile || (p == Path::auto_ && a.tokens >= kTileMinTokens);
   if constexpr (L == 8 || L == 16) {
     if (tile && try_tile<T, L>(dev, s, a)) return;
@@ -470,7 +723,7 @@ void set_prepare_qkv_path(const char* path) {
     }
     ++i;
   }
-  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads or token)", path);
+  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads, token, lanes-s8 or lanes-next)", path);
 }
 
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& a) {
