@@ -10,6 +10,8 @@
 // fa3-ws128nsq (+ Q released after the last S GEMM, the next q tile's first key tile gathered
 // before its Q) and fa3-ws128nsk (+ K and V of a ring stage awaited and released apart); both
 // measured slower (-5% / -24% at 4k; bench/results/h100_2026-11-24_s9_attn), kept for A/B.
+// fa3-ws128nso / fa3-ws128ns2: fa3-ws128ns with the softmax meant to run under the O GEMM (the P
+// pack pinned after the row sums / a second P register set; see ws_consume).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -196,8 +198,17 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& 
 // and the stage release take a +0.0f computed from the row sums (so from every exp), which the
 // compiler cannot fold: none of the instructions that need the O GEMM done can move above the
 // softmax, so the wait has no reason to either. x + 0.0f == x for the exps (>= +0): same bits.
+// P2 (fa3-ws128ns2, not yet measured): FA3's intra-warpgroup overlap with a second P register set
+// (pn): the softmax of tile t + 1 packs P(t + 1) into pn as its exps come (exp_pack_rows) while the
+// in-flight O(t) reads pf, so nothing between the S wait and the O wait needs O(t) done and ptxas
+// has no register reason to hoist the O wait; after it, pf = pn (32 moves a step). The loop is not
+// unrolled by 2 to alternate the sets in place: that alone (even with one set) made ptxas spill 32
+// bytes at the consumers' 216 registers. The arithmetic runs in fa3-ws128ns's order: O(t) = O(t - 1)
+// + P(t) V(t) completes, then O is scaled by alpha(t + 1) (after the O wait, as before), then
+// O(t + 1) adds P(t + 1) V(t + 1); P(t + 1) is the same exp of the same S with the same running max
+// and l the same sums in the same order, only packed earlier: same bits.
 template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128, bool EARLY_Q, bool SPLIT_KV,
-          bool PIN_P>
+          bool PIN_P, bool P2>
 __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
   using C = WsCfg<HD, STAGES, BK>;
@@ -222,6 +233,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
   float o[kCB][32];
   float s[kKH][32];
   uint32_t pf[4 * kKH][4];
+  uint32_t pn[P2 ? 4 * kKH : 1][4];  // P2: P(t + 1), packed while O(t) reads pf
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
 #pragma unroll
@@ -284,7 +296,8 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       float mx[2], alpha[2];
       const bool grow = tile_max(s, sl2, m, mx);
       new_max_lazy(m, l, mx, alpha);
-      exp_rows(s, m, l, sl2);
+      if constexpr (P2) exp_pack_rows<T>(s, m, l, sl2, pn);  // under O(t): pf untouched
+      else exp_rows(s, m, l, sl2);
       // PIN_P: +0.0f from the row sums (finite: every P <= 2^8), not foldable (IEEE: x * 0 may be -0 or NaN).
       const float z = PIN_P ? (l[0] + l[1]) * 0.0f : 0.0f;
       wgmma_wait<0>();
@@ -295,6 +308,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       mbar_arrive(PIN_P ? release + static_cast<uint32_t>(z) : release);
       if (grow) scale_o(o, alpha);
       if constexpr (PIN_P) pack_p_after<T>(s, pf, z);
+      else if constexpr (P2) copy_p(pn, pf);
       else pack_p<T>(s, pf);
     } else {  // the last tile: O only
       wait_v(0);
@@ -322,7 +336,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
 // PERSIST: a grid of at most one block per multiprocessor running ws_item's list. The ring and
 // its phases run on across the q tiles of a block (no block-wide barrier after the role split).
 template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK, bool PERSIST, bool EARLY_Q, bool SPLIT_KV,
-          bool PIN_P>
+          bool PIN_P, bool P2>
 __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WsCfg<HD, STAGES, BK>;
@@ -376,7 +390,7 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
       const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
       if (st == 0) break;
       if (st == 2) continue;
-      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P>(p, it, smem, pass++, ring, bars);
+      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P, P2>(p, it, smem, pass++, ring, bars);
     }
     if (PINGPONG && !second_consumer) named_sync(1, 256);
   }
@@ -386,10 +400,10 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
 }
 
 template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK = 64, bool PERSIST = false,
-          bool EARLY_Q = false, bool SPLIT_KV = false, bool PIN_P = false>
+          bool EARLY_Q = false, bool SPLIT_KV = false, bool PIN_P = false, bool P2 = false>
 void launch_ws(cudaStream_t st, const ExtendParams& p) {
   using C = WsCfg<HD, STAGES, BK>;
-  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV, PIN_P>;
+  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV, PIN_P, P2>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa3-ws (head_dim {})", C::kSmem, HD);
   const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
@@ -426,6 +440,9 @@ void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
       return;
     case WgVariant::kWs128NSO:  // fa3-ws128ns with the P pack and the release pinned after the softmax
       launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, false, false, true>(st, p);
+      return;
+    case WgVariant::kWs128NS2:  // fa3-ws128ns with a second P register set (the softmax under the O GEMM)
+      launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, false, false, false, true>(st, p);
       return;
     default: GRT_FAIL("attention_extend fa3-ws: variant {} is not warp-specialised", static_cast<int>(v));
   }
