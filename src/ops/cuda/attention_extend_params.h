@@ -65,9 +65,11 @@ bool wgmma_supports(const ExtendParams& p, DType dtype);
 // fa3-ws128nsk: fa3-ws128nsq with K and V of a ring stage under their own full / empty barriers
 // (K freed after its S GEMM, V after its O GEMM: more load lead from the same 3 stages; same bits);
 // fa3-ws128nso: fa3-ws128ns with the P pack and the stage release made to depend on the softmax's
-// row sums, so that ptxas keeps the softmax under the O GEMM (same bits; not yet measured);
+// row sums, meant to keep the softmax under the O GEMM (same bits; measured: ptxas still runs it
+// after the O wait, -7%);
 // fa3-ws128ns2: fa3-ws128ns with two P register sets in turn, the softmax of the next key tile
-// packing into the set the in-flight O GEMM does not read (same bits; not yet measured).
+// packing into the set the in-flight O GEMM does not read (same bits; measured: ptxas serialised
+// every wgmma of it, -9%). Both kept for A/B only.
 enum class WgVariant {
   kWg,
   kWg2,

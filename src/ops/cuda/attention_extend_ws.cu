@@ -11,7 +11,8 @@
 // before its Q) and fa3-ws128nsk (+ K and V of a ring stage awaited and released apart); both
 // measured slower (-5% / -24% at 4k; bench/results/h100_2026-11-24_s9_attn), kept for A/B.
 // fa3-ws128nso / fa3-ws128ns2: fa3-ws128ns with the softmax meant to run under the O GEMM (the P
-// pack pinned after the row sums / a second P register set; see ws_consume).
+// pack pinned after the row sums / a second P register set): both measured serial in the SASS
+// and slower (-7% / -9% at 4k), kept for A/B.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -192,13 +193,13 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& 
 // last O GEMM, so that the producer gathers the next q tile's Q under the last O GEMM and the
 // store. SPLIT_KV (fa3-ws128nsk): K of a stage awaited before its S GEMM and released when that is
 // done, V awaited before its O GEMM and released after it. Both: the same instructions on the same
-// values otherwise (same bits). PIN_P (fa3-ws128nso, not yet measured): ptxas hoists the O GEMM's
+// values otherwise (same bits). PIN_P (fa3-ws128nso; measured: still SERIAL, -7%): ptxas hoists the O GEMM's
 // wait above the softmax so as to interleave the P pack (which writes the registers the in-flight O
 // GEMM reads) with the exps, serialising S, O and the softmax (session 9's SASS). Here every pack
 // and the stage release take a +0.0f computed from the row sums (so from every exp), which the
 // compiler cannot fold: none of the instructions that need the O GEMM done can move above the
 // softmax, so the wait has no reason to either. x + 0.0f == x for the exps (>= +0): same bits.
-// P2 (fa3-ws128ns2, not yet measured): FA3's intra-warpgroup overlap with a second P register set
+// P2 (fa3-ws128ns2): FA3's intra-warpgroup overlap with a second P register set
 // (pn): the softmax of tile t + 1 packs P(t + 1) into pn as its exps come (exp_pack_rows) while the
 // in-flight O(t) reads pf, so nothing between the S wait and the O wait needs O(t) done and ptxas
 // has no register reason to hoist the O wait; after it, pf = pn (32 moves a step). The loop is not
@@ -207,6 +208,12 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& 
 // + P(t) V(t) completes, then O is scaled by alpha(t + 1) (after the O wait, as before), then
 // O(t + 1) adds P(t + 1) V(t + 1); P(t + 1) is the same exp of the same S with the same running max
 // and l the same sums in the same order, only packed earlier: same bits.
+// Measured (run 2): -9% at 4k: ptxas serialised every wgmma of it (C7513 in -Xptxas -v: "non wgmma
+// instructions defining input registers of a wgmma between start and end of the pipeline stage";
+// it merged pn with pf). Kept for A/B only. ptxas keeps the O wait above the softmax whatever the
+// source says (nso: the pack pinned after the exps; S GEMMs not reading S's old values; the stage
+// release or the rescale moved: all SERIAL in the cubin), and where the exps are forced before the
+// wait it serialises every wgmma instead (C7513): see bench/results/h100_2026-11-24_s9_attn.
 template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128, bool EARLY_Q, bool SPLIT_KV,
           bool PIN_P, bool P2>
 __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
