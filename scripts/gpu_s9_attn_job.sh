@@ -36,13 +36,15 @@ B=build-gpu/graphrt
 TB=build-gpu/tests/graphrt_cuda_tests; [ -x $TB ] || TB=$(find build-gpu -name graphrt_cuda_tests -type f | head -1)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,driver_version --format=csv,noheader | tee -a $S
 # SASS of the bf16 head_dim 128 instances (template tail: STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV,
-# PIN_P, P2): fa3-ws128s, ns, nsq, nsk, nso, ns2. cuobjdump from the device's toolkit (PATH or /usr/local/cuda).
+# PIN_P, P2, HOLD_O): fa3-ws128s, ns, nsq, nsk, nso, ns2, wsn, wsnh, wsnsh, wsnph. cuobjdump from the device's toolkit (PATH or /usr/local/cuda).
 CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump /usr/local/cuda-*/bin/cuobjdump 2>/dev/null | head -1)
 say "cuobjdump: ${CUOBJDUMP:-none}"
 if [[ -n "$CUOBJDUMP" ]]; then
-  KPATS="ws128s=Li3ELb0ELb0ELi128ELb1ELb0ELb0ELb0ELb0EEEv ns=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb0ELb0EEEv
-    nsq=Li3ELb0ELb1ELi128ELb1ELb1ELb0ELb0ELb0EEEv nsk=Li3ELb0ELb1ELi128ELb1ELb1ELb1ELb0ELb0EEEv
-    nso=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb1ELb0EEEv ns2=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb0ELb1EEEv"
+  KPATS="ws128s=Li3ELb0ELb0ELi128ELb1ELb0ELb0ELb0ELb0ELb0EEEv ns=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb0ELb0ELb0EEEv
+    nsq=Li3ELb0ELb1ELi128ELb1ELb1ELb0ELb0ELb0ELb0EEEv nsk=Li3ELb0ELb1ELi128ELb1ELb1ELb1ELb0ELb0ELb0EEEv
+    nso=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb1ELb0ELb0EEEv ns2=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb0ELb1ELb0EEEv
+    wsn=Li4ELb0ELb1ELi64ELb0ELb0ELb0ELb0ELb0ELb0EEEv wsnh=Li4ELb0ELb1ELi64ELb0ELb0ELb0ELb0ELb0ELb1EEEv
+    wsnsh=Li4ELb0ELb1ELi64ELb1ELb0ELb0ELb0ELb0ELb1EEEv wsnph=Li4ELb1ELb1ELi64ELb0ELb0ELb0ELb0ELb0ELb1EEEv"
   ("$CUOBJDUMP" -sass $B >$R/all.sass 2>$R/cuobjdump.err
    for kp in $KPATS; do
      name=${kp%%=*}; pat=${kp#*=}

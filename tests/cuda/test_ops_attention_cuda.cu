@@ -428,7 +428,7 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
     for (const char* kernel :
          {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp",
           "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk", "fa3-ws128nso",
-          "fa3-ws128ns2"}) {
+          "fa3-ws128ns2", "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
@@ -459,6 +459,11 @@ TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
     EXPECT_EQ(output_of("fa3-ws128nsk", checks[i]), n);
     EXPECT_EQ(output_of("fa3-ws128nso", checks[i]), n);
     EXPECT_EQ(output_of("fa3-ws128ns2", checks[i]), n);
+    // The O wait held after the softmax (HOLD_O) changes no value either.
+    const std::vector<float> wsn = output_of("fa3-wsn", checks[i]);
+    EXPECT_EQ(output_of("fa3-wsnh", checks[i]), wsn);
+    EXPECT_EQ(output_of("fa3-wsnsh", checks[i]), wsn);
+    EXPECT_EQ(output_of("fa3-wsnph", checks[i]), output_of("fa3-wsnp", checks[i]));
   }
 }
 
@@ -474,7 +479,8 @@ TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
   if (hopper)
     kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp", "fa3-ws128", "fa3-ws128p",
                                    "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq",
-                                   "fa3-ws128nsk", "fa3-ws128nso", "fa3-ws128ns2"});
+                                   "fa3-ws128nsk", "fa3-ws128nso", "fa3-ws128ns2",
+                                   "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph"});
   for (const PagedCase* pc : {&c, &c64})
     for (const char* kernel : kernels) {
       if (pc->hd == 64 && (std::string(kernel) == "tc" || std::string(kernel) == "simt")) continue;  // as tested above

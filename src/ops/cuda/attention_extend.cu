@@ -252,6 +252,9 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kWgmmaWs128NSK: return "fa3-ws128nsk";
     case ExtendKernel::kWgmmaWs128NSO: return "fa3-ws128nso";
     case ExtendKernel::kWgmmaWs128NS2: return "fa3-ws128ns2";
+    case ExtendKernel::kWgmmaWsNH: return "fa3-wsnh";
+    case ExtendKernel::kWgmmaWsNSH: return "fa3-wsnsh";
+    case ExtendKernel::kWgmmaWsNPH: return "fa3-wsnph";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -287,7 +290,8 @@ bool is_wgmma(ExtendKernel k) {
          k == ExtendKernel::kWgmmaWs128 || k == ExtendKernel::kWgmmaWs128P || k == ExtendKernel::kWgmmaWs128N ||
          k == ExtendKernel::kWgmmaWs128S || k == ExtendKernel::kWgmmaWs128NS || k == ExtendKernel::kWgmmaWs128NSQ ||
          k == ExtendKernel::kWgmmaWs128NSK || k == ExtendKernel::kWgmmaWs128NSO ||
-         k == ExtendKernel::kWgmmaWs128NS2;
+         k == ExtendKernel::kWgmmaWs128NS2 || k == ExtendKernel::kWgmmaWsNH || k == ExtendKernel::kWgmmaWsNSH ||
+         k == ExtendKernel::kWgmmaWsNPH;
 }
 
 WgVariant wg_variant_of(ExtendKernel k) {
@@ -310,6 +314,9 @@ WgVariant wg_variant_of(ExtendKernel k) {
     case ExtendKernel::kWgmmaWs128NSK: return WgVariant::kWs128NSK;
     case ExtendKernel::kWgmmaWs128NSO: return WgVariant::kWs128NSO;
     case ExtendKernel::kWgmmaWs128NS2: return WgVariant::kWs128NS2;
+    case ExtendKernel::kWgmmaWsNH: return WgVariant::kWsNH;
+    case ExtendKernel::kWgmmaWsNSH: return WgVariant::kWsNSH;
+    case ExtendKernel::kWgmmaWsNPH: return WgVariant::kWsNPH;
     default: break;
   }
   GRT_FAIL("attention_extend: {} is no wgmma kernel", extend_kernel_name(k));
@@ -388,7 +395,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         ExtendKernel::kWgmmaWs, ExtendKernel::kWgmmaWsP, ExtendKernel::kWgmmaWsN, ExtendKernel::kWgmmaWsNP,
         ExtendKernel::kWgmmaWs128, ExtendKernel::kWgmmaWs128P, ExtendKernel::kWgmmaWs128N, ExtendKernel::kWgmmaWs128S,
         ExtendKernel::kWgmmaWs128NS, ExtendKernel::kWgmmaWs128NSQ, ExtendKernel::kWgmmaWs128NSK,
-        ExtendKernel::kWgmmaWs128NSO, ExtendKernel::kWgmmaWs128NS2, ExtendKernel::kTensorCore,
+        ExtendKernel::kWgmmaWs128NSO, ExtendKernel::kWgmmaWs128NS2, ExtendKernel::kWgmmaWsNH,
+        ExtendKernel::kWgmmaWsNSH, ExtendKernel::kWgmmaWsNPH, ExtendKernel::kTensorCore,
         ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
     bool ok = fa2_supports(p, dtype);
@@ -404,7 +412,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
       "fa2-q64, "
       "fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
       "fa3-wsp, fa3-wsn, fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk, "
-      "fa3-ws128nso, fa3-ws128ns2, tc, simt",
+      "fa3-ws128nso, fa3-ws128ns2, fa3-wsnh, fa3-wsnsh, fa3-wsnph, tc, simt",
       forced);
 }
 

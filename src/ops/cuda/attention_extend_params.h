@@ -69,7 +69,10 @@ bool wgmma_supports(const ExtendParams& p, DType dtype);
 // after the O wait, -7%);
 // fa3-ws128ns2: fa3-ws128ns with two P register sets in turn, the softmax of the next key tile
 // packing into the set the in-flight O GEMM does not read (same bits; measured: ptxas serialised
-// every wgmma of it, -9%). Both kept for A/B only.
+// every wgmma of it, -9%). Both kept for A/B only. fa3-wsnh / fa3-wsnph: fa3-wsn / fa3-wsnp with
+// a never-taken branch on the row sums before the O GEMM's wait, so that ptxas keeps the softmax
+// under the O GEMM (it does in the cubin; 64-key stages: registers fit); fa3-wsnsh: fa3-wsnh on
+// the persistent grid (same bits as fa3-wsn / fa3-wsnp; not yet measured).
 enum class WgVariant {
   kWg,
   kWg2,
@@ -88,7 +91,10 @@ enum class WgVariant {
   kWs128NSQ,
   kWs128NSK,
   kWs128NSO,
-  kWs128NS2
+  kWs128NS2,
+  kWsNH,
+  kWsNSH,
+  kWsNPH
 };
 // Multiprocessors of the current device (read once per device; threads may race to fill the cache).
 int extend_multiprocessors();
@@ -96,7 +102,7 @@ int extend_multiprocessors();
 int wgmma_q_tile(WgVariant v);
 // Launches it (pairing as the FA2 kernels: p.pair_q_tiles); an unsupported case is an Error.
 void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
-// The warp-specialised variants (kWs .. kWs128NS2; attention_extend_ws.cu), which
+// The warp-specialised variants (kWs .. kWsNPH; attention_extend_ws.cu), which
 // launch_extend_wgmma hands over after its checks; any other variant is an Error.
 void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
 
@@ -126,6 +132,9 @@ enum class ExtendKernel {
   kWgmmaWs128NSK,
   kWgmmaWs128NSO,
   kWgmmaWs128NS2,
+  kWgmmaWsNH,
+  kWgmmaWsNSH,
+  kWgmmaWsNPH,
   kTensorCore,
   kSimt
 };
@@ -144,7 +153,7 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
 // fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, fa3-wsp, fa3-wsn,
 // fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk,
-// fa3-ws128nso, fa3-ws128ns2, tc, simt;
+// fa3-ws128nso, fa3-ws128ns2, fa3-wsnh, fa3-wsnsh, fa3-wsnph, tc, simt;
 // "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the FA2 choice on any GPU; "auto-s4": the session-4 choice (fa3-wg2 where B > M, else fa3-wg);
 // "auto-s5": the session-5 choice (fa3-ov64 where B <= M/2, fa3-wg2 where B > M at head_dim 128,
 // else fa3-ov); "auto-s7": the choice of sessions 6 and 7 (fa3-ov64 where B <= M/2, fa3-wsnp
