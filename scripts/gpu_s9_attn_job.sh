@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One GPU job for the session-9 extend attention variants (issue 18, helper s9-attn: fa3-ws128ns,
-# fa3-ws128nsq): build, the extend attention CUDA tests (the decode-tail test aside: its CPU
+# One GPU job for the session-9 extend attention variants (issue 18, helpers s9-attn / s9-attn2:
+# fa3-ws128ns, nsq, nsk, nso, ns2): build, the extend attention CUDA tests (the decode-tail test aside: its CPU
 # reference takes ~50 s and it runs no kernel changed here), `graphrt bench attention` new vs
 # fa3-ws128s / fa3-ws128n (PyTorch SDPA measured in the background while graphrt builds),
 # qwen3-0.6b prefill 1024/4096 default vs the new kernels forced (fresh processes, each twice,
@@ -23,6 +23,7 @@ PREFIXES=0,4096
 NEW=${NEW:-fa3-ws128ns,fa3-ws128nsq,fa3-ws128nsk}
 OLD=${OLD:-fa3-ws128s,fa3-ws128n}
 AB=${AB:-fa3-ws128nsq fa3-ws128ns}  # forced in the prefill A/B beside the default
+ROUNDS=${ROUNDS:-2}  # rounds of the prefill A/B (each: the default, then every AB kernel; fresh processes)
 PYTHONUNBUFFERED=1 timeout 150 python3 scripts/bench_attention_torch.py --shapes "$SHAPES" --tokens "$TOKENS" \
   --prefixes "$PREFIXES" --out "$R/torch_attention.json" 2>$R/torch.log &
 TORCH_PID=$!
@@ -35,21 +36,30 @@ B=build-gpu/graphrt
 TB=build-gpu/tests/graphrt_cuda_tests; [ -x $TB ] || TB=$(find build-gpu -name graphrt_cuda_tests -type f | head -1)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,driver_version --format=csv,noheader | tee -a $S
 # SASS of the bf16 head_dim 128 instances (template tail: STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV,
-# PIN_P): fa3-ws128s, ns, nsq, nsk, nso.
-if command -v cuobjdump >/dev/null; then
-  (cuobjdump -sass $B >$R/all.sass 2>/dev/null
-   for pat in Li3ELb0ELb0ELi128ELb1ELb0ELb0ELb0E Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb0E Li3ELb0ELb1ELi128ELb1ELb1ELb0ELb0E \
-     Li3ELb0ELb1ELi128ELb1ELb1ELb1ELb0E Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb1E; do
+# PIN_P, P2, HOLD_O): fa3-ws128s, ns, nsq, nsk, nso, ns2, wsn, wsnh, wsnsh, wsnph. cuobjdump from the device's toolkit (PATH or /usr/local/cuda).
+CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump /usr/local/cuda-*/bin/cuobjdump 2>/dev/null | head -1)
+say "cuobjdump: ${CUOBJDUMP:-none}"
+if [[ -n "$CUOBJDUMP" ]]; then
+  KPATS="ws128s=Li3ELb0ELb0ELi128ELb1ELb0ELb0ELb0ELb0ELb0EEEv ns=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb0ELb0ELb0EEEv
+    nsq=Li3ELb0ELb1ELi128ELb1ELb1ELb0ELb0ELb0ELb0EEEv nsk=Li3ELb0ELb1ELi128ELb1ELb1ELb1ELb0ELb0ELb0EEEv
+    nso=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb1ELb0ELb0EEEv ns2=Li3ELb0ELb1ELi128ELb1ELb0ELb0ELb0ELb1ELb0EEEv
+    wsn=Li4ELb0ELb1ELi64ELb0ELb0ELb0ELb0ELb0ELb0EEEv wsnh=Li4ELb0ELb1ELi64ELb0ELb0ELb0ELb0ELb0ELb1EEEv
+    wsnsh=Li4ELb0ELb1ELi64ELb1ELb0ELb0ELb0ELb0ELb1EEEv wsnph=Li4ELb1ELb1ELi64ELb0ELb0ELb0ELb0ELb0ELb1EEEv"
+  ("$CUOBJDUMP" -sass $B >$R/all.sass 2>$R/cuobjdump.err
+   for kp in $KPATS; do
+     name=${kp%%=*}; pat=${kp#*=}
      awk -v pat="$pat" '/Function :/ {keep = index($0, "extend_wgmma_ws_kernel") && index($0, pat) && index($0, "bfloat16Li128")} keep' \
-       $R/all.sass >$R/sass_$pat.txt
-     echo "sass $pat: lines $(wc -l <$R/sass_$pat.txt) HGMMA $(grep -c HGMMA $R/sass_$pat.txt)" \
-       "HGMMA.64x128 $(grep -c 'HGMMA.64x128' $R/sass_$pat.txt) MUFU.EX2 $(grep -c MUFU.EX2 $R/sass_$pat.txt)" \
-       "SYNCS $(grep -c SYNCS $R/sass_$pat.txt) LDGSTS $(grep -c LDGSTS $R/sass_$pat.txt) LDL/STL $(grep -cE 'LDL|STL' $R/sass_$pat.txt)" \
-       "waits: $(grep -oE 'WARPGROUP\.(DEPBAR|ARRIVE)[^;]*' $R/sass_$pat.txt | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+       $R/all.sass >$R/sass_$name.txt
+     echo "sass $name: lines $(wc -l <$R/sass_$name.txt) HGMMA $(grep -c HGMMA $R/sass_$name.txt)" \
+       "HGMMA.64x128 $(grep -c 'HGMMA.64x128' $R/sass_$name.txt) MUFU.EX2 $(grep -c MUFU.EX2 $R/sass_$name.txt)" \
+       "SYNCS $(grep -c SYNCS $R/sass_$name.txt) LDGSTS $(grep -c LDGSTS $R/sass_$name.txt) LDL/STL $(grep -cE 'LDL|STL' $R/sass_$name.txt)" \
+       "waits: $(grep -oE 'WARPGROUP\.(DEPBAR|ARRIVE)[^;]*' $R/sass_$name.txt | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
    done >$R/sass_summary.txt
-   # Whether each kernel's softmax sits between its S and O waits (see the script's header).
-   python3 scripts/sass_softmax_overlap.py extend_wgmma_ws_kernelI13__nv_bfloat16 <$R/all.sass | sort | uniq -c \
-     >>$R/sass_summary.txt; rm -f $R/all.sass) &
+   # Whether each ws kernel's softmax sits between its S and O waits (see the script's header); the
+   # hd-128 instances named as above.
+   SEDX=""; for kp in $KPATS; do p=${kp#*=}; SEDX="$SEDX;s/${p%Ev}/&[${kp%%=*}]/"; done
+   python3 scripts/sass_softmax_overlap.py extend_wgmma_ws_kernelI13__nv_bfloat16 <$R/all.sass 2>&1 | sed "${SEDX#;}" |
+     sort | uniq -c >>$R/sass_summary.txt; rm -f $R/all.sass) &
   SASS_PID=$!
 fi
 timeout 100 $TB --gtest_filter='OpsAttentionCuda.Extend*:-OpsAttentionCuda.ExtendWithDecodeTail*' >$R/tests.log 2>&1
@@ -100,7 +110,8 @@ say "best new at 16/8/128 4k: $BEST at $(el)s"
 if [[ $TRC == 0 && $(left) -gt 60 ]]; then
   Q="prefill --model builtin:qwen3-0.6b --tokens 1024,4096 --iters 20"
   : >$R/abl.txt
-  for again in "" " again"; do
+  for again in "" " again" " third" " fourth"; do
+    [[ "$again" == " third" && $ROUNDS -lt 3 || "$again" == " fourth" && $ROUNDS -lt 4 ]] && break
     echo "qwen default$again||$Q" >>$R/abl.txt
     for k in $AB; do echo "qwen $k$again|GRAPHRT_EXTEND_KERNEL=$k|$Q" >>$R/abl.txt; done
   done

@@ -339,6 +339,14 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
         EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
       }
       {
+        ForceExtendKernel s9a("auto-s9a");  // the choice after helper s9-attn's run
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
+                  hopper ? (hd == 128 ? "fa3-ws128ns" : "fa3-ws128p") : "fa2-v2")
+            << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+      }
+      {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-v2") << hd;
         EXPECT_EQ(name(short_prompt, dt), "fa2-v2q64") << hd;
@@ -419,7 +427,8 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
   for (const char* pairing : {"0", "1"})
     for (const char* kernel :
          {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp",
-          "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk", "fa3-ws128nso"}) {
+          "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk", "fa3-ws128nso",
+          "fa3-ws128ns2", "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
@@ -431,7 +440,7 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
 }
 
 // The persistent grid and the early Q release change the schedule, not a tile's instructions:
-// fa3-ws128s gives fa3-ws128's bits, fa3-ws128ns / nsq / nsk / nso fa3-ws128n's (so a default
+// fa3-ws128s gives fa3-ws128's bits, fa3-ws128ns / nsq / nsk / nso / ns2 fa3-ws128n's (so a default
 // switch between them changes no model output).
 TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
   alignas(16) static char buf[64];
@@ -449,6 +458,12 @@ TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
     EXPECT_EQ(output_of("fa3-ws128nsq", checks[i]), n);
     EXPECT_EQ(output_of("fa3-ws128nsk", checks[i]), n);
     EXPECT_EQ(output_of("fa3-ws128nso", checks[i]), n);
+    EXPECT_EQ(output_of("fa3-ws128ns2", checks[i]), n);
+    // The O wait held after the softmax (HOLD_O) changes no value either.
+    const std::vector<float> wsn = output_of("fa3-wsn", checks[i]);
+    EXPECT_EQ(output_of("fa3-wsnh", checks[i]), wsn);
+    EXPECT_EQ(output_of("fa3-wsnsh", checks[i]), wsn);
+    EXPECT_EQ(output_of("fa3-wsnph", checks[i]), output_of("fa3-wsnp", checks[i]));
   }
 }
 
@@ -464,7 +479,8 @@ TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
   if (hopper)
     kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp", "fa3-ws128", "fa3-ws128p",
                                    "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq",
-                                   "fa3-ws128nsk", "fa3-ws128nso"});
+                                   "fa3-ws128nsk", "fa3-ws128nso", "fa3-ws128ns2",
+                                   "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph"});
   for (const PagedCase* pc : {&c, &c64})
     for (const char* kernel : kernels) {
       if (pc->hd == 64 && (std::string(kernel) == "tc" || std::string(kernel) == "simt")) continue;  // as tested above

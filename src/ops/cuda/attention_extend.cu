@@ -251,6 +251,10 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kWgmmaWs128NSQ: return "fa3-ws128nsq";
     case ExtendKernel::kWgmmaWs128NSK: return "fa3-ws128nsk";
     case ExtendKernel::kWgmmaWs128NSO: return "fa3-ws128nso";
+    case ExtendKernel::kWgmmaWs128NS2: return "fa3-ws128ns2";
+    case ExtendKernel::kWgmmaWsNH: return "fa3-wsnh";
+    case ExtendKernel::kWgmmaWsNSH: return "fa3-wsnsh";
+    case ExtendKernel::kWgmmaWsNPH: return "fa3-wsnph";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -285,7 +289,9 @@ bool is_wgmma(ExtendKernel k) {
          k == ExtendKernel::kWgmmaWsP || k == ExtendKernel::kWgmmaWsN || k == ExtendKernel::kWgmmaWsNP ||
          k == ExtendKernel::kWgmmaWs128 || k == ExtendKernel::kWgmmaWs128P || k == ExtendKernel::kWgmmaWs128N ||
          k == ExtendKernel::kWgmmaWs128S || k == ExtendKernel::kWgmmaWs128NS || k == ExtendKernel::kWgmmaWs128NSQ ||
-         k == ExtendKernel::kWgmmaWs128NSK || k == ExtendKernel::kWgmmaWs128NSO;
+         k == ExtendKernel::kWgmmaWs128NSK || k == ExtendKernel::kWgmmaWs128NSO ||
+         k == ExtendKernel::kWgmmaWs128NS2 || k == ExtendKernel::kWgmmaWsNH || k == ExtendKernel::kWgmmaWsNSH ||
+         k == ExtendKernel::kWgmmaWsNPH;
 }
 
 WgVariant wg_variant_of(ExtendKernel k) {
@@ -307,6 +313,10 @@ WgVariant wg_variant_of(ExtendKernel k) {
     case ExtendKernel::kWgmmaWs128NSQ: return WgVariant::kWs128NSQ;
     case ExtendKernel::kWgmmaWs128NSK: return WgVariant::kWs128NSK;
     case ExtendKernel::kWgmmaWs128NSO: return WgVariant::kWs128NSO;
+    case ExtendKernel::kWgmmaWs128NS2: return WgVariant::kWs128NS2;
+    case ExtendKernel::kWgmmaWsNH: return WgVariant::kWsNH;
+    case ExtendKernel::kWgmmaWsNSH: return WgVariant::kWsNSH;
+    case ExtendKernel::kWgmmaWsNPH: return WgVariant::kWsNPH;
     default: break;
   }
   GRT_FAIL("attention_extend: {} is no wgmma kernel", extend_kernel_name(k));
@@ -318,8 +328,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const char* env = std::getenv("GRAPHRT_EXTEND_KERNEL");
   const std::string forced = env ? env : "";
   const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4",
-             s5 = forced == "auto-s5", s7 = forced == "auto-s7", s8 = forced == "auto-s8";
-  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5 || s7 || s8) {
+             s5 = forced == "auto-s5", s7 = forced == "auto-s7", s8 = forced == "auto-s8", s9a = forced == "auto-s9a";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5 || s7 || s8 || s9a) {
     // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
     // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
     // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
@@ -353,7 +363,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // Session 9 (measured, bench/results/h100_2026-11-24_s9_attn): B > M at head_dim 128:
     // fa3-ws128ns (fa3-ws128s with m64n128 O GEMMs; ahead of fa3-ws128s at all 10 points of that
     // bucket, +2.7 to +13%, 16/8/128 4k 416 -> 433; qwen3-0.6b prefill 4096 -0.15 ms piecewise;
-    // same bits as fa3-ws128n). "auto-s8" keeps session 8's choice (fa3-ws128s there) for A/B.
+    // same bits as fa3-ws128n). "auto-s8" keeps session 8's choice (fa3-ws128s there) for A/B,
+    // "auto-s9a" the choice after helper s9-attn's run (fa3-ws128ns there).
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
@@ -368,7 +379,9 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         }
         if (p.hd != 128) return ExtendKernel::kWgmmaWs128P;
         if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
-        return s8 ? ExtendKernel::kWgmmaWs128S : ExtendKernel::kWgmmaWs128NS;
+        if (s8) return ExtendKernel::kWgmmaWs128S;
+        if (s9a) return ExtendKernel::kWgmmaWs128NS;
+        return ExtendKernel::kWgmmaWs128NS;
       }
       return big ? ExtendKernel::kFa2V2 : ExtendKernel::kFa2V2Q64;
     }
@@ -382,7 +395,8 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         ExtendKernel::kWgmmaWs, ExtendKernel::kWgmmaWsP, ExtendKernel::kWgmmaWsN, ExtendKernel::kWgmmaWsNP,
         ExtendKernel::kWgmmaWs128, ExtendKernel::kWgmmaWs128P, ExtendKernel::kWgmmaWs128N, ExtendKernel::kWgmmaWs128S,
         ExtendKernel::kWgmmaWs128NS, ExtendKernel::kWgmmaWs128NSQ, ExtendKernel::kWgmmaWs128NSK,
-        ExtendKernel::kWgmmaWs128NSO, ExtendKernel::kTensorCore,
+        ExtendKernel::kWgmmaWs128NSO, ExtendKernel::kWgmmaWs128NS2, ExtendKernel::kWgmmaWsNH,
+        ExtendKernel::kWgmmaWsNSH, ExtendKernel::kWgmmaWsNPH, ExtendKernel::kTensorCore,
         ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
     bool ok = fa2_supports(p, dtype);
@@ -394,10 +408,11 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     return k;
   }
   GRT_FAIL(
-      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, auto-s7, auto-s8, fa2-q64, "
+      "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, auto-s7, auto-s8, auto-s9a, "
+      "fa2-q64, "
       "fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
       "fa3-wsp, fa3-wsn, fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk, "
-      "fa3-ws128nso, tc, simt",
+      "fa3-ws128nso, fa3-ws128ns2, fa3-wsnh, fa3-wsnsh, fa3-wsnph, tc, simt",
       forced);
 }
 

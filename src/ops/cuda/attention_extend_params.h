@@ -65,7 +65,14 @@ bool wgmma_supports(const ExtendParams& p, DType dtype);
 // fa3-ws128nsk: fa3-ws128nsq with K and V of a ring stage under their own full / empty barriers
 // (K freed after its S GEMM, V after its O GEMM: more load lead from the same 3 stages; same bits);
 // fa3-ws128nso: fa3-ws128ns with the P pack and the stage release made to depend on the softmax's
-// row sums, so that ptxas keeps the softmax under the O GEMM (same bits; not yet measured).
+// row sums, meant to keep the softmax under the O GEMM (same bits; measured: ptxas still runs it
+// after the O wait, -7%);
+// fa3-ws128ns2: fa3-ws128ns with two P register sets in turn, the softmax of the next key tile
+// packing into the set the in-flight O GEMM does not read (same bits; measured: ptxas serialised
+// every wgmma of it, -9%). Both kept for A/B only. fa3-wsnh / fa3-wsnph: fa3-wsn / fa3-wsnp with
+// a never-taken branch on the row sums before the O GEMM's wait, so that ptxas keeps the softmax
+// under the O GEMM (it does in the cubin; 64-key stages: registers fit); fa3-wsnsh: fa3-wsnh on
+// the persistent grid (same bits as fa3-wsn / fa3-wsnp; not yet measured).
 enum class WgVariant {
   kWg,
   kWg2,
@@ -83,7 +90,11 @@ enum class WgVariant {
   kWs128NS,
   kWs128NSQ,
   kWs128NSK,
-  kWs128NSO
+  kWs128NSO,
+  kWs128NS2,
+  kWsNH,
+  kWsNSH,
+  kWsNPH
 };
 // Multiprocessors of the current device (read once per device; threads may race to fill the cache).
 int extend_multiprocessors();
@@ -91,7 +102,7 @@ int extend_multiprocessors();
 int wgmma_q_tile(WgVariant v);
 // Launches it (pairing as the FA2 kernels: p.pair_q_tiles); an unsupported case is an Error.
 void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
-// The warp-specialised variants (kWs .. kWs128NSO; attention_extend_ws.cu), which
+// The warp-specialised variants (kWs .. kWsNPH; attention_extend_ws.cu), which
 // launch_extend_wgmma hands over after its checks; any other variant is an Error.
 void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
 
@@ -120,6 +131,10 @@ enum class ExtendKernel {
   kWgmmaWs128NSQ,
   kWgmmaWs128NSK,
   kWgmmaWs128NSO,
+  kWgmmaWs128NS2,
+  kWgmmaWsNH,
+  kWgmmaWsNSH,
+  kWgmmaWsNPH,
   kTensorCore,
   kSimt
 };
@@ -138,12 +153,13 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
 // fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, fa3-wsp, fa3-wsn,
 // fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk,
-// fa3-ws128nso, tc, simt;
+// fa3-ws128nso, fa3-ws128ns2, fa3-wsnh, fa3-wsnsh, fa3-wsnph, tc, simt;
 // "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the FA2 choice on any GPU; "auto-s4": the session-4 choice (fa3-wg2 where B > M, else fa3-wg);
 // "auto-s5": the session-5 choice (fa3-ov64 where B <= M/2, fa3-wg2 where B > M at head_dim 128,
 // else fa3-ov); "auto-s7": the choice of sessions 6 and 7 (fa3-ov64 where B <= M/2, fa3-wsnp
 // where B <= M, fa3-ws at head_dim 128 and fa3-ov at 64 where B > M); "auto-s8": the choice of
-// session 8 (as the default, but fa3-ws128s where B > M at head_dim 128); unset or "auto": the
+// session 8 (as the default, but fa3-ws128s where B > M at head_dim 128); "auto-s9a": the choice
+// after helper s9-attn's run (fa3-ws128ns where B > M at head_dim 128); unset or "auto": the
 // default choice. Forcing a kernel that cannot serve the case
 // is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);

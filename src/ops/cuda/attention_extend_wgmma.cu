@@ -297,7 +297,8 @@ bool warp_specialised(WgVariant v) {
   return v == WgVariant::kWs || v == WgVariant::kWsP || v == WgVariant::kWsN || v == WgVariant::kWsNP ||
          v == WgVariant::kWs128 || v == WgVariant::kWs128P || v == WgVariant::kWs128N || v == WgVariant::kWs128S ||
          v == WgVariant::kWs128NS || v == WgVariant::kWs128NSQ || v == WgVariant::kWs128NSK ||
-         v == WgVariant::kWs128NSO;
+         v == WgVariant::kWs128NSO || v == WgVariant::kWs128NS2 ||
+         v == WgVariant::kWsNH || v == WgVariant::kWsNSH || v == WgVariant::kWsNPH;
 }
 
 }  // namespace

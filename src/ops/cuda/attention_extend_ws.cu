@@ -10,6 +10,10 @@
 // fa3-ws128nsq (+ Q released after the last S GEMM, the next q tile's first key tile gathered
 // before its Q) and fa3-ws128nsk (+ K and V of a ring stage awaited and released apart); both
 // measured slower (-5% / -24% at 4k; bench/results/h100_2026-11-24_s9_attn), kept for A/B.
+// fa3-ws128nso / fa3-ws128ns2: fa3-ws128ns with the softmax meant to run under the O GEMM (the P
+// pack pinned after the row sums / a second P register set): both measured serial in the SASS
+// and slower (-7% / -9% at 4k), kept for A/B. fa3-wsnh / fa3-wsnsh / fa3-wsnph: fa3-wsn / fa3-wsnp
+// with the softmax held under the O GEMM (HOLD_O; overlapped in the cubin, not yet measured).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -190,14 +194,36 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& 
 // last O GEMM, so that the producer gathers the next q tile's Q under the last O GEMM and the
 // store. SPLIT_KV (fa3-ws128nsk): K of a stage awaited before its S GEMM and released when that is
 // done, V awaited before its O GEMM and released after it. Both: the same instructions on the same
-// values otherwise (same bits). PIN_P (fa3-ws128nso, not yet measured): ptxas hoists the O GEMM's
+// values otherwise (same bits). PIN_P (fa3-ws128nso; measured: still SERIAL, -7%): ptxas hoists the O GEMM's
 // wait above the softmax so as to interleave the P pack (which writes the registers the in-flight O
 // GEMM reads) with the exps, serialising S, O and the softmax (session 9's SASS). Here every pack
 // and the stage release take a +0.0f computed from the row sums (so from every exp), which the
 // compiler cannot fold: none of the instructions that need the O GEMM done can move above the
 // softmax, so the wait has no reason to either. x + 0.0f == x for the exps (>= +0): same bits.
+// P2 (fa3-ws128ns2): FA3's intra-warpgroup overlap with a second P register set
+// (pn): the softmax of tile t + 1 packs P(t + 1) into pn as its exps come (exp_pack_rows) while the
+// in-flight O(t) reads pf, so nothing between the S wait and the O wait needs O(t) done and ptxas
+// has no register reason to hoist the O wait; after it, pf = pn (32 moves a step). The loop is not
+// unrolled by 2 to alternate the sets in place: that alone (even with one set) made ptxas spill 32
+// bytes at the consumers' 216 registers. The arithmetic runs in fa3-ws128ns's order: O(t) = O(t - 1)
+// + P(t) V(t) completes, then O is scaled by alpha(t + 1) (after the O wait, as before), then
+// O(t + 1) adds P(t + 1) V(t + 1); P(t + 1) is the same exp of the same S with the same running max
+// and l the same sums in the same order, only packed earlier: same bits.
+// HOLD_O (fa3-wsnh / fa3-wsnsh / fa3-wsnph, not yet measured): found after run 2 on cubins
+// (scripts/cubin_softmax_overlap.py): ptxas's scheduler puts the O wait (DEPBAR) early inside the
+// softmax's basic block whatever the data dependences say; a never-taken warp-uniform branch on the
+// row sums just before the wait ends that block, and the wait stays after every exp. It fits the
+// registers only with 64-key stages at head_dim 128 (fa3-wsn family: O 64 + S 32 + P 16 in flight
+// with the softmax; 0 spills) and at head_dim 64; with 128-key stages at head_dim 128 ptxas spills
+// 240 bytes and serialises every wgmma, so no fa3-ws128 variant gets it. Same values, same bits.
+// Measured (run 2): -9% at 4k: ptxas serialised every wgmma of it (C7513 in -Xptxas -v: "non wgmma
+// instructions defining input registers of a wgmma between start and end of the pipeline stage";
+// it merged pn with pf). Kept for A/B only. ptxas keeps the O wait above the softmax whatever the
+// source says (nso: the pack pinned after the exps; S GEMMs not reading S's old values; the stage
+// release or the rescale moved: all SERIAL in the cubin), and where the exps are forced before the
+// wait it serialises every wgmma instead (C7513): see bench/results/h100_2026-11-24_s9_attn.
 template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128, bool EARLY_Q, bool SPLIT_KV,
-          bool PIN_P>
+          bool PIN_P, bool P2, bool HOLD_O>
 __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
   using C = WsCfg<HD, STAGES, BK>;
@@ -222,6 +248,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
   float o[kCB][32];
   float s[kKH][32];
   uint32_t pf[4 * kKH][4];
+  uint32_t pn[P2 ? 4 * kKH : 1][4];  // P2: P(t + 1), packed while O(t) reads pf
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
 #pragma unroll
@@ -284,9 +311,14 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       float mx[2], alpha[2];
       const bool grow = tile_max(s, sl2, m, mx);
       new_max_lazy(m, l, mx, alpha);
-      exp_rows(s, m, l, sl2);
+      if constexpr (P2) exp_pack_rows<T>(s, m, l, sl2, pn);  // under O(t): pf untouched
+      else exp_rows(s, m, l, sl2);
       // PIN_P: +0.0f from the row sums (finite: every P <= 2^8), not foldable (IEEE: x * 0 may be -0 or NaN).
       const float z = PIN_P ? (l[0] + l[1]) * 0.0f : 0.0f;
+      // HOLD_O: a branch on the row sums (never taken: a sum of exps is >= 0 or NaN, never -1) ends
+      // the softmax's basic block, so ptxas cannot schedule the O wait above the exps.
+      if constexpr (HOLD_O)
+        if (__any_sync(0xffffffffu, l[0] + l[1] == -1.0f)) asm volatile("nanosleep.u32 1;\n" ::: "memory");
       wgmma_wait<0>();
 #pragma unroll
       for (int cb = 0; cb < kCB; ++cb) fence_regs(o[cb]);
@@ -295,6 +327,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       mbar_arrive(PIN_P ? release + static_cast<uint32_t>(z) : release);
       if (grow) scale_o(o, alpha);
       if constexpr (PIN_P) pack_p_after<T>(s, pf, z);
+      else if constexpr (P2) copy_p(pn, pf);
       else pack_p<T>(s, pf);
     } else {  // the last tile: O only
       wait_v(0);
@@ -322,7 +355,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
 // PERSIST: a grid of at most one block per multiprocessor running ws_item's list. The ring and
 // its phases run on across the q tiles of a block (no block-wide barrier after the role split).
 template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK, bool PERSIST, bool EARLY_Q, bool SPLIT_KV,
-          bool PIN_P>
+          bool PIN_P, bool P2, bool HOLD_O>
 __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WsCfg<HD, STAGES, BK>;
@@ -376,7 +409,8 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
       const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
       if (st == 0) break;
       if (st == 2) continue;
-      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P>(p, it, smem, pass++, ring, bars);
+      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P, P2, HOLD_O>(p, it, smem, pass++, ring,
+                                                                                      bars);
     }
     if (PINGPONG && !second_consumer) named_sync(1, 256);
   }
@@ -386,10 +420,12 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
 }
 
 template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK = 64, bool PERSIST = false,
-          bool EARLY_Q = false, bool SPLIT_KV = false, bool PIN_P = false>
+          bool EARLY_Q = false, bool SPLIT_KV = false, bool PIN_P = false, bool P2 = false,
+          bool HOLD_O = false>
 void launch_ws(cudaStream_t st, const ExtendParams& p) {
   using C = WsCfg<HD, STAGES, BK>;
-  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV, PIN_P>;
+  auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV, PIN_P, P2,
+                                       HOLD_O>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa3-ws (head_dim {})", C::kSmem, HD);
   const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
@@ -426,6 +462,19 @@ void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
       return;
     case WgVariant::kWs128NSO:  // fa3-ws128ns with the P pack and the release pinned after the softmax
       launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, false, false, true>(st, p);
+      return;
+    case WgVariant::kWs128NS2:  // fa3-ws128ns with a second P register set (the softmax under the O GEMM)
+      launch_ws<T, HD, HD == 128 ? 3 : 4, false, HD == 128, 128, true, false, false, false, true>(st, p);
+      return;
+    // fa3-wsn / fa3-wsnp with the O wait held after the softmax; fa3-wsnsh: fa3-wsnh on the persistent grid.
+    case WgVariant::kWsNH:
+      launch_ws<T, HD, 4, false, HD == 128, 64, false, false, false, false, false, true>(st, p);
+      return;
+    case WgVariant::kWsNSH:
+      launch_ws<T, HD, 4, false, HD == 128, 64, true, false, false, false, false, true>(st, p);
+      return;
+    case WgVariant::kWsNPH:
+      launch_ws<T, HD, 4, true, HD == 128, 64, false, false, false, false, false, true>(st, p);
       return;
     default: GRT_FAIL("attention_extend fa3-ws: variant {} is not warp-specialised", static_cast<int>(v));
   }

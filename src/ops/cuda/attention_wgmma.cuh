@@ -509,6 +509,35 @@ template <typename T>
 __device__ __forceinline__ void pack_p(const float (&s)[32], uint32_t (&pf)[4][4]) {
   pack_p<T, 1>(reinterpret_cast<const float(&)[1][32]>(s), pf);
 }
+// exp_rows and pack_p in one pass (fa3-ws128ns2): each pair of exps packed at once, so that S's
+// registers free as P's fill (the in-flight O GEMM holds the other P set meanwhile). The same
+// exps, each row's sum in exp_rows' order (h, then j ascending) and the same pack: same bits.
+template <typename T, int KH>
+__device__ __forceinline__ void exp_pack_rows(float (&s)[KH][32], const float (&m)[2], float (&l)[2], float sl2,
+                                              uint32_t (&pf)[4 * KH][4]) {
+  const float mu[2] = {m[0] == -INFINITY ? 0.0f : m[0], m[1] == -INFINITY ? 0.0f : m[1]};
+  float rs[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int h = 0; h < KH; ++h)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const float e0 = fast_exp2(fmaf(s[h][4 * j + 2 * i], sl2, -mu[i]));
+        const float e1 = fast_exp2(fmaf(s[h][4 * j + 2 * i + 1], sl2, -mu[i]));
+        rs[i] += e0 + e1;
+        pf[4 * h + j / 2][2 * (j & 1) + i] = pack2<T>(e0, e1);
+      }
+  l[0] += rs[0];
+  l[1] += rs[1];
+}
+template <int N>
+__device__ __forceinline__ void copy_p(const uint32_t (&from)[N][4], uint32_t (&to)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) to[i][j] = from[i][j];
+}
 // pack_p with z (+0.0f that the compiler cannot fold) added to one value of every pair: the same
 // bits (P >= +0, so P + 0 == P), but no pack can be scheduled before z is known (fa3-ws128nso).
 template <typename T, int KH>
