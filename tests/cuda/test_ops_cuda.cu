@@ -1061,7 +1061,7 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
 
 // Each test runs every kernel of prepare_qkv_ on CUDA (set_prepare_qkv_path; GRAPHRT_PREPARE_QKV
 // picks one in a process), and goes back to the environment's choice at the end.
-const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads", "lanes-s8", "lanes-next"};
+const char* const kPrepareQkvPaths[] = {"lanes", "early", "tile", "auto", "heads", "lanes-s8", "lanes-cut"};
 struct PrepareQkvPath {
   explicit PrepareQkvPath(const char* p) { cuda::set_prepare_qkv_path(p); }
   ~PrepareQkvPath() { cuda::set_prepare_qkv_path(nullptr); }

@@ -48,18 +48,19 @@ constexpr int kMaxWarpsPerToken = 16;  // GRAPHRT_PREPARE_QKV=token: the old one
 
 // GRAPHRT_PREPARE_QKV, for A/B (same result bits whichever runs; each falls back to the next
 // that applies: tile -> early -> heads, lanes -> heads):
-//  lanes (default): the cut lanes kernel (session 9: the lanes-s8 kernel in fewer instructions;
-//    where its 32-bit arguments do not fit, lanes-s8 runs);
+//  lanes (default): the cut lanes kernel with its loads issued early (kNext at
+//    prepare_qkv_cut_kernel; session 9: qwen3-0.6b prefill 4096 -0.06 / -0.09 ms against lanes-cut
+//    on the H100); where its 32-bit arguments do not fit, lanes-s8 runs;
+//  lanes-cut: the cut kernel without the early loads (session 9, run 2: the lanes-s8 kernel in
+//    fewer instructions, 33.95 -> 30.88 us at 4096 tokens);
 //  lanes-s8: the session-5..8 lanes kernel (its chunk load waits for the token's cache slot);
 //  early: the lanes-s8 kernel with the chunk load issued before the slot is known;
 //  tile: the token-tile kernel at every token count;
 //  auto: tile from kTileMinTokens tokens, early below (the candidate default, not yet measured);
 //  heads, token: the shared-memory kernels.
-//  lanes-next: the cut kernel with its loads issued earlier and bit-level bf16 conversions (opt-in,
-//    not yet measured; see kNext at prepare_qkv_cut_kernel).
-enum class Path { lanes, early, tile, auto_, heads, token, lanes_s8, lanes_next };
+enum class Path { lanes, early, tile, auto_, heads, token, lanes_s8, lanes_cut };
 constexpr const char* kPathNames[] = {"lanes",    "early", "tile",     "auto",
-                                      "heads",    "token", "lanes-s8", "lanes-next"};  // Path's order
+                                      "heads",    "token", "lanes-s8", "lanes-cut"};  // Path's order
 int path_override = -1;  // set_prepare_qkv_path (tests), host side only
 Path chosen_path() {
   static const Path p = static_cast<Path>(
@@ -387,7 +388,7 @@ __device__ __forceinline__ void round_pair(float& a, float& b) {
 }
 
 // norm_rope_chunk's arithmetic (same operations, same order, same bits) with fewer instructions.
-// kBits (lanes-next): the dtype -> float conversions by bit operations (unpack_chunk_bits).
+// kBits (the default lanes kernel's kNext form): the dtype -> float conversions by bit operations (unpack_chunk_bits).
 template <typename T, int L, bool kBits = false>
 __device__ __forceinline__ void cut_norm_rope_chunk(const uint4& raw, bool norm, const uint4& wraw, float eps,
                                                     bool rope, const float* cs_c, const float* cs_s, int sub,
@@ -433,13 +434,14 @@ __device__ __forceinline__ void cut_norm_rope_chunk(const uint4& raw, bool norm,
   store_chunk(out, 0, hd, true, y);
 }
 
-// kNext (GRAPHRT_PREPARE_QKV=lanes-next, opt-in, not yet measured): the position is read beside
+// kNext (the default GRAPHRT_PREPARE_QKV=lanes since session 9; without it: lanes-cut): the position is read beside
 // the slot and the weight and cos/sin loads leave before the v store and the vote, so the cos/sin
 // trip overlaps the chunk's DRAM trip (the default's chain is slot -> chunk -> position -> cos/sin,
 // four dependent trips; session 9 run 2: latency-bound at 50% issue, 57% DRAM); bf16 conversions
 // by bit operations (kBits of cut_norm_rope_chunk). Its cos/sin live across the chunk's wait:
 // 45 registers unbounded (5 blocks an SM), 40 without spills under 6 blocks. (Minimum 0 blocks for
-// the default leaves its machine code as measured: a 1 there changes it.)
+// lanes-cut leaves its machine code as measured: a 1 there changes it.) H100, qwen3-0.6b prefill
+// 4096 piecewise, fresh processes interleaved: 12.042 / 12.112 ms against lanes-cut's 12.105 / 12.205.
 template <typename T, int L, bool kOneRow, bool kNext = false>
 __global__ void __launch_bounds__(256, kNext ? 6 : 0) prepare_qkv_cut_kernel(CutArgs<T> a) {
   constexpr int V = kChunk<T>, hd = L * V, half = hd / 2;
@@ -665,9 +667,9 @@ bool try_tile(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
 template <typename T, int L>
 void launch_lanes_path(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const Path p = chosen_path();
-  if (p == Path::lanes && try_cut<T, L, false>(dev, s, a)) return;
-  if (p == Path::lanes_next && try_cut<T, L, true>(dev, s, a)) return;
-  if (p == Path::lanes || p == Path::lanes_s8 || p == Path::lanes_next) return launch_lanes<T, L, false>(dev, s, a);
+  if (p == Path::lanes && try_cut<T, L, true>(dev, s, a)) return;
+  if (p == Path::lanes_cut && try_cut<T, L, false>(dev, s, a)) return;
+  if (p == Path::lanes || p == Path::lanes_s8 || p == Path::lanes_cut) return launch_lanes<T, L, false>(dev, s, a);
   const bool tile = p == Path::tile || (p == Path::auto_ && a.tokens >= kTileMinTokens);
   if constexpr (L == 8 || L == 16) {
     if (tile && try_tile<T, L>(dev, s, a)) return;
@@ -723,7 +725,7 @@ void set_prepare_qkv_path(const char* path) {
     }
     ++i;
   }
-  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads, token, lanes-s8 or lanes-next)", path);
+  GRT_FAIL("set_prepare_qkv_path: unknown kernel '{}' (lanes, early, tile, auto, heads, token, lanes-s8 or lanes-cut)", path);
 }
 
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& a) {
