@@ -505,6 +505,15 @@ TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
 
 // ---- decode -----------------------------------------------------------------------------------
 
+// A decode-kernel case of the wide-geometry tests: heads, batch and dtype.
+struct DecodeDtypeCase {
+  Shape3 sh;
+  int batch;
+  DType dt;
+};
+// Lengths of the wide-geometry tests: 0..1 tokens, warp-slice, tile and split edges, and 4097.
+const std::vector<int32_t> kWideDecodeLens = {1, 7, 15, 16, 17, 31, 33, 63, 64, 65, 511, 512, 513, 1025, 2049, 4097};
+
 struct DecodeSetup {
   PagedCase c;
   std::vector<int32_t> seq_lens;
@@ -1170,12 +1179,7 @@ TEST(OpsAttentionCuda, DecodeMmaKvGroupsEqualCpuAndIgnorePadding) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   WideScope wide(1);
   const std::vector<int32_t> mixed = {1, 7, 15, 16, 17, 31, 33, 63, 65, 511, 512, 513, 1025, 2049, 4097};
-  struct Case {
-    Shape3 sh;
-    int batch;
-    DType dt;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<DecodeDtypeCase> cases = {
       {{16, 8, 128}, 40, DType::BF16}, {{16, 8, 128}, 40, DType::F16}, {{32, 8, 128}, 40, DType::BF16},
       {{32, 8, 64}, 40, DType::F16},   {{64, 8, 128}, 40, DType::BF16}, {{128, 8, 64}, 40, DType::BF16},
       {{8, 4, 128}, 128, DType::BF16},
@@ -1183,7 +1187,7 @@ TEST(OpsAttentionCuda, DecodeMmaKvGroupsEqualCpuAndIgnorePadding) {
   for (int mode : {2, 4, 0}) {
     KvGroupScope group(mode);
     for (size_t i = 0; i < cases.size(); ++i) {
-      const Case& k = cases[i];
+      const DecodeDtypeCase& k = cases[i];
       SCOPED_TRACE("kv group mode " + std::to_string(mode) + " case " + std::to_string(i));
       DecodeSetup s = decode_setup(k.sh, k.batch, mixed, 1500 + static_cast<uint32_t>(i));
       for (size_t b = 3; b < s.seq_lens.size(); b += 13) s.seq_lens[b] = 0;  // empty requests too
@@ -1204,20 +1208,15 @@ TEST(OpsAttentionCuda, DecodeMmaKvGroupsEqualCpuAndIgnorePadding) {
 TEST(OpsAttentionCuda, DecodeMmaSwapEqualsCpuAndIgnoresPadding) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   WideScope wide(1);
-  const std::vector<int32_t> mixed = {1, 7, 15, 16, 17, 31, 33, 63, 64, 65, 511, 512, 513, 1025, 2049, 4097};
-  struct Case {
-    Shape3 sh;
-    int batch;
-    DType dt;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<int32_t>& mixed = kWideDecodeLens;
+  const std::vector<DecodeDtypeCase> cases = {
       {{16, 8, 128}, 40, DType::BF16}, {{16, 8, 128}, 40, DType::F16}, {{32, 8, 128}, 40, DType::BF16},
       {{32, 8, 128}, 17, DType::F16},  {{64, 8, 128}, 40, DType::BF16}, {{16, 8, 64}, 40, DType::BF16},
       {{32, 8, 64}, 40, DType::F16},   {{64, 8, 64}, 17, DType::BF16},  {{8, 4, 128}, 128, DType::BF16},
       {{32, 2, 128}, 80, DType::BF16},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& k = cases[i];
+    const DecodeDtypeCase& k = cases[i];
     SCOPED_TRACE("swap case " + std::to_string(i));
     DecodeSetup s = decode_setup(k.sh, k.batch, mixed, 1600 + static_cast<uint32_t>(i));
     for (size_t b = 3; b < s.seq_lens.size(); b += 13) s.seq_lens[b] = 0;  // empty requests too
@@ -1257,19 +1256,14 @@ TEST(OpsAttentionCuda, DecodeMmaWarpPipeEqualsSwapAndCpu) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   WideScope wide(1);
   SwapScope swap(1);
-  const std::vector<int32_t> mixed = {1, 7, 15, 16, 17, 31, 33, 63, 64, 65, 511, 512, 513, 1025, 2049, 4097};
-  struct Case {
-    Shape3 sh;
-    int batch;
-    DType dt;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<int32_t>& mixed = kWideDecodeLens;
+  const std::vector<DecodeDtypeCase> cases = {
       {{16, 8, 128}, 40, DType::BF16}, {{32, 8, 128}, 17, DType::F16}, {{64, 8, 128}, 40, DType::BF16},
       {{16, 8, 64}, 40, DType::F16},   {{64, 8, 64}, 17, DType::BF16},  {{8, 4, 128}, 128, DType::BF16},
       {{32, 8, 128}, 1, DType::BF16},  {{32, 8, 128}, 4, DType::F16},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& k = cases[i];
+    const DecodeDtypeCase& k = cases[i];
     SCOPED_TRACE("warp pipe case " + std::to_string(i));
     DecodeSetup s = decode_setup(k.sh, k.batch, mixed, 1700 + static_cast<uint32_t>(i));
     for (size_t b = 3; b < s.seq_lens.size(); b += 13) s.seq_lens[b] = 0;  // empty requests too
