@@ -71,6 +71,7 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
 // row pointers (x, gate, up) by 64 columns. x rows past `rows` are zero-filled.
 struct Producer {
   const __nv_bfloat16* xp;  // x row r0, this thread's chunk
+  const __nv_bfloat16* x0;  // x row 0 of the tile (always a row of x)
   const __nv_bfloat16* gp;  // gate row i0 + r0
   const __nv_bfloat16* up;  // up row inter + i0 + r0
   int64_t xstep, wstep;     // 16 rows of x, of w
@@ -83,6 +84,7 @@ struct Producer {
     r0 = tid / 8;
     rows = rows_;
     xp = x + static_cast<int64_t>(r0) * xs + chunk * 8;
+    x0 = x;
     gp = w + (i0 + r0) * k + chunk * 8;
     up = w + (inter + i0 + r0) * k + chunk * 8;
     xstep = 16 * xs;
@@ -96,7 +98,7 @@ struct Producer {
 #pragma unroll
     for (int i = 0; i < kBM / 16; ++i, p += xstep) {
       const bool ok = r0 + 16 * i < rows;
-      cp_async16(stage_addr + dst + i * 16 * 128, ok ? p : xp, ok);
+      cp_async16(stage_addr + dst + i * 16 * 128, ok ? p : x0, ok);  // x0: an address in x, never read
     }
     const uint32_t b = stage_addr + kABytes + dst;
     p = gp + col;
