@@ -24,12 +24,12 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "device/cuda/cuda_check.h"
 #include "ops/cuda/attention_extend_params.h"
 #include "ops/cuda/attention_wgmma.cuh"
+#include "ops/cuda/sm90a_device.h"
 
 namespace grt::cuda {
 namespace {
@@ -261,26 +261,6 @@ void launch_wg(cudaStream_t st, const ExtendParams& p) {
   kernel<<<grid, C::kThreads, C::kSmem, st>>>(p);
 }
 
-// An sm_90 GPU, and sm_90a code built for it (CMAKE_CUDA_ARCHITECTURES with 90a; plain sm_90
-// code of this kernel would only trap).
-// Read once per device (threads may race to fill the cache: 0 unknown, 1 no, 2 yes).
-bool device_is_sm90() {
-#if defined(GRAPHRT_CUDA_SM90A)
-  static std::atomic<int> cached[64] = {};
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  const int known = dev >= 0 && dev < 64 ? cached[dev].load(std::memory_order_relaxed) : 0;
-  if (known != 0) return known == 2;
-  const bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-                   major == 9 && minor == 0;
-  if (dev >= 0 && dev < 64) cached[dev].store(yes ? 2 : 1, std::memory_order_relaxed);
-  return yes;
-#else
-  return false;
-#endif
-}
-
 template <typename T, int HD>
 void launch_wg_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
   switch (v) {
@@ -303,7 +283,7 @@ bool warp_specialised(WgVariant v) {
 
 }  // namespace
 
-bool wgmma_supports(const ExtendParams& p, DType dtype) { return fa2_supports(p, dtype) && device_is_sm90(); }
+bool wgmma_supports(const ExtendParams& p, DType dtype) { return fa2_supports(p, dtype) && sm90a_device(); }
 
 int wgmma_q_tile(WgVariant v) { return v == WgVariant::kOv64 ? 64 : 128; }
 

@@ -1,0 +1,91 @@
+#include "ops/gate_up_swiglu.h"
+
+#include "core/env_switch.h"
+#include "core/error.h"
+#include "memory/tensor_alloc.h"
+#include "ops/activation.h"
+#include "ops/linear.h"
+#include "ops/op_checks.h"
+#ifdef GRAPHRT_WITH_CUDA
+#include "ops/cuda/gate_up_swiglu.h"
+#endif
+
+namespace grt::ops {
+namespace {
+
+// The kernel's tiles (ops/cuda/gate_up_swiglu.h), also here for builds without CUDA.
+constexpr int64_t kTileK = 64;
+constexpr int64_t kTileN = 128;
+
+bool aligned16(uintptr_t addr) { return addr % 16 == 0; }
+
+int64_t row_stride(const Tensor& x) { return x.size(0) > 1 ? x.stride(0) : x.size(1); }
+
+void check_operands(const char* op, const Tensor& x, const Tensor& gate_up) {
+  check_defined(op, x, "x");
+  check_defined(op, gate_up, "gate_up");
+  GRT_CHECK(x.rank() == 2 && gate_up.rank() == 2 && gate_up.is_contiguous() && x.size(1) == gate_up.size(1) &&
+                gate_up.size(0) % 2 == 0 && (x.size(1) <= 1 || x.stride(1) == 1),
+            "{}: x must be [T, H] with a contiguous last dim and gate_up a contiguous [2 * inter, H], got x {} and "
+            "gate_up {}",
+            op, x.str(), gate_up.str());
+  GRT_CHECK(x.dtype() == gate_up.dtype(), "{}: x {} and gate_up {} differ in dtype", op, x.str(), gate_up.str());
+  check_same_device(op, x, gate_up);
+}
+
+const char* unfit(const Tensor& x, const Tensor& gate_up) {
+  return gate_up_swiglu_unfit(x.size(0), gate_up.size(0) / 2, x.size(1), x.dtype(),
+                              reinterpret_cast<uintptr_t>(x.data()), row_stride(x),
+                              reinterpret_cast<uintptr_t>(gate_up.data()));
+}
+
+}  // namespace
+
+const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType dtype, uintptr_t x_addr,
+                                 int64_t x_stride, uintptr_t w_addr) {
+  if (dtype != DType::BF16) return "the fused GEMM takes bf16 only";
+  if (rows < 1) return "no rows";
+  if (k <= 0 || k % kTileK != 0) return "the hidden size (K) must be a positive multiple of 64";
+  if (inter <= 0 || inter % kTileN != 0) return "the intermediate size must be a positive multiple of 128";
+  if (!aligned16(x_addr) || !aligned16(w_addr)) return "x and gate_up must start 16-byte aligned";
+  if (rows > 1 && (x_stride < k || x_stride % 8 != 0)) return "x's row stride must be >= K and a multiple of 8";
+  return nullptr;
+}
+
+bool prefill_swiglu_gemm_enabled() {
+  static const bool on = env_int("GRAPHRT_PREFILL_SWIGLU_GEMM", 0, 0, 1) == 1;
+  return on;
+}
+
+bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
+  if (!prefill_swiglu_gemm_enabled()) return false;
+  check_operands("gate_up_swiglu_fusable", x, gate_up);
+  if (!x.device().is_cuda() || x.size(0) < kSwigluGemmMinRows || unfit(x, gate_up) != nullptr) return false;
+#ifdef GRAPHRT_WITH_CUDA
+  return ::grt::cuda::gate_up_swiglu_device_ok();
+#else
+  return false;
+#endif
+}
+
+Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up) {
+  const char* op = "gate_up_swiglu";
+  check_operands(op, x, gate_up);
+  if (x.device().is_cpu()) return silu_and_mul(linear(x, gate_up));
+  const int64_t inter = gate_up.size(0) / 2;
+  Tensor out = empty(Shape{x.size(0), inter}, x.dtype(), x.device());
+  if (x.size(0) == 0) return out;
+#ifdef GRAPHRT_WITH_CUDA
+  const char* why = unfit(x, gate_up);
+  GRT_CHECK(why == nullptr, "{}: x {} and gate_up {} do not fit the fused GEMM: {}", op, x.str(), gate_up.str(), why);
+  GRT_CHECK(::grt::cuda::gate_up_swiglu_device_ok(), "{}: needs an sm_90 GPU and sm_90a code in this build ({})", op,
+            x.str());
+  ::grt::cuda::gate_up_swiglu(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0), inter,
+                              x.size(1));
+  return out;
+#else
+  fail_no_cuda(op, x);
+#endif
+}
+
+}  // namespace grt::ops

@@ -1,0 +1,45 @@
+// The prefill gate_up GEMM with SwiGLU in its epilogue (issue 18, session 10):
+//   gate_up_swiglu(x, gu) ~= silu_and_mul(linear(x, gu))
+// as one Hopper wgmma kernel that never writes the [T, 2 * inter] intermediate (cuBLASLt has no
+// SwiGLU epilogue). Rounding differs from the unfused ops in the last bits: the gate and up sums
+// stay float32 (the unfused path rounds both to bf16 before silu_and_mul); silu(gate) and the
+// product are rounded to bf16 as silu_and_mul does. Deterministic (no split-K, no atomics) and
+// the same kernel eager and captured. Off by default: GRAPHRT_PREFILL_SWIGLU_GEMM=1 routes the
+// decoder's prefill-sized gate_up through it (model/decoder_model.cpp).
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace grt::ops {
+
+// Rows from which the fused GEMM is used (one full 128-row tile; fewer rows leave most of a tile
+// idle, and the small-M GEMV fusions of ops/fused_linear.h cover decode-sized batches).
+inline constexpr int64_t kSwigluGemmMinRows = 128;
+
+// The shape rule of the kernel, without a device: nullptr when x [rows, k] (row stride x_stride
+// elements, at x_addr) and gate_up [2 * inter, k] (contiguous, at w_addr) of `dtype` fit, else the
+// first reason they do not (a static string): bf16 only, k a positive multiple of 64, inter a
+// positive multiple of 128, 16-byte aligned rows (addresses and strides), rows >= 1.
+const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType dtype, uintptr_t x_addr,
+                                 int64_t x_stride, uintptr_t w_addr);
+
+// GRAPHRT_PREFILL_SWIGLU_GEMM (read once; 0 default, 1 on): whether the decoder asks for the
+// fused GEMM at all.
+bool prefill_swiglu_gemm_enabled();
+
+// Whether gate_up_swiglu(x, gate_up) runs the fused kernel here: the switch is on, x is on a CUDA
+// sm_90 device with sm_90a code built, x has at least kSwigluGemmMinRows rows and the shape rule
+// holds. Depends on shapes, dtypes, alignment and the device only (eager and captured runs of one
+// shape take the same path).
+bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up);
+
+// x: [T, H] (last dim contiguous), gate_up: [2 * inter, H] contiguous (gate rows, then up rows), of
+// x's dtype. Returns a contiguous [T, inter] of x's dtype. CPU: the reference composition
+// silu_and_mul(linear(x, gate_up)) (f32). CUDA: the fused kernel whatever the switch and the row
+// count; a shape outside gate_up_swiglu_unfit's rule or a device without it is an error naming
+// the reason (callers check gate_up_swiglu_fusable and otherwise run the unfused ops).
+Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up);
+
+}  // namespace grt::ops

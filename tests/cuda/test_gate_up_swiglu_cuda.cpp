@@ -1,0 +1,183 @@
+// The prefill gate_up GEMM with SwiGLU in its epilogue (ops/gate_up_swiglu.h) on an H100: against
+// a float reference of the same rounding steps (gate and up sums in float, silu rounded to bf16,
+// the product rounded to bf16), against the unfused cuBLASLt GEMM + silu_and_mul (which also
+// rounds the sums to bf16, so agreement to a bf16 rounding or two), bit for bit run to run, and
+// captured in a graph against eager. Skipped where the device has no sm_90a kernel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "device/device.h"
+#include "device/graph.h"
+#include "device/stream.h"
+#include "memory/graph_pool.h"
+#include "memory/tensor_alloc.h"
+#include "ops/activation.h"
+#include "ops/copy.h"
+#include "ops/cuda/gate_up_swiglu.h"
+#include "ops/gate_up_swiglu.h"
+#include "ops/linear.h"
+
+namespace grt {
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+std::vector<float> bf16_values(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = bf16_to_float(float_to_bf16(dist(gen)));
+  return v;
+}
+
+float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
+
+// The reference of output row r (x [rows, k], w [2 * inter, k], row-major floats): float sums in
+// double, then the kernel's rounding steps.
+std::vector<float> reference_row(const std::vector<float>& x, const std::vector<float>& w, int64_t r, int64_t inter,
+                                 int64_t k) {
+  std::vector<float> out(static_cast<size_t>(inter));
+  const float* xr = x.data() + r * k;
+  for (int64_t i = 0; i < inter; ++i) {
+    const float* wg = w.data() + i * k;
+    const float* wu = w.data() + (inter + i) * k;
+    double g = 0, u = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      g += double(xr[j]) * wg[j];
+      u += double(xr[j]) * wu[j];
+    }
+    const float gf = static_cast<float>(g), uf = static_cast<float>(u);
+    out[static_cast<size_t>(i)] = round_bf16(round_bf16(gf / (1.0f + std::exp(-gf))) * uf);
+  }
+  return out;
+}
+
+// |got - ref| <= tol * (|ref| + mean|ref|) everywhere, and no NaN.
+void expect_close(const float* got, const float* ref, size_t n, double tol, const std::string& what) {
+  double mean = 0;
+  for (size_t i = 0; i < n; ++i) mean += std::fabs(ref[i]);
+  mean = n == 0 ? 0 : mean / static_cast<double>(n);
+  double worst = 0;
+  size_t worst_i = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << what << ": NaN (unwritten output?) at " << i;
+    const double err = std::fabs(double(got[i]) - ref[i]) / (std::fabs(ref[i]) + mean + 1e-30);
+    if (err > worst) worst = err, worst_i = i;
+  }
+  EXPECT_LE(worst, tol) << what << ": worst relative error at " << worst_i << " (got " << got[worst_i] << ", want "
+                        << ref[worst_i] << ")";
+}
+
+bool kernel_available() { return cuda::gate_up_swiglu_device_ok(); }
+
+struct Case {
+  int64_t rows, inter, k;
+  int64_t ref_rows;  // rows checked against the float reference (spread, the last included)
+};
+
+class GateUpSwigluCuda : public ::testing::TestWithParam<Case> {};
+
+// qwen3-0.6b's prefill shape (4096 x 1024 -> 3072), a ragged row count, llama-like K 4096, one
+// partial tile of rows.
+INSTANTIATE_TEST_SUITE_P(Shapes, GateUpSwigluCuda,
+                         ::testing::Values(Case{4096, 3072, 1024, 48}, Case{1000, 384, 1024, 1000},
+                                           Case{300, 256, 4096, 300}, Case{77, 128, 64, 77}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return "M" + std::to_string(i.param.rows) + "_I" + std::to_string(i.param.inter) + "_K" +
+                                  std::to_string(i.param.k);
+                         });
+
+TEST_P(GateUpSwigluCuda, MatchesReferenceAndUnfusedPath) {
+  if (!kernel_available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu kernel on this device";
+  const Case c = GetParam();
+  // Scales keep the sums O(1..10): silu's curved part and its tails are both exercised.
+  const std::vector<float> xv = bf16_values(static_cast<size_t>(c.rows * c.k), 11, -1.0f, 1.0f);
+  const float ws = 3.0f / std::sqrt(static_cast<float>(c.k));
+  const std::vector<float> wv = bf16_values(static_cast<size_t>(2 * c.inter * c.k), 12, -ws, ws);
+  Tensor x = from_floats(xv, Shape{c.rows, c.k}, DType::BF16, kGpu);
+  Tensor w = from_floats(wv, Shape{2 * c.inter, c.k}, DType::BF16, kGpu);
+  Tensor fused = ops::gate_up_swiglu(x, w);
+  ASSERT_EQ(fused.shape(), (Shape{c.rows, c.inter}));
+  const std::vector<float> got = to_host_floats(fused);
+  const std::string what = "M " + std::to_string(c.rows) + " I " + std::to_string(c.inter) + " K " +
+                           std::to_string(c.k);
+  // Float reference on ref_rows rows spread over the tiles (the last row included).
+  for (int64_t s = 0; s < c.ref_rows; ++s) {
+    const int64_t r = c.ref_rows == c.rows ? s : (s * (c.rows - 1)) / (c.ref_rows - 1);
+    const std::vector<float> ref = reference_row(xv, wv, r, c.inter, c.k);
+    expect_close(got.data() + r * c.inter, ref.data(), ref.size(), 1e-2, what + " row " + std::to_string(r));
+    if (HasFailure()) return;
+  }
+  // The unfused path (cuBLASLt GEMM rounded to bf16, then silu_and_mul): within a bf16 rounding or two.
+  const std::vector<float> unfused = to_host_floats(ops::silu_and_mul(ops::linear(x, w)));
+  expect_close(got.data(), unfused.data(), got.size(), 2e-2, what + " vs unfused");
+  // Deterministic: the same bits on a second run.
+  EXPECT_EQ(got, to_host_floats(ops::gate_up_swiglu(x, w))) << what;
+}
+
+// A column slice of a wider x (row stride > K) gives the rows of the contiguous x.
+TEST(GateUpSwigluCudaStrided, RowStrideEqualsContiguous) {
+  if (!kernel_available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu kernel on this device";
+  const int64_t rows = 200, k = 256, inter = 256;
+  const std::vector<float> xv = bf16_values(static_cast<size_t>(rows * (k + 64)), 21, -1.0f, 1.0f);
+  const std::vector<float> wv = bf16_values(static_cast<size_t>(2 * inter * k), 22, -0.2f, 0.2f);
+  Tensor wide = from_floats(xv, Shape{rows, k + 64}, DType::BF16, kGpu);
+  Tensor w = from_floats(wv, Shape{2 * inter, k}, DType::BF16, kGpu);
+  Tensor slice = wide.slice(1, 64, 64 + k);
+  EXPECT_EQ(to_host_floats(ops::gate_up_swiglu(slice, w)),
+            to_host_floats(ops::gate_up_swiglu(ops::contiguous(slice), w)));
+}
+
+// Shapes outside the rule are errors that name the reason, never a launch.
+TEST(GateUpSwigluCudaChecks, RefusesUnfitShapes) {
+  if (!kernel_available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu kernel on this device";
+  Tensor x = empty(Shape{256, 96}, DType::BF16, kGpu);
+  Tensor w = empty(Shape{256, 96}, DType::BF16, kGpu);
+  EXPECT_THROW((void)ops::gate_up_swiglu(x, w), Error);  // K 96
+  Tensor x2 = empty(Shape{256, 128}, DType::BF16, kGpu);
+  Tensor w2 = empty(Shape{2 * 192, 128}, DType::BF16, kGpu);
+  EXPECT_THROW((void)ops::gate_up_swiglu(x2, w2), Error);  // inter 192
+  Tensor x3 = empty(Shape{256, 128}, DType::F16, kGpu);
+  Tensor w3 = empty(Shape{256, 128}, DType::F16, kGpu);
+  EXPECT_THROW((void)ops::gate_up_swiglu(x3, w3), Error);  // f16
+}
+
+// Captured in a graph, the kernel replays the eager bits on new inputs.
+TEST(GateUpSwigluCudaCapture, ReplayEqualsEager) {
+  if (!kernel_available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu kernel on this device";
+  const int64_t rows = 512, k = 1024, inter = 512;
+  Tensor x = from_floats(bf16_values(static_cast<size_t>(rows * k), 31, -1.0f, 1.0f), Shape{rows, k}, DType::BF16,
+                         kGpu);
+  Tensor w = from_floats(bf16_values(static_cast<size_t>(2 * inter * k), 32, -0.1f, 0.1f), Shape{2 * inter, k},
+                         DType::BF16, kGpu);
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  (void)ops::gate_up_swiglu(x, w);  // warm-up outside the capture (the kernel's attributes)
+  auto pool = GraphPool::create(kGpu);
+  Tensor out;
+  std::unique_ptr<Graph> graph;
+  stream->begin_capture();
+  {
+    PoolCaptureScope scope(pool, *stream);
+    out = ops::gate_up_swiglu(x, w);
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  for (int round = 0; round < 2; ++round) {
+    ops::copy_(x, from_floats(bf16_values(static_cast<size_t>(rows * k), 40 + round, -1.0f, 1.0f), Shape{rows, k},
+                              DType::BF16, kGpu));
+    exec->launch(*stream);
+    EXPECT_EQ(to_host_floats(out), to_host_floats(ops::gate_up_swiglu(x, w))) << "round " << round;
+  }
+}
+
+}  // namespace
+}  // namespace grt
