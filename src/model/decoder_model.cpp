@@ -14,6 +14,7 @@
 #include "ops/embedding.h"
 #include "ops/fused_linear.h"
 #include "ops/gate_up_swiglu.h"
+#include "ops/gate_up_swiglu_decode.h"
 #include "ops/linear.h"
 #include "ops/prepare_qkv.h"
 #include "ops/rms_norm.h"
@@ -157,12 +158,16 @@ struct ResidualStream {
       return ops::rms_norm_gate_up_silu(sum, norm_w, eps, gate_up);
     if (fuse && ops::silu_epilogue_fusable(sum, gate_up))
       return ops::rms_norm_gate_up_silu(normed(norm_w), Tensor(), eps, gate_up);
-    // Prefill-sized rows with GRAPHRT_PREFILL_SWIGLU_GEMM=1: silu_and_mul in the gate_up GEMM's
-    // epilogue (ops/gate_up_swiglu.h; the gate / up sums are not rounded to bf16 first). Only
-    // where normed_linear would run the norm on its own and then the plain linear.
-    if (ops::prefill_swiglu_gemm_enabled() && dtype == sum.dtype() &&
-        !(fuse && !pending.defined() && ops::rms_norm_linear_fusable(sum, gate_up))) {
+    // silu_and_mul in the gate_up GEMM's epilogue (the gate / up sums are not rounded to bf16
+    // first): decode rows 17..64 on a wide intermediate with GRAPHRT_DECODE_SWIGLU_GEMM
+    // (ops/gate_up_swiglu_decode.h), prefill-sized rows with GRAPHRT_PREFILL_SWIGLU_GEMM=1
+    // (ops/gate_up_swiglu.h). Only where normed_linear would run the norm on its own and then the
+    // plain linear (the GEMV fusions above come first).
+    if ((ops::prefill_swiglu_gemm_enabled() || ops::decode_swiglu_gemm_mode() != ops::DecodeSwiglu::kOff) &&
+        dtype == sum.dtype() && !(fuse && !pending.defined() && ops::rms_norm_linear_fusable(sum, gate_up))) {
       Tensor x = normed(norm_w);
+      const ops::DecodeSwiglu decode = ops::gate_up_swiglu_decode_choice(x, gate_up);
+      if (decode != ops::DecodeSwiglu::kOff) return ops::gate_up_swiglu_decode(x, gate_up, decode);
       if (ops::gate_up_swiglu_fusable(x, gate_up)) return ops::gate_up_swiglu(x, gate_up);
       return ops::silu_and_mul(ops::linear(x, gate_up, Tensor(), dtype));
     }

@@ -21,7 +21,9 @@ bool aligned16(uintptr_t addr) { return addr % 16 == 0; }
 
 int64_t row_stride(const Tensor& x) { return x.size(0) > 1 ? x.stride(0) : x.size(1); }
 
-void check_operands(const char* op, const Tensor& x, const Tensor& gate_up) {
+}  // namespace
+
+void check_gate_up_operands(const char* op, const Tensor& x, const Tensor& gate_up) {
   check_defined(op, x, "x");
   check_defined(op, gate_up, "gate_up");
   GRT_CHECK(x.rank() == 2 && gate_up.rank() == 2 && gate_up.is_contiguous() && x.size(1) == gate_up.size(1) &&
@@ -32,6 +34,8 @@ void check_operands(const char* op, const Tensor& x, const Tensor& gate_up) {
   GRT_CHECK(x.dtype() == gate_up.dtype(), "{}: x {} and gate_up {} differ in dtype", op, x.str(), gate_up.str());
   check_same_device(op, x, gate_up);
 }
+
+namespace {
 
 const char* unfit(const Tensor& x, const Tensor& gate_up) {
   return gate_up_swiglu_unfit(x.size(0), gate_up.size(0) / 2, x.size(1), x.dtype(),
@@ -59,7 +63,7 @@ bool prefill_swiglu_gemm_enabled() {
 
 bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
   if (!prefill_swiglu_gemm_enabled()) return false;
-  check_operands("gate_up_swiglu_fusable", x, gate_up);
+  check_gate_up_operands("gate_up_swiglu_fusable", x, gate_up);
   if (!x.device().is_cuda() || x.size(0) < kSwigluGemmMinRows || unfit(x, gate_up) != nullptr) return false;
 #ifdef GRAPHRT_WITH_CUDA
   return ::grt::cuda::gate_up_swiglu_device_ok();
@@ -70,7 +74,7 @@ bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
 
 Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up) {
   const char* op = "gate_up_swiglu";
-  check_operands(op, x, gate_up);
+  check_gate_up_operands(op, x, gate_up);
   if (x.device().is_cpu()) return silu_and_mul(linear(x, gate_up));
   const int64_t inter = gate_up.size(0) / 2;
   Tensor out = empty(Shape{x.size(0), inter}, x.dtype(), x.device());

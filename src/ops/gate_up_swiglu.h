@@ -25,6 +25,11 @@ inline constexpr int64_t kSwigluGemmMinRows = 128;
 const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType dtype, uintptr_t x_addr,
                                  int64_t x_stride, uintptr_t w_addr);
 
+// The operand checks of the fused GEMMs (this one and ops/gate_up_swiglu_decode.h): x [T, H] with a
+// contiguous last dim, gate_up a contiguous [2 * inter, H] of x's dtype on x's device; an Error
+// naming `op` and the tensors otherwise.
+void check_gate_up_operands(const char* op, const Tensor& x, const Tensor& gate_up);
+
 // GRAPHRT_PREFILL_SWIGLU_GEMM (read once; 0 default, 1 on): whether the decoder asks for the
 // fused GEMM at all.
 bool prefill_swiglu_gemm_enabled();

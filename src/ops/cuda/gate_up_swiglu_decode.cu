@@ -1,0 +1,290 @@
+// The decode-sized gate_up GEMM with SwiGLU in its epilogue (see gate_up_swiglu_decode.h). Why: at
+// llama-3.1-8b's decode batch 64 a layer ran cuBLASLt's gate_up GEMM (M 64, N 28672, K 4096: 235 MB
+// of weights, 85.5 us isolated = 2.75 TB/s) and then silu_and_mul (5.1 us isolated), and the
+// cuBLASLt launch carries no PDL attribute, so it also waits for the norm before it starts. At
+// M <= 64 the step streams the weights: the kernel must keep DRAM busy, not the tensor cores.
+//
+// Shape: a block owns 64 rows x BN output columns i0 .. i0 + BN - 1 (gate_up rows i0 .. and
+// inter + i0 .., 2 x BN weight rows). 256 threads = 2 warpgroups: warpgroup 0 copies each 64-wide
+// K slice of the x tile (64 x 64, 8 KB; rows past M zero-filled, never read) and the weight tile
+// (2 BN x 64) with cp.async into the 128-byte-swizzled wgmma layout of attention_wgmma.cuh, into a
+// ring of kStages stages with "full" / "empty" mbarriers (the protocol of gate_up_swiglu.cu);
+// warpgroup 1 runs per slice 4 k16 steps of m64n128k16 wgmma: BN 64 one instruction whose 128
+// columns are the 64 gate then the 64 up rows (so a lane holds gate and up of the same output in
+// the same register slots of its two halves), BN 128 two (gate, up), as the prefill kernel.
+// - BN 64: inter / 64 blocks (llama: 224), a 24 KB stage, 4 stages (97 KB), two blocks an SM,
+//   so every SM streams (112 blocks of BN 128 leave 20 of the H100's 132 idle).
+// - BN 128: 112 blocks for llama, a 40 KB stage, 5 stages (201 KB), one block an SM; half the x
+//   re-reads from L2 of BN 64. The A/B picks (bench/results/h100_2026-11-24_s10_sw64).
+// Bytes in flight: the H100 streams at its full rate from >= 32 KB in flight an SM (session 5's
+// stream probe); BN 64 keeps up to 2 x 3 x 16 KB of weights in flight an SM, BN 128 4 x 32 KB.
+// PDL: the weights are constants of the forward, so the producer requests the first kStages
+// slices' weight tiles before griddepcontrol.wait (while the norm before it finishes) and the x
+// tiles after; the consumer triggers the next launch after its main loop.
+//
+// Rounding and determinism: as gate_up_swiglu.cu (f32 gate / up sums, silu rounded to bf16, the
+// product rounded to bf16; no split-K, no atomics; one fixed wgmma order per output). wgmma rows
+// are independent: row r's bits depend on x row r and the weights only, whatever M and the padding.
+#include "ops/cuda/gate_up_swiglu_decode.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+
+#include "ops/cuda/attention_wgmma.cuh"
+#include "ops/cuda/bulk_copy.cuh"
+#include "ops/cuda/dense_common.cuh"
+#include "ops/cuda/pdl.cuh"
+#include "ops/cuda/sm90a_device.h"
+
+namespace grt::cuda {
+namespace {
+
+constexpr int kBM = static_cast<int>(kDecodeSwigluTileM);
+constexpr int kBK = static_cast<int>(kDecodeSwigluTileK);
+constexpr int kThreads = 256;  // producer warpgroup + one consumer warpgroup
+
+template <int BN>
+struct DecodeCfg {
+  static constexpr int kStages = BN == 64 ? 4 : 5;
+  static constexpr int kMinBlocks = BN == 64 ? 2 : 1;  // blocks an SM (__launch_bounds__)
+  static constexpr uint32_t kABytes = kBM * kBK * 2;   // 8 KB: the x rows of the tile
+  static constexpr uint32_t kBBytes = 2 * BN * kBK * 2;  // the gate rows, then the up rows
+  static constexpr uint32_t kStageBytes = kABytes + kBBytes;
+  static constexpr uint32_t kBarOffset = kStages * kStageBytes;         // full[kStages], empty[kStages]
+  static constexpr size_t kSmem = size_t{kBarOffset} + 16 * kStages + 1024;  // + alignment slack
+};
+// Two BN-64 blocks (and their 1 KB of reserved shared memory each) fit an H100 SM's 228 KB.
+static_assert(2 * (DecodeCfg<64>::kSmem + 1024) <= 228 * 1024, "BN 64 must fit two blocks an SM");
+static_assert(DecodeCfg<128>::kSmem <= 227 * 1024, "BN 128 must fit one block an SM");
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+using attn::cp_async16;
+using attn::pack2;
+using wg::fence_proxy_async;
+using wg::sw128;
+using wg::sw128_desc;
+using wg::wgmma_commit;
+using wg::wgmma_fence;
+using wg::wgmma_ss128;
+using wg::wgmma_wait;
+
+// Arrives on `bar` once this thread's earlier cp.async copies have landed (counted in its init).
+__device__ __forceinline__ void cp_async_arrive(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(tma::smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void arrive(uint64_t* bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(tma::smem_addr(bar))
+               : "memory");
+}
+
+// Thread t of the producer copies 16-byte chunk t % 8 of rows t / 8 + 16 i of each tile; rows
+// with the same r % 8 share the swizzle, so per slice only three row pointers step by 64 columns.
+template <int BN>
+struct DecodeProducer {
+  const __nv_bfloat16* xp;  // x row r0, this thread's chunk
+  const __nv_bfloat16* x0;  // x row 0 of the tile (an address inside x for the zero-filled rows)
+  const __nv_bfloat16* gp;  // gate row i0 + r0
+  const __nv_bfloat16* up;  // up row inter + i0 + r0
+  int64_t xstep, wstep;     // 16 rows of x, of w
+  uint32_t dst;             // the chunk's offset in a tile (row r0)
+  int r0, rows;
+
+  __device__ __forceinline__ DecodeProducer(const __nv_bfloat16* x, int64_t xs, const __nv_bfloat16* w, int64_t k,
+                                            int64_t inter, int i0, int rows_, int tid) {
+    const int chunk = tid % 8;
+    r0 = tid / 8;
+    rows = rows_;
+    xp = x + static_cast<int64_t>(r0) * xs + chunk * 8;
+    x0 = x;
+    gp = w + (i0 + r0) * k + chunk * 8;
+    up = w + (inter + i0 + r0) * k + chunk * 8;
+    xstep = 16 * xs;
+    wstep = 16 * k;
+    dst = sw128(r0, chunk, kBM);  // row r0 + 16 i lies 16 i * 128 bytes further, same swizzle
+  }
+  // Slice kt's weight tile into the stage at `stage_addr`.
+  __device__ __forceinline__ void copy_w(uint32_t stage_addr, int kt) const {
+    const int64_t col = static_cast<int64_t>(kt) * kBK;
+    const uint32_t b = stage_addr + DecodeCfg<BN>::kABytes + dst;
+    const __nv_bfloat16* p = gp + col;
+#pragma unroll
+    for (int i = 0; i < BN / 16; ++i, p += wstep) cp_async16(b + i * 16 * 128, p, true);
+    p = up + col;
+#pragma unroll
+    for (int i = 0; i < BN / 16; ++i, p += wstep) cp_async16(b + (BN + 16 * i) * 128, p, true);
+  }
+  // Slice kt's x tile; rows past `rows` are zero-filled.
+  __device__ __forceinline__ void copy_x(uint32_t stage_addr, int kt) const {
+    const __nv_bfloat16* p = xp + static_cast<int64_t>(kt) * kBK;
+#pragma unroll
+    for (int i = 0; i < kBM / 16; ++i, p += xstep) {
+      const bool ok = r0 + 16 * i < rows;
+      cp_async16(stage_addr + dst + i * 16 * 128, ok ? p : x0, ok);
+    }
+  }
+};
+
+// silu(g) rounded to bf16 (silu_and_mul's silu_mul), times u, in f32: gate_up_swiglu.cu's steps.
+__device__ __forceinline__ float swiglu_value(float g, float u) {
+  return __bfloat162float(__float2bfloat16_rn(g / (1.0f + expf(-g)))) * u;
+}
+
+// Stores 64 output columns col0 .. of this warp's 16 rows from an m64n128 accumulator half pair:
+// this lane holds rows g and g + 8 of the warp's 16, columns 8j + 2t4 (+1) at [4j + 0/1] (row g)
+// and [4j + 2/3] (row g + 8); gate in `g`, up in `u` at the same slots.
+__device__ __forceinline__ void store64(__nv_bfloat16* out, int64_t inter, int rows, int row0, int64_t col0,
+                                        const float (&g)[32], const float (&u)[32]) {
+  const int lane = threadIdx.x % 32, grp = lane / 4, t4 = lane % 4;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = row0 + grp + 8 * i;
+    if (r >= rows) continue;
+    __nv_bfloat16* o = out + static_cast<int64_t>(r) * inter + col0 + 2 * t4;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int e = 4 * j + 2 * i;
+      *reinterpret_cast<uint32_t*>(o + 8 * j) =
+          pack2<__nv_bfloat16>(swiglu_value(g[e], u[e]), swiglu_value(g[e + 1], u[e + 1]));
+    }
+  }
+}
+
+// The consumer warpgroup's main loop: the 64 x BN gate and up sums over all K slices.
+template <int BN>
+__device__ __forceinline__ void consume(uint32_t ring, uint64_t* full, uint64_t* empty, int kts, float (&g0)[32],
+                                        float (&g1)[32], float (&u0)[32], float (&u1)[32]) {
+  using C = DecodeCfg<BN>;
+#pragma unroll 1
+  for (int kt = 0; kt < kts; ++kt) {
+    const int s = kt % C::kStages;
+    tma::mbar_wait(full + s, static_cast<uint32_t>(kt / C::kStages) & 1u);
+    fence_proxy_async();  // the producer's cp.async writes (generic proxy) before wgmma's reads
+    const uint32_t a = ring + s * C::kStageBytes;
+    const uint32_t b = a + C::kABytes;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      const int acc = kt > 0 || kk > 0;
+      const uint64_t da = sw128_desc(a + kk * 32);
+      if constexpr (BN == 64) {
+        wgmma_ss128<__nv_bfloat16>(g0, u0, da, sw128_desc(b + kk * 32), acc);  // gate | up columns
+      } else {
+        wgmma_ss128<__nv_bfloat16>(g0, g1, da, sw128_desc(b + kk * 32), acc);
+        wgmma_ss128<__nv_bfloat16>(u0, u1, da, sw128_desc(b + BN * 128 + kk * 32), acc);
+      }
+    }
+    wgmma_commit();
+    // One slice's group stays in flight: the previous one is done, its stage goes back.
+    wgmma_wait<1>();
+    if (kt > 0) arrive(empty + (kt - 1) % C::kStages);
+  }
+  wgmma_wait<0>();
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// Grid: x over the inter / BN column tiles, y over the 64-row tiles.
+template <int BN>
+__global__ void __launch_bounds__(kThreads, DecodeCfg<BN>::kMinBlocks)
+    gate_up_swiglu_decode_kernel(const __nv_bfloat16* x, int64_t xs, const __nv_bfloat16* w, __nv_bfloat16* out,
+                                 int64_t rows_total, int64_t inter, int64_t k) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = DecodeCfg<BN>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - (tma::smem_addr(smem_raw) & 1023)) & 1023);
+  const uint32_t ring = tma::smem_addr(smem);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + C::kBarOffset);
+  uint64_t* empty = full + C::kStages;
+  const int i0 = static_cast<int>(blockIdx.x) * BN;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(kBM), rows_total - m0));
+  const int kts = static_cast<int>(k / kBK);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::kStages; ++s) {
+      tma::mbar_init(full + s, 128);   // the producer's threads, through their copies
+      tma::mbar_init(empty + s, 128);  // the consumer's threads
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    const DecodeProducer<BN> prod(x + m0 * xs, xs, w, k, inter, i0, rows, static_cast<int>(threadIdx.x));
+    const int pre = min(C::kStages, kts);
+    // The weights are no kernel's output (pdl.cuh rule 1): the first stages' tiles go out before
+    // the wait, while the kernel before this one finishes.
+    for (int s = 0; s < pre; ++s) prod.copy_w(ring + s * C::kStageBytes, s);
+    pdl_wait();  // x is the predecessor's output
+    for (int s = 0; s < pre; ++s) {
+      prod.copy_x(ring + s * C::kStageBytes, s);
+      cp_async_arrive(full + s);
+    }
+#pragma unroll 1
+    for (int kt = pre; kt < kts; ++kt) {
+      const int s = kt % C::kStages;
+      tma::mbar_wait(empty + s, (static_cast<uint32_t>(kt / C::kStages) & 1u) ^ 1u);
+      prod.copy_w(ring + s * C::kStageBytes, kt);
+      prod.copy_x(ring + s * C::kStageBytes, kt);
+      cp_async_arrive(full + s);
+    }
+    attn::cp_async_wait<0>();
+    pdl_trigger();
+  } else {
+    pdl_wait();  // reads nothing before it; waits so the contract's "every thread waits" holds
+    float g0[32], g1[32], u0[32], u1[32];
+    consume<BN>(ring, full, empty, kts, g0, g1, u0, u1);
+    pdl_trigger();  // the rest is the store: the next kernel may start its launch
+    const int row0 = 16 * ((static_cast<int>(threadIdx.x) / 32) % 4);
+    __nv_bfloat16* o = out + m0 * inter;
+    store64(o, inter, rows, row0, i0, g0, u0);
+    if constexpr (BN == 128) store64(o, inter, rows, row0, i0 + 64, g1, u1);
+  }
+#else
+  __trap();  // callers check gate_up_swiglu_decode_device_ok first
+#endif
+}
+
+template <int BN>
+void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t inter,
+            int64_t k) {
+  using C = DecodeCfg<BN>;
+  const int64_t row_tiles = (rows + kBM - 1) / kBM;
+  GRT_CHECK(row_tiles <= 65535 && inter / BN <= 0x7fffffff && inter <= 0x7fffffff,
+            "gate_up_swiglu_decode: [{}, {}] exceeds one grid", rows, inter);
+  cudaStream_t s = dense::launch_stream(d);
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up_swiglu_decode_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(C::kSmem)),
+                 "allowing {} bytes of shared memory for gate_up_swiglu_decode (BN {})", C::kSmem, BN);
+  dim3 grid(static_cast<unsigned>(inter / BN), static_cast<unsigned>(row_tiles));
+  (void)launch_pdl(d.index, gate_up_swiglu_decode_kernel<BN>, grid, dim3(kThreads), C::kSmem, s, 1,
+                   static_cast<const __nv_bfloat16*>(x), x_stride, static_cast<const __nv_bfloat16*>(w),
+                   static_cast<__nv_bfloat16*>(out), rows, inter, k);
+  GRT_CUDA_CHECK_LAUNCH("gate_up_swiglu_decode rows={} inter={} k={} tile_n={}", rows, inter, k, BN);
+}
+
+}  // namespace
+
+bool gate_up_swiglu_decode_device_ok() { return sm90a_device(); }
+
+int gate_up_swiglu_decode_sms(int index) {
+  static std::atomic<int> cached[64] = {};
+  GRT_CHECK(index >= 0 && index < 64, "gate_up_swiglu_decode: device index {} outside 0..63", index);
+  int n = cached[index].load(std::memory_order_relaxed);
+  if (n == 0) {
+    GRT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, index), "reading the SM count of cuda:{}",
+                   index);
+    cached[index].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+void gate_up_swiglu_decode(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows,
+                           int64_t inter, int64_t k, int64_t tile_n) {
+  if (rows == 0) return;
+  GRT_CHECK(gate_up_swiglu_decode_device_ok(), "gate_up_swiglu_decode: needs an sm_90 GPU and sm_90a code in this build");
+  GRT_CHECK(tile_n == kDecodeSwigluTileN64 || tile_n == kDecodeSwigluTileN128,
+            "gate_up_swiglu_decode: tile_n {} is not {} or {}", tile_n, kDecodeSwigluTileN64, kDecodeSwigluTileN128);
+  if (tile_n == kDecodeSwigluTileN64) launch<64>(d, x, x_stride, w, out, rows, inter, k);
+  else launch<128>(d, x, x_stride, w, out, rows, inter, k);
+}
+
+}  // namespace grt::cuda

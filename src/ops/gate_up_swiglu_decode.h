@@ -1,0 +1,65 @@
+// The decode route of the gate_up GEMM with SwiGLU in its epilogue (issue 18, session 10):
+//   gate_up_swiglu_decode(x, gu) ~= silu_and_mul(linear(x, gu))
+// for decode batches of kDecodeSwigluMinRows..kDecodeSwigluMaxRows rows on a wide intermediate,
+// where cuBLASLt's gate_up GEMM + silu_and_mul ran before (above the small-M GEMV's rows, which
+// already fuse silu). At those rows the step streams the weights from DRAM; the fused kernel
+// (ops/cuda/gate_up_swiglu_decode.h) removes the silu_and_mul kernel and its [rows, 2 * inter]
+// round trip, and runs under PDL (cuBLASLt launches do not). Rounding as ops/gate_up_swiglu.h:
+// the gate and up sums stay float32 (the unfused path rounds both to bf16 before silu_and_mul),
+// so outputs differ from the unfused path in the last bits. Deterministic; a row's bits depend on
+// that row alone (decode graphs pad batches).
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace grt::ops {
+
+// The kernels the route can take (GRAPHRT_DECODE_SWIGLU_GEMM, read once):
+//   "0"    kOff: cuBLASLt GEMM + silu_and_mul (the unfused ops), the default until measured;
+//   "1"    kTile64: the decode kernel with 64 x 64 output tiles (two blocks an SM);
+//   "n128" kTile128: the decode kernel with 64 x 128 output tiles (one block an SM);
+//   "wide" kPrefill: the prefill kernel of ops/gate_up_swiglu.h (128 x 128 tiles, rows past M
+//          zero-filled), for the A/B.
+enum class DecodeSwiglu { kOff, kTile64, kTile128, kPrefill };
+DecodeSwiglu decode_swiglu_gemm_mode();
+
+// Rows the route takes: above the small-M GEMV's default limit (16, ops/cuda/gemv.h: the GEMV
+// fusions of ops/fused_linear.h already put silu in gate_up's epilogue there, and the decoder tries
+// them first whatever GRAPHRT_GEMV_MAX_ROWS says) up to one 64-row tile (more rows would stream
+// the weights once per row tile).
+inline constexpr int64_t kDecodeSwigluMinRows = 17;
+inline constexpr int64_t kDecodeSwigluMaxRows = 64;
+// Output columns a block of the decode kernel owns at least (kTile64): the route needs
+// inter / kDecodeSwigluColumns >= the SM count, so every SM streams weights (llama-3.1-8b's
+// 14336: 224 column tiles on an H100's 132 SMs; qwen3-0.6b's 3072: 48, too few, unfused).
+inline constexpr int64_t kDecodeSwigluColumns = 64;
+
+// The routing rule without a device: `mode` when rows lies in [kDecodeSwigluMinRows,
+// kDecodeSwigluMaxRows] and inter / kDecodeSwigluColumns >= sms, else kOff. A function of the
+// shape and the device only, so every decode batch-size graph (and its eager run) takes the path
+// of its own row count.
+DecodeSwiglu decode_swiglu_route(DecodeSwiglu mode, int64_t rows, int64_t inter, int64_t sms);
+
+// The shape rule of the kernels, without a device: nullptr when x [rows, k] (row stride x_stride
+// elements, at x_addr) and gate_up [2 * inter, k] (contiguous, at w_addr) of `dtype` fit, else the
+// first reason (a static string): bf16 only, rows >= 1, k a positive multiple of 64, inter a
+// positive multiple of 128 (every variant's tile), 16-byte aligned rows (addresses and strides).
+const char* gate_up_swiglu_decode_unfit(int64_t rows, int64_t inter, int64_t k, DType dtype, uintptr_t x_addr,
+                                        int64_t x_stride, uintptr_t w_addr);
+
+// Which kernel gate_up_swiglu_decode(x, gate_up) runs here: decode_swiglu_route of the switch,
+// x's rows, the intermediate and x's device's SM count, where x is on a CUDA sm_90 device with
+// sm_90a code and the shape rule holds; else kOff (run the unfused ops). Shapes, dtypes,
+// alignment and the device only.
+DecodeSwiglu gate_up_swiglu_decode_choice(const Tensor& x, const Tensor& gate_up);
+
+// x: [T, H] (last dim contiguous), gate_up: [2 * inter, H] contiguous (gate rows, then up rows), of
+// x's dtype. Returns a contiguous [T, inter] of x's dtype. CPU: the reference composition
+// silu_and_mul(linear(x, gate_up)). CUDA: `kernel` (not kOff) whatever the switch and the row
+// count; a shape outside gate_up_swiglu_decode_unfit's rule or a device without sm_90a code is an
+// error naming the reason.
+Tensor gate_up_swiglu_decode(const Tensor& x, const Tensor& gate_up, DecodeSwiglu kernel);
+
+}  // namespace grt::ops

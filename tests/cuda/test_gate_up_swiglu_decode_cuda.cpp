@@ -1,0 +1,225 @@
+// The decode-sized gate_up GEMM with SwiGLU in its epilogue (ops/gate_up_swiglu_decode.h) on an
+// H100, both tile variants: against a float reference of the same rounding steps, against the
+// unfused path (linear + silu_and_mul, which rounds the gate / up sums to bf16 first: agreement to
+// a bf16 rounding or two) at M 1, 17, 33, 64 on llama-3.1-8b's shape (4096 -> 2 x 14336) and a
+// small one; a row's bits independent of the other rows (M 40 vs M 64, other data in the extra
+// rows); captured in a graph against eager. Skipped where the device has no sm_90a kernel.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "device/device.h"
+#include "device/graph.h"
+#include "device/stream.h"
+#include "memory/graph_pool.h"
+#include "memory/tensor_alloc.h"
+#include "ops/activation.h"
+#include "ops/copy.h"
+#include "ops/cuda/gate_up_swiglu_decode.h"
+#include "ops/gate_up_swiglu_decode.h"
+#include "ops/linear.h"
+
+namespace grt {
+namespace {
+
+const Device kGpu = Device::cuda(0);
+using ops::DecodeSwiglu;
+
+bool available() { return cuda::gate_up_swiglu_decode_device_ok(); }
+
+std::vector<float> bf16_uniform(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = bf16_to_float(float_to_bf16(dist(gen)));
+  return v;
+}
+
+float to_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
+
+// Output row r of the float reference (double sums, then the kernel's rounding steps).
+std::vector<float> ref_row(const std::vector<float>& x, const std::vector<float>& w, int64_t r, int64_t inter,
+                           int64_t k) {
+  std::vector<float> out(static_cast<size_t>(inter));
+  const float* xr = x.data() + r * k;
+  for (int64_t i = 0; i < inter; ++i) {
+    double g = 0, u = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      g += double(xr[j]) * w[static_cast<size_t>(i * k + j)];
+      u += double(xr[j]) * w[static_cast<size_t>((inter + i) * k + j)];
+    }
+    const float gf = static_cast<float>(g), uf = static_cast<float>(u);
+    out[static_cast<size_t>(i)] = to_bf16(to_bf16(gf / (1.0f + std::exp(-gf))) * uf);
+  }
+  return out;
+}
+
+// The worst |got - ref| / (|ref| + mean |ref|); NaN (an unwritten output) counts as infinite.
+double worst_error(const float* got, const float* ref, size_t n) {
+  double mean = 0, worst = 0;
+  for (size_t i = 0; i < n; ++i) mean += std::fabs(ref[i]);
+  mean = n == 0 ? 0 : mean / static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(got[i])) return INFINITY;
+    worst = std::max(worst, std::fabs(double(got[i]) - ref[i]) / (std::fabs(ref[i]) + mean + 1e-30));
+  }
+  return worst;
+}
+
+// x [64, k] and w [2 * inter, k] of one shape, made once (llama's w is 235 MB).
+struct Operands {
+  int64_t inter, k;
+  std::vector<float> xv, wv;
+  Tensor x, w;
+};
+const Operands& operands(int64_t inter, int64_t k) {
+  static std::vector<std::unique_ptr<Operands>> made;
+  for (const auto& o : made)
+    if (o->inter == inter && o->k == k) return *o;
+  auto o = std::make_unique<Operands>();
+  o->inter = inter;
+  o->k = k;
+  // Scales keep the sums O(1..10): silu's curved part and its tails are both exercised.
+  o->xv = bf16_uniform(static_cast<size_t>(64 * k), 7, -1.0f, 1.0f);
+  const float ws = 3.0f / std::sqrt(static_cast<float>(k));
+  o->wv = bf16_uniform(static_cast<size_t>(2 * inter * k), 8, -ws, ws);
+  o->x = from_floats(o->xv, Shape{64, k}, DType::BF16, kGpu);
+  o->w = from_floats(o->wv, Shape{2 * inter, k}, DType::BF16, kGpu);
+  made.push_back(std::move(o));
+  return *made.back();
+}
+
+struct Case {
+  DecodeSwiglu kernel;
+  int64_t rows, inter, k;
+};
+std::string name(const Case& c) {
+  return std::string(c.kernel == DecodeSwiglu::kTile64 ? "N64" : "N128") + "_M" + std::to_string(c.rows) + "_I" +
+         std::to_string(c.inter) + "_K" + std::to_string(c.k);
+}
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128})
+    for (int64_t rows : {1, 17, 33, 64}) {
+      v.push_back({kernel, rows, 14336, 4096});  // llama-3.1-8b
+      v.push_back({kernel, rows, 384, 512});     // small: 6 / 3 column tiles
+    }
+  return v;
+}
+
+class GateUpSwigluDecodeCuda : public ::testing::TestWithParam<Case> {};
+INSTANTIATE_TEST_SUITE_P(Shapes, GateUpSwigluDecodeCuda, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return name(i.param); });
+
+TEST_P(GateUpSwigluDecodeCuda, MatchesReferenceAndUnfusedPath) {
+  if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
+  const Case c = GetParam();
+  const Operands& o = operands(c.inter, c.k);
+  Tensor x = o.x.slice(0, 0, c.rows);
+  Tensor fused = ops::gate_up_swiglu_decode(x, o.w, c.kernel);
+  ASSERT_EQ(fused.shape(), (Shape{c.rows, c.inter}));
+  const std::vector<float> got = to_host_floats(fused);
+  const std::string what = name(c);
+  // The float reference on the first and last rows (every column).
+  for (int64_t r : {int64_t{0}, c.rows - 1}) {
+    const std::vector<float> ref = ref_row(o.xv, o.wv, r, c.inter, c.k);
+    EXPECT_LE(worst_error(got.data() + r * c.inter, ref.data(), ref.size()), 1e-2) << what << " row " << r;
+  }
+  // The unfused path, every output.
+  const std::vector<float> unfused = to_host_floats(ops::silu_and_mul(ops::linear(x, o.w)));
+  EXPECT_LE(worst_error(got.data(), unfused.data(), got.size()), 2e-2) << what << " vs unfused";
+  // Deterministic: the same bits on a second run.
+  EXPECT_EQ(got, to_host_floats(ops::gate_up_swiglu_decode(x, o.w, c.kernel))) << what;
+}
+
+// Decode graphs pad batches: the first 40 rows give the same bits at M 40 and at M 64 whatever
+// the other 24 rows hold.
+TEST(GateUpSwigluDecodeCudaPadding, RowBitsIndependentOfOtherRows) {
+  if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
+  const Operands& o = operands(14336, 4096);
+  std::vector<float> other = o.xv;
+  const std::vector<float> noise = bf16_uniform(static_cast<size_t>(24 * o.k), 9, -4.0f, 4.0f);
+  std::copy(noise.begin(), noise.end(), other.begin() + 40 * o.k);
+  Tensor x64 = from_floats(other, Shape{64, o.k}, DType::BF16, kGpu);
+  Tensor x40 = ops::contiguous(o.x.slice(0, 0, 40));
+  for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128}) {
+    const std::vector<float> a = to_host_floats(ops::gate_up_swiglu_decode(x40, o.w, kernel));
+    std::vector<float> b = to_host_floats(ops::gate_up_swiglu_decode(x64, o.w, kernel));
+    b.resize(a.size());
+    EXPECT_EQ(a, b) << (kernel == DecodeSwiglu::kTile64 ? "N64" : "N128");
+  }
+}
+
+// A column slice of a wider x (row stride > K) gives the rows of the contiguous x.
+TEST(GateUpSwigluDecodeCudaStrided, RowStrideEqualsContiguous) {
+  if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
+  const int64_t rows = 48, k = 256, inter = 256;
+  Tensor wide = from_floats(bf16_uniform(static_cast<size_t>(rows * (k + 64)), 21, -1.0f, 1.0f),
+                            Shape{rows, k + 64}, DType::BF16, kGpu);
+  Tensor w = from_floats(bf16_uniform(static_cast<size_t>(2 * inter * k), 22, -0.2f, 0.2f), Shape{2 * inter, k},
+                         DType::BF16, kGpu);
+  Tensor slice = wide.slice(1, 64, 64 + k);
+  for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128})
+    EXPECT_EQ(to_host_floats(ops::gate_up_swiglu_decode(slice, w, kernel)),
+              to_host_floats(ops::gate_up_swiglu_decode(ops::contiguous(slice), w, kernel)));
+}
+
+// Shapes outside the rule are errors that name the reason, never a launch.
+TEST(GateUpSwigluDecodeCudaChecks, RefusesUnfitShapes) {
+  if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
+  const DecodeSwiglu n64 = DecodeSwiglu::kTile64;
+  EXPECT_THROW((void)ops::gate_up_swiglu_decode(empty(Shape{32, 96}, DType::BF16, kGpu),
+                                                empty(Shape{256, 96}, DType::BF16, kGpu), n64),
+               Error);  // K 96
+  EXPECT_THROW((void)ops::gate_up_swiglu_decode(empty(Shape{32, 128}, DType::BF16, kGpu),
+                                                empty(Shape{2 * 192, 128}, DType::BF16, kGpu), n64),
+               Error);  // inter 192
+  EXPECT_THROW((void)ops::gate_up_swiglu_decode(empty(Shape{32, 128}, DType::F16, kGpu),
+                                                empty(Shape{256, 128}, DType::F16, kGpu), n64),
+               Error);  // f16
+  EXPECT_THROW((void)ops::gate_up_swiglu_decode(empty(Shape{32, 128}, DType::BF16, kGpu),
+                                                empty(Shape{256, 128}, DType::BF16, kGpu), DecodeSwiglu::kOff),
+               Error);  // no kernel named
+}
+
+// Captured in a graph, each kernel replays the eager bits on new inputs.
+TEST(GateUpSwigluDecodeCudaCapture, ReplayEqualsEager) {
+  if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
+  const int64_t rows = 64, k = 1024, inter = 1024;
+  Tensor x = from_floats(bf16_uniform(static_cast<size_t>(rows * k), 31, -1.0f, 1.0f), Shape{rows, k}, DType::BF16,
+                         kGpu);
+  Tensor w = from_floats(bf16_uniform(static_cast<size_t>(2 * inter * k), 32, -0.1f, 0.1f), Shape{2 * inter, k},
+                         DType::BF16, kGpu);
+  for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128}) {
+    auto stream = new_stream(kGpu);
+    StreamGuard guard(*stream);
+    (void)ops::gate_up_swiglu_decode(x, w, kernel);  // warm-up outside the capture (the kernel's attributes)
+    auto pool = GraphPool::create(kGpu);
+    Tensor out;
+    std::unique_ptr<Graph> graph;
+    stream->begin_capture();
+    {
+      PoolCaptureScope scope(pool, *stream);
+      out = ops::gate_up_swiglu_decode(x, w, kernel);
+      graph = stream->end_capture();
+    }
+    auto exec = graph->instantiate();
+    for (int round = 0; round < 2; ++round) {
+      ops::copy_(x, from_floats(bf16_uniform(static_cast<size_t>(rows * k), 40 + round, -1.0f, 1.0f), Shape{rows, k},
+                                DType::BF16, kGpu));
+      exec->launch(*stream);
+      EXPECT_EQ(to_host_floats(out), to_host_floats(ops::gate_up_swiglu_decode(x, w, kernel))) << "round " << round;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace grt
