@@ -31,7 +31,7 @@ const char* unfit(const Tensor& x, const Tensor& gate_up) {
 
 DecodeSwiglu decode_swiglu_gemm_mode() {
   static const DecodeSwiglu mode =
-      static_cast<DecodeSwiglu>(env_choice("GRAPHRT_DECODE_SWIGLU_GEMM", {"0", "1", "n128", "wide"}, 0));
+      static_cast<DecodeSwiglu>(env_choice("GRAPHRT_DECODE_SWIGLU_GEMM", {"0", "1", "n128", "wide"}, 1));
   return mode;
 }
 

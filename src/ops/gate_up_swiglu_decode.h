@@ -1,8 +1,8 @@
 // The decode route of the gate_up GEMM with SwiGLU in its epilogue (issue 18, session 10):
 //   gate_up_swiglu_decode(x, gu) ~= silu_and_mul(linear(x, gu))
 // for decode batches of kDecodeSwigluMinRows..kDecodeSwigluMaxRows rows on a wide intermediate,
-// where cuBLASLt's gate_up GEMM + silu_and_mul ran before (above the small-M GEMV's rows, which
-// already fuse silu). At those rows the step streams the weights from DRAM; the fused kernel
+// where cuBLASLt's gate_up GEMM + silu_and_mul ran before. On the H100 (session 10, s10-sw64) it
+// made llama-3.1-8b's bs-64 graph step 9.504 -> 9.388 ms (-3.6 us a layer), so it is on by default. At those rows the step streams the weights from DRAM; the fused kernel
 // (ops/cuda/gate_up_swiglu_decode.h) removes the silu_and_mul kernel and its [rows, 2 * inter]
 // round trip, and runs under PDL (cuBLASLt launches do not). Rounding as ops/gate_up_swiglu.h:
 // the gate and up sums stay float32 (the unfused path rounds both to bf16 before silu_and_mul),
@@ -16,20 +16,22 @@
 
 namespace grt::ops {
 
-// The kernels the route can take (GRAPHRT_DECODE_SWIGLU_GEMM, read once):
-//   "0"    kOff: cuBLASLt GEMM + silu_and_mul (the unfused ops), the default until measured;
-//   "1"    kTile64: the decode kernel with 64 x 64 output tiles (two blocks an SM);
-//   "n128" kTile128: the decode kernel with 64 x 128 output tiles (one block an SM);
+// The kernels the route can take (GRAPHRT_DECODE_SWIGLU_GEMM, read once; graph ms of llama-3.1-8b
+// bs 64 on the H100, means of 3 fresh processes, bench/results/h100_2026-11-24_s10_sw64):
+//   "0"    kOff: cuBLASLt GEMM + silu_and_mul (the unfused ops): 9.504;
+//   "1"    kTile64, the default: the decode kernel with 64 x 64 output tiles (two blocks an SM): 9.388;
+//   "n128" kTile128: the decode kernel with 64 x 128 output tiles (one block an SM): 9.453;
 //   "wide" kPrefill: the prefill kernel of ops/gate_up_swiglu.h (128 x 128 tiles, rows past M
-//          zero-filled), for the A/B.
+//          zero-filled): 9.557 (2 rounds).
 enum class DecodeSwiglu { kOff, kTile64, kTile128, kPrefill };
 DecodeSwiglu decode_swiglu_gemm_mode();
 
-// Rows the route takes: above the small-M GEMV's default limit (16, ops/cuda/gemv.h: the GEMV
-// fusions of ops/fused_linear.h already put silu in gate_up's epilogue there, and the decoder tries
-// them first whatever GRAPHRT_GEMV_MAX_ROWS says) up to one 64-row tile (more rows would stream
-// the weights once per row tile).
-inline constexpr int64_t kDecodeSwigluMinRows = 17;
+// Rows the route takes: 33 up to one 64-row tile (more rows would stream the weights once per row
+// tile). Below 33 it did not pay: llama bs 32 7.943 -> 7.930 ms (one round; the fused kernel
+// streams the weights in the same time at any M, cuBLASLt's kernel for fewer rows is likely
+// faster and silu_and_mul shorter). At <= 16 rows the GEMV fusions of ops/fused_linear.h already
+// put silu in gate_up's epilogue, and the decoder tries them first whatever GRAPHRT_GEMV_MAX_ROWS says.
+inline constexpr int64_t kDecodeSwigluMinRows = 33;
 inline constexpr int64_t kDecodeSwigluMaxRows = 64;
 // Output columns a block of the decode kernel owns at least (kTile64): the route needs
 // inter / kDecodeSwigluColumns >= the SM count, so every SM streams weights (llama-3.1-8b's
