@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,30 @@ TEST(GateUpSwigluRule, RefusesWithAReason) {
   EXPECT_NE(why(256, 3072, 1024, DType::BF16, kAligned, 1024, kAligned + 2).find("aligned"), std::string::npos);
   EXPECT_NE(why(256, 3072, 1024, DType::BF16, kAligned, 1028, kAligned).find("stride"), std::string::npos);
   EXPECT_NE(why(256, 3072, 1024, DType::BF16, kAligned, 960, kAligned).find("stride"), std::string::npos);
+}
+
+// The measured routing rule (ops/gate_up_swiglu.h): auto takes qwen3-0.6b's K 1024 from 2048 rows,
+// never llama's K 4096; 1 takes every shape from one full tile; 0 nothing.
+TEST(GateUpSwigluRule, RoutesByModeRowsAndK) {
+  using ops::PrefillSwiglu;
+  EXPECT_TRUE(ops::prefill_swiglu_routed(PrefillSwiglu::kAuto, 2048, 1024));
+  EXPECT_TRUE(ops::prefill_swiglu_routed(PrefillSwiglu::kAuto, 4096, 1024));
+  EXPECT_TRUE(ops::prefill_swiglu_routed(PrefillSwiglu::kAuto, 8192, 512));
+  EXPECT_FALSE(ops::prefill_swiglu_routed(PrefillSwiglu::kAuto, 2047, 1024));
+  EXPECT_FALSE(ops::prefill_swiglu_routed(PrefillSwiglu::kAuto, 1024, 1024));
+  EXPECT_FALSE(ops::prefill_swiglu_routed(PrefillSwiglu::kAuto, 4096, 4096));
+  EXPECT_FALSE(ops::prefill_swiglu_routed(PrefillSwiglu::kAuto, 4096, 1088));
+  EXPECT_TRUE(ops::prefill_swiglu_routed(PrefillSwiglu::kOn, 128, 4096));
+  EXPECT_FALSE(ops::prefill_swiglu_routed(PrefillSwiglu::kOn, 127, 1024));
+  EXPECT_FALSE(ops::prefill_swiglu_routed(PrefillSwiglu::kOff, 4096, 1024));
+}
+
+// Without GRAPHRT_PREFILL_SWIGLU_GEMM in the environment the mode is auto (the test binary does not
+// set it).
+TEST(GateUpSwigluRule, DefaultModeIsAuto) {
+  if (std::getenv("GRAPHRT_PREFILL_SWIGLU_GEMM") != nullptr) GTEST_SKIP() << "GRAPHRT_PREFILL_SWIGLU_GEMM is set";
+  EXPECT_EQ(ops::prefill_swiglu_gemm_mode(), ops::PrefillSwiglu::kAuto);
+  EXPECT_TRUE(ops::prefill_swiglu_gemm_enabled());
 }
 
 TEST(GateUpSwigluRule, NeverFusableOnTheCpu) {

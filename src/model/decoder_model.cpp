@@ -160,9 +160,10 @@ struct ResidualStream {
       return ops::rms_norm_gate_up_silu(normed(norm_w), Tensor(), eps, gate_up);
     // silu_and_mul in the gate_up GEMM's epilogue (the gate / up sums are not rounded to bf16
     // first): decode rows 33..64 on a wide intermediate (ops/gate_up_swiglu_decode.h; on by
-    // default, GRAPHRT_DECODE_SWIGLU_GEMM=0 turns it off), prefill-sized rows with GRAPHRT_PREFILL_SWIGLU_GEMM=1
-    // (ops/gate_up_swiglu.h). Only where normed_linear would run the norm on its own and then the
-    // plain linear (the GEMV fusions above come first).
+    // default, GRAPHRT_DECODE_SWIGLU_GEMM=0 turns it off), prefill-sized rows where the measured
+    // rule says it wins (ops/gate_up_swiglu.h: GRAPHRT_PREFILL_SWIGLU_GEMM=auto, the default). Only
+    // where normed_linear would run the norm on its own and then the plain linear (the GEMV fusions
+    // above come first).
     if ((ops::prefill_swiglu_gemm_enabled() || ops::decode_swiglu_gemm_mode() != ops::DecodeSwiglu::kOff) &&
         dtype == sum.dtype() && !(fuse && !pending.defined() && ops::rms_norm_linear_fusable(sum, gate_up))) {
       Tensor x = normed(norm_w);

@@ -56,15 +56,29 @@ const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType d
   return nullptr;
 }
 
-bool prefill_swiglu_gemm_enabled() {
-  static const bool on = env_int("GRAPHRT_PREFILL_SWIGLU_GEMM", 0, 0, 1) == 1;
-  return on;
+PrefillSwiglu prefill_swiglu_gemm_mode() {
+  static const PrefillSwiglu mode = static_cast<PrefillSwiglu>(
+      env_choice("GRAPHRT_PREFILL_SWIGLU_GEMM", {"0", "1", "auto"}, static_cast<int>(PrefillSwiglu::kAuto)));
+  return mode;
+}
+
+bool prefill_swiglu_gemm_enabled() { return prefill_swiglu_gemm_mode() != PrefillSwiglu::kOff; }
+
+bool prefill_swiglu_routed(PrefillSwiglu mode, int64_t rows, int64_t k) {
+  switch (mode) {
+    case PrefillSwiglu::kOff: return false;
+    case PrefillSwiglu::kOn: return rows >= kSwigluGemmMinRows;
+    case PrefillSwiglu::kAuto: return rows >= kSwigluGemmAutoMinRows && k <= kSwigluGemmAutoMaxK;
+  }
+  return false;
 }
 
 bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
-  if (!prefill_swiglu_gemm_enabled()) return false;
+  const PrefillSwiglu mode = prefill_swiglu_gemm_mode();
+  if (mode == PrefillSwiglu::kOff) return false;
   check_gate_up_operands("gate_up_swiglu_fusable", x, gate_up);
-  if (!x.device().is_cuda() || x.size(0) < kSwigluGemmMinRows || unfit(x, gate_up) != nullptr) return false;
+  if (!x.device().is_cuda() || !prefill_swiglu_routed(mode, x.size(0), x.size(1)) || unfit(x, gate_up) != nullptr)
+    return false;
 #ifdef GRAPHRT_WITH_CUDA
   return ::grt::cuda::gate_up_swiglu_device_ok();
 #else

@@ -4,8 +4,8 @@
 // SwiGLU epilogue). Rounding differs from the unfused ops in the last bits: the gate and up sums
 // stay float32 (the unfused path rounds both to bf16 before silu_and_mul); silu(gate) and the
 // product are rounded to bf16 as silu_and_mul does. Deterministic (no split-K, no atomics) and
-// the same kernel eager and captured. Off by default: GRAPHRT_PREFILL_SWIGLU_GEMM=1 routes the
-// decoder's prefill-sized gate_up through it (model/decoder_model.cpp).
+// the same kernel eager and captured. The decoder routes prefill-sized gate_up through it where it
+// was measured to win (GRAPHRT_PREFILL_SWIGLU_GEMM, below; model/decoder_model.cpp).
 #pragma once
 #include <cstdint>
 
@@ -14,9 +14,25 @@
 
 namespace grt::ops {
 
-// Rows from which the fused GEMM is used (one full 128-row tile; fewer rows leave most of a tile
-// idle, and the small-M GEMV fusions of ops/fused_linear.h cover decode-sized batches).
+// Rows from which GRAPHRT_PREFILL_SWIGLU_GEMM=1 uses the fused GEMM (one full 128-row tile; fewer
+// rows leave most of a tile idle, and the small-M GEMV fusions of ops/fused_linear.h cover
+// decode-sized batches).
 inline constexpr int64_t kSwigluGemmMinRows = 128;
+
+// The `auto` rule (the default), from H100 A/Bs of qwen3-0.6b prefill (K 1024 -> 2 x 3072; session
+// 10, bench/results/h100_2026-11-24_s10_swiglu and _s10_sw3): the fused kernel is fed at ~0.011 B
+// of L2 traffic per FLOP against cuBLASLt's ~0.008, so it runs the GEMM ~15% slower and wins only
+// where removing silu_and_mul's [T, 2 * inter] round trip pays for that: at K 1024 from 2048 rows
+// (-0.12 ms at 2048 tokens, -0.08 at 4096, -0.06 at 8192; +0.09 at 1024, +0.08 at 256). A larger K
+// makes the GEMM's share grow with the same silu bytes (llama-3.1-8b, K 4096: not measured with
+// this kernel, so not taken).
+inline constexpr int64_t kSwigluGemmAutoMinRows = 2048;
+inline constexpr int64_t kSwigluGemmAutoMaxK = 1024;
+
+// GRAPHRT_PREFILL_SWIGLU_GEMM (read once): `auto` (default) the measured rule above, `0` never,
+// `1` every fitting shape from kSwigluGemmMinRows rows (the A/B of session 10's first run).
+enum class PrefillSwiglu { kOff, kOn, kAuto };
+PrefillSwiglu prefill_swiglu_gemm_mode();
 
 // The shape rule of the kernel, without a device: nullptr when x [rows, k] (row stride x_stride
 // elements, at x_addr) and gate_up [2 * inter, k] (contiguous, at w_addr) of `dtype` fit, else the
@@ -30,14 +46,17 @@ const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType d
 // naming `op` and the tensors otherwise.
 void check_gate_up_operands(const char* op, const Tensor& x, const Tensor& gate_up);
 
-// GRAPHRT_PREFILL_SWIGLU_GEMM (read once; 0 default, 1 on): whether the decoder asks for the
-// fused GEMM at all.
+// Whether the decoder asks for the fused GEMM at all (the mode is not kOff).
 bool prefill_swiglu_gemm_enabled();
 
-// Whether gate_up_swiglu(x, gate_up) runs the fused kernel here: the switch is on, x is on a CUDA
-// sm_90 device with sm_90a code built, x has at least kSwigluGemmMinRows rows and the shape rule
-// holds. Depends on shapes, dtypes, alignment and the device only (eager and captured runs of one
-// shape take the same path).
+// The row / K part of the routing rule under `mode`, without a device: kOff never; kOn from
+// kSwigluGemmMinRows rows; kAuto from kSwigluGemmAutoMinRows rows with K <= kSwigluGemmAutoMaxK.
+bool prefill_swiglu_routed(PrefillSwiglu mode, int64_t rows, int64_t k);
+
+// Whether gate_up_swiglu(x, gate_up) runs the fused kernel here: prefill_swiglu_routed under the
+// switch's mode, x on a CUDA sm_90 device with sm_90a code built, and the shape rule holds.
+// Depends on shapes, dtypes, alignment and the device only (eager and captured runs of one shape
+// take the same path).
 bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up);
 
 // x: [T, H] (last dim contiguous), gate_up: [2 * inter, H] contiguous (gate rows, then up rows), of
