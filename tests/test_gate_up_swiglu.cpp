@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,16 @@ TEST(GateUpSwigluRule, NeverFusableOnTheCpu) {
   EXPECT_FALSE(ops::gate_up_swiglu_fusable(x, w));
 }
 
+// The switches' defaults (when the environment leaves them unset): the persistent 192-row kernel,
+// and the row threshold of the routing rule.
+TEST(GateUpSwigluRule, SwitchDefaults) {
+  if (std::getenv("GRAPHRT_SWIGLU_TILE") == nullptr)
+    EXPECT_EQ(ops::swiglu_gemm_tile(), ops::SwigluTile::Rows192Persistent);
+  if (std::getenv("GRAPHRT_SWIGLU_GEMM_MIN_ROWS") == nullptr)
+    EXPECT_EQ(ops::swiglu_gemm_min_rows(), ops::kSwigluGemmMinRows);
+  EXPECT_GE(ops::swiglu_gemm_min_rows(), 1);
+}
+
 // The CPU path is the reference composition silu_and_mul(linear(x, gate_up)).
 TEST(GateUpSwigluCpu, EqualsTheComposition) {
   std::vector<float> xv(3 * 8), wv(2 * 4 * 8);
@@ -60,6 +71,9 @@ TEST(GateUpSwigluCpu, EqualsTheComposition) {
   Tensor got = ops::gate_up_swiglu(x, w);
   ASSERT_EQ(got.shape(), (Shape{3, 4}));
   EXPECT_EQ(to_host_floats(got), to_host_floats(ops::silu_and_mul(ops::linear(x, w))));
+  for (ops::SwigluTile tile :  // the kernel choice is CUDA's only
+       {ops::SwigluTile::Rows128, ops::SwigluTile::Rows192, ops::SwigluTile::Rows192Persistent})
+    EXPECT_EQ(to_host_floats(ops::gate_up_swiglu(x, w, tile)), to_host_floats(got));
   EXPECT_THROW((void)ops::gate_up_swiglu(x, from_floats(std::vector<float>(7 * 8), Shape{7, 8}, DType::F32,
                                                          Device::cpu())),
                Error);  // odd gate_up rows

@@ -57,10 +57,22 @@ bool prefill_swiglu_gemm_enabled() {
   return on;
 }
 
+SwigluTile swiglu_gemm_tile() {
+  // The choices in SwigluTile's order.
+  static const SwigluTile tile =
+      static_cast<SwigluTile>(env_choice("GRAPHRT_SWIGLU_TILE", {"128", "192", "192p"}, 2));
+  return tile;
+}
+
+int64_t swiglu_gemm_min_rows() {
+  static const int64_t rows = env_int("GRAPHRT_SWIGLU_GEMM_MIN_ROWS", static_cast<int>(kSwigluGemmMinRows), 1, 1 << 30);
+  return rows;
+}
+
 bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
   if (!prefill_swiglu_gemm_enabled()) return false;
   check_operands("gate_up_swiglu_fusable", x, gate_up);
-  if (!x.device().is_cuda() || x.size(0) < kSwigluGemmMinRows || unfit(x, gate_up) != nullptr) return false;
+  if (!x.device().is_cuda() || x.size(0) < swiglu_gemm_min_rows() || unfit(x, gate_up) != nullptr) return false;
 #ifdef GRAPHRT_WITH_CUDA
   return ::grt::cuda::gate_up_swiglu_device_ok();
 #else
@@ -68,7 +80,9 @@ bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
 #endif
 }
 
-Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up) {
+Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up) { return gate_up_swiglu(x, gate_up, swiglu_gemm_tile()); }
+
+Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up, SwigluTile tile) {
   const char* op = "gate_up_swiglu";
   check_operands(op, x, gate_up);
   if (x.device().is_cpu()) return silu_and_mul(linear(x, gate_up));
@@ -80,10 +94,15 @@ Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up) {
   GRT_CHECK(why == nullptr, "{}: x {} and gate_up {} do not fit the fused GEMM: {}", op, x.str(), gate_up.str(), why);
   GRT_CHECK(::grt::cuda::gate_up_swiglu_device_ok(), "{}: needs an sm_90 GPU and sm_90a code in this build ({})", op,
             x.str());
-  ::grt::cuda::gate_up_swiglu(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0), inter,
-                              x.size(1));
+  if (tile != SwigluTile::Rows128)
+    ::grt::cuda::gate_up_swiglu_m192(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0),
+                                     inter, x.size(1), tile == SwigluTile::Rows192Persistent);
+  else
+    ::grt::cuda::gate_up_swiglu(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0), inter,
+                                x.size(1));
   return out;
 #else
+  (void)tile;
   fail_no_cuda(op, x);
 #endif
 }

@@ -14,9 +14,15 @@
 
 namespace grt::ops {
 
-// Rows from which the fused GEMM is used (one full 128-row tile; fewer rows leave most of a tile
-// idle, and the small-M GEMV fusions of ops/fused_linear.h cover decode-sized batches).
+// Rows from which the fused GEMM is used by default (one full 128-row tile; fewer rows leave most
+// of a tile idle, and the small-M GEMV fusions of ops/fused_linear.h cover decode-sized batches).
+// GRAPHRT_SWIGLU_GEMM_MIN_ROWS overrides it (swiglu_gemm_min_rows).
 inline constexpr int64_t kSwigluGemmMinRows = 128;
+
+// The fused kernel: 128 rows x 256 weight rows a tile (gate_up_swiglu.cu, producer warpgroup + two
+// consumers), or 192 x 256 (gate_up_swiglu_m192.cu, three warpgroups: 19% fewer L2 bytes per
+// FLOP) with one block a tile or a persistent grid (the next tile's loads under the epilogue).
+enum class SwigluTile { Rows128, Rows192, Rows192Persistent };
 
 // The shape rule of the kernel, without a device: nullptr when x [rows, k] (row stride x_stride
 // elements, at x_addr) and gate_up [2 * inter, k] (contiguous, at w_addr) of `dtype` fit, else the
@@ -29,17 +35,28 @@ const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType d
 // fused GEMM at all.
 bool prefill_swiglu_gemm_enabled();
 
+// GRAPHRT_SWIGLU_TILE (read once): 128, 192 or 192p (default, Rows192Persistent), the kernel
+// gate_up_swiglu(x, gate_up) runs.
+SwigluTile swiglu_gemm_tile();
+
+// GRAPHRT_SWIGLU_GEMM_MIN_ROWS (read once; default kSwigluGemmMinRows, 1 .. 2^30): the fewest rows
+// gate_up_swiglu_fusable routes to the fused kernel.
+int64_t swiglu_gemm_min_rows();
+
 // Whether gate_up_swiglu(x, gate_up) runs the fused kernel here: the switch is on, x is on a CUDA
-// sm_90 device with sm_90a code built, x has at least kSwigluGemmMinRows rows and the shape rule
-// holds. Depends on shapes, dtypes, alignment and the device only (eager and captured runs of one
+// sm_90 device with sm_90a code built, x has at least swiglu_gemm_min_rows() rows and the shape
+// rule holds. Depends on shapes, dtypes, alignment and the device only (eager and captured runs of one
 // shape take the same path).
 bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up);
 
 // x: [T, H] (last dim contiguous), gate_up: [2 * inter, H] contiguous (gate rows, then up rows), of
 // x's dtype. Returns a contiguous [T, inter] of x's dtype. CPU: the reference composition
-// silu_and_mul(linear(x, gate_up)) (f32). CUDA: the fused kernel whatever the switch and the row
-// count; a shape outside gate_up_swiglu_unfit's rule or a device without it is an error naming
-// the reason (callers check gate_up_swiglu_fusable and otherwise run the unfused ops).
+// silu_and_mul(linear(x, gate_up)) (f32). CUDA: the fused kernel of swiglu_gemm_tile() (or of
+// `tile`) whatever the switch and the row count; a shape outside gate_up_swiglu_unfit's rule or a
+// device without it is an error naming the reason (callers check gate_up_swiglu_fusable and
+// otherwise run the unfused ops). All three give the same sums in the same order and the same
+// epilogue (the CUDA tests compare their bits).
 Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up);
+Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up, SwigluTile tile);
 
 }  // namespace grt::ops
