@@ -10,7 +10,7 @@ export NCCL_NVLS_ENABLE=0
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRAPHRT_DEPS_DIR=$PWD/.deps/include -DCMAKE_CUDA_ARCHITECTURES=90a-real > $OUT/cfg.txt 2>&1
 timeout 260 cmake --build build-gpu -j16 --target graphrt graphrt_cuda_tests > $OUT/build.txt 2>&1; echo "build rc $? at $(el)s"
 tail -3 $OUT/build.txt
-timeout 40 build-gpu/tests/graphrt_cuda_tests --gtest_filter='GateUpSwiglu*' > $OUT/tests.txt 2>&1; echo "tests rc $? at $(el)s"
+timeout 40 build-gpu/tests/graphrt_cuda_tests --gtest_filter='GateUpSwiglu*' > $OUT/tests.txt 2>&1; TRC=$?; echo "tests rc $TRC at $(el)s"
 grep -E "^\[  FAILED|PASSED|FAILED TEST|Failure|Expected|Which is|differs|worst" $OUT/tests.txt | head -20
 GRAPHRT_PREFILL_SWIGLU_GEMM=1 timeout 40 build-gpu/graphrt inspect --model builtin:qwen3-0.6b --device cuda --verify-cuda-graph --json > $OUT/verify_sw.json 2> $OUT/verify_sw.err; echo "verify rc $? at $(el)s"
 python3 - <<PY > $OUT/verify_summary.txt
@@ -46,6 +46,8 @@ sweep sw192p b|$SW GRAPHRT_SWIGLU_TILE=192p GRAPHRT_SWIGLU_GEMM_MIN_ROWS=1|$QS
 llama 4096 default||$LP
 llama 4096 sw192p|$SW GRAPHRT_SWIGLU_TILE=192p|$LP
 AB
+# A hang in the tests (timeout): the 192-row kernels are not timed, the rest is.
+if [ $TRC -eq 124 ]; then grep -v 192 $OUT/abl.txt > $OUT/abl2.txt; mv $OUT/abl2.txt $OUT/abl.txt; echo "192 variants dropped"; fi
 # The table is printed from the JSONs below, so a timeout inside the list loses only the rest.
 ABLATIONS=$OUT/abl.txt BIN=build-gpu/graphrt ABLATION_TIMEOUT=40 timeout $(( $(left) - 45 )) bash scripts/gpu_ablations.sh > $OUT/ablations.txt 2>&1
 echo "ablations at $(el)s"
