@@ -51,13 +51,13 @@ TEST(GateUpSwigluRule, NeverFusableOnTheCpu) {
   EXPECT_FALSE(ops::gate_up_swiglu_fusable(x, w));
 }
 
-// The switches' defaults (when the environment leaves them unset): the persistent 192-row kernel,
-// and the row threshold of the routing rule.
+// The switches' defaults (when the environment leaves them unset): the 128-row kernel (the
+// fastest measured), and the routing rule's row threshold (2048: where that kernel wins).
 TEST(GateUpSwigluRule, SwitchDefaults) {
   if (std::getenv("GRAPHRT_SWIGLU_TILE") == nullptr)
-    EXPECT_EQ(ops::swiglu_gemm_tile(), ops::SwigluTile::Rows192Persistent);
+    EXPECT_EQ(ops::swiglu_gemm_tile(), ops::SwigluTile::Rows128);
   if (std::getenv("GRAPHRT_SWIGLU_GEMM_MIN_ROWS") == nullptr)
-    EXPECT_EQ(ops::swiglu_gemm_min_rows(), ops::kSwigluGemmMinRows);
+    EXPECT_EQ(ops::swiglu_gemm_min_rows(), 2048);
   EXPECT_GE(ops::swiglu_gemm_min_rows(), 1);
 }
 

@@ -60,7 +60,7 @@ bool prefill_swiglu_gemm_enabled() {
 SwigluTile swiglu_gemm_tile() {
   // The choices in SwigluTile's order.
   static const SwigluTile tile =
-      static_cast<SwigluTile>(env_choice("GRAPHRT_SWIGLU_TILE", {"128", "192", "192p"}, 2));
+      static_cast<SwigluTile>(env_choice("GRAPHRT_SWIGLU_TILE", {"128", "192", "192p"}, 0));
   return tile;
 }
 

@@ -14,14 +14,19 @@
 
 namespace grt::ops {
 
-// Rows from which the fused GEMM is used by default (one full 128-row tile; fewer rows leave most
-// of a tile idle, and the small-M GEMV fusions of ops/fused_linear.h cover decode-sized batches).
-// GRAPHRT_SWIGLU_GEMM_MIN_ROWS overrides it (swiglu_gemm_min_rows).
-inline constexpr int64_t kSwigluGemmMinRows = 128;
+// Rows from which the prefill routing (gate_up_swiglu_fusable) takes the fused GEMM. Measured on
+// the H100 (qwen3-0.6b prefill, piecewise, fresh processes; bench/results/h100_2026-11-24_s10_sw3):
+// the 128-row kernel against cuBLASLt + silu_and_mul wins at 2048 (-0.12 ms a step), 4096 (-0.02
+// to -0.12) and 8192 (-0.06) tokens, is even at 512 and loses at 256 (+0.08) and 1024 (+0.09,
+// 1.45 waves of 132 SMs), so 2048 (was 128). GRAPHRT_SWIGLU_GEMM_MIN_ROWS overrides it.
+inline constexpr int64_t kSwigluGemmMinRows = 2048;
 
 // The fused kernel: 128 rows x 256 weight rows a tile (gate_up_swiglu.cu, producer warpgroup + two
 // consumers), or 192 x 256 (gate_up_swiglu_m192.cu, three warpgroups: 19% fewer L2 bytes per
 // FLOP) with one block a tile or a persistent grid (the next tile's loads under the epilogue).
+// Measured on the H100: the 192-row kernels are slower than both the 128-row one and the
+// unfused ops at every size (~48% tensor active a SM; see gate_up_swiglu_m192.cu), so 128 is the
+// default and 192 / 192p stay selectable for the diagnosis.
 enum class SwigluTile { Rows128, Rows192, Rows192Persistent };
 
 // The shape rule of the kernel, without a device: nullptr when x [rows, k] (row stride x_stride
@@ -35,7 +40,7 @@ const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType d
 // fused GEMM at all.
 bool prefill_swiglu_gemm_enabled();
 
-// GRAPHRT_SWIGLU_TILE (read once): 128, 192 or 192p (default, Rows192Persistent), the kernel
+// GRAPHRT_SWIGLU_TILE (read once): 128 (default), 192 or 192p (Rows192Persistent), the kernel
 // gate_up_swiglu(x, gate_up) runs.
 SwigluTile swiglu_gemm_tile();
 

@@ -31,8 +31,8 @@ void gate_up_swiglu(Device d, const void* x, int64_t x_stride, const void* w, vo
                     int64_t k);
 
 // The same result from the 192-row-tile kernel (gate_up_swiglu_m192.cu: 192 x 256 weight-row
-// tiles, three warpgroups, 19% fewer L2 bytes per FLOP than the 128-row kernel), same
-// requirements. Each output is the same sequence of k16 wgmma steps over K and the same epilogue
+// tiles, three warpgroups, 19% fewer L2 bytes per FLOP than the 128-row kernel; measured slower
+// than it, see that file), same requirements. Each output is the same sequence of k16 wgmma steps over K and the same epilogue
 // as gate_up_swiglu's (one m64n256 instruction a step where that kernel issues two m64n128).
 // persistent: min(tiles, SMs) blocks looping over the tiles (the next tile's first slices load
 // under the epilogue); else one block a tile. The same bits either way.

@@ -23,6 +23,16 @@
 // copies run 3 slices ahead over the block's whole sequence of slices, so the next tile's first
 // slices load while this tile's epilogue (silu, product, stores from the registers) runs.
 //
+// MEASURED (H100, bench/results/h100_2026-11-24_s10_sw3): correct as far as run (graph == eager
+// 94/94 with it on, row bits independent of the other rows, strided == contiguous, replay ==
+// eager; the comparison with the float reference and the 128-row kernel's bits was filtered out
+// of that run), but SLOW: ~30 us a tile whatever the number of busy SMs (256 .. 8192 tokens, and
+// llama's K 4096), i.e. ~48% tensor active a SM, against the 128-row kernel's ~60% under a full L2
+// feed. So it is not the L2 feed. Leading suspect: fence.proxy.async, which every thread runs
+// before its wgmma while its own cp.async copies of the next 3 slices are in flight; if the
+// fence waits for those, the copies are only ~1 slice ahead (the 128-row kernel's consumers fence
+// with no copies of their own). Not default (GRAPHRT_SWIGLU_TILE=192 / 192p select it).
+//
 // Numerics: each output is the same sequence of k16 wgmma steps over K as in the 128-row kernel
 // (one m64n256 instead of two m64n128 instructions a step), then the same epilogue
 // (swiglu_gemm::swiglu). Deterministic (no split-K, no atomics, one fixed order), the same kernel
