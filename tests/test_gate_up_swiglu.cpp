@@ -72,7 +72,8 @@ TEST(GateUpSwigluCpu, EqualsTheComposition) {
   ASSERT_EQ(got.shape(), (Shape{3, 4}));
   EXPECT_EQ(to_host_floats(got), to_host_floats(ops::silu_and_mul(ops::linear(x, w))));
   for (ops::SwigluTile tile :  // the kernel choice is CUDA's only
-       {ops::SwigluTile::Rows128, ops::SwigluTile::Rows192, ops::SwigluTile::Rows192Persistent})
+       {ops::SwigluTile::Rows128, ops::SwigluTile::Rows192, ops::SwigluTile::Rows192Persistent,
+        ops::SwigluTile::Rows192Tma})
     EXPECT_EQ(to_host_floats(ops::gate_up_swiglu(x, w, tile)), to_host_floats(got));
   EXPECT_THROW((void)ops::gate_up_swiglu(x, from_floats(std::vector<float>(7 * 8), Shape{7, 8}, DType::F32,
                                                          Device::cpu())),

@@ -60,7 +60,7 @@ bool prefill_swiglu_gemm_enabled() {
 SwigluTile swiglu_gemm_tile() {
   // The choices in SwigluTile's order.
   static const SwigluTile tile =
-      static_cast<SwigluTile>(env_choice("GRAPHRT_SWIGLU_TILE", {"128", "192", "192p"}, 0));
+      static_cast<SwigluTile>(env_choice("GRAPHRT_SWIGLU_TILE", {"128", "192", "192p", "192t"}, 0));
   return tile;
 }
 
@@ -94,9 +94,13 @@ Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up, SwigluTile tile) {
   GRT_CHECK(why == nullptr, "{}: x {} and gate_up {} do not fit the fused GEMM: {}", op, x.str(), gate_up.str(), why);
   GRT_CHECK(::grt::cuda::gate_up_swiglu_device_ok(), "{}: needs an sm_90 GPU and sm_90a code in this build ({})", op,
             x.str());
+  using ::grt::cuda::M192Copies;
   if (tile != SwigluTile::Rows128)
     ::grt::cuda::gate_up_swiglu_m192(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0),
-                                     inter, x.size(1), tile == SwigluTile::Rows192Persistent);
+                                     inter, x.size(1),
+                                     tile == SwigluTile::Rows192            ? M192Copies::CpAsync
+                                     : tile == SwigluTile::Rows192Persistent ? M192Copies::CpAsyncPersistent
+                                                                              : M192Copies::Tma);
   else
     ::grt::cuda::gate_up_swiglu(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0), inter,
                                 x.size(1));

@@ -27,7 +27,9 @@ inline constexpr int64_t kSwigluGemmMinRows = 2048;
 // Measured on the H100: the 192-row kernels are slower than both the 128-row one and the
 // unfused ops at every size (~48% tensor active a SM; see gate_up_swiglu_m192.cu), so 128 is the
 // default and 192 / 192p stay selectable for the diagnosis.
-enum class SwigluTile { Rows128, Rows192, Rows192Persistent };
+// Rows192Tma: the 192-row kernel fed by bulk tensor copies (TMA) instead of cp.async (persistent;
+// written after that measurement, not yet run on a GPU).
+enum class SwigluTile { Rows128, Rows192, Rows192Persistent, Rows192Tma };
 
 // The shape rule of the kernel, without a device: nullptr when x [rows, k] (row stride x_stride
 // elements, at x_addr) and gate_up [2 * inter, k] (contiguous, at w_addr) of `dtype` fit, else the
@@ -40,8 +42,8 @@ const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType d
 // fused GEMM at all.
 bool prefill_swiglu_gemm_enabled();
 
-// GRAPHRT_SWIGLU_TILE (read once): 128 (default), 192 or 192p (Rows192Persistent), the kernel
-// gate_up_swiglu(x, gate_up) runs.
+// GRAPHRT_SWIGLU_TILE (read once): 128 (default), 192, 192p (Rows192Persistent) or 192t
+// (Rows192Tma), the kernel gate_up_swiglu(x, gate_up) runs.
 SwigluTile swiglu_gemm_tile();
 
 // GRAPHRT_SWIGLU_GEMM_MIN_ROWS (read once; default kSwigluGemmMinRows, 1 .. 2^30): the fewest rows
@@ -59,7 +61,7 @@ bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up);
 // silu_and_mul(linear(x, gate_up)) (f32). CUDA: the fused kernel of swiglu_gemm_tile() (or of
 // `tile`) whatever the switch and the row count; a shape outside gate_up_swiglu_unfit's rule or a
 // device without it is an error naming the reason (callers check gate_up_swiglu_fusable and
-// otherwise run the unfused ops). All three give the same sums in the same order and the same
+// otherwise run the unfused ops). All kernels give the same sums in the same order and the same
 // epilogue (the CUDA tests compare their bits).
 Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up);
 Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up, SwigluTile tile);

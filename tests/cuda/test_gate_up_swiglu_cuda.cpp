@@ -3,7 +3,7 @@
 // the product rounded to bf16), against the unfused cuBLASLt GEMM + silu_and_mul (which also
 // rounds the sums to bf16, so agreement to a bf16 rounding or two), bit for bit run to run, and
 // captured in a graph against eager; every kernel (128- and 192-row tiles, the latter also
-// persistent: ops::SwigluTile) on every shape, with the same bits, and a row's bits independent
+// persistent and fed by TMA: ops::SwigluTile) on every shape, with the same bits, and a row's bits independent
 // of the other rows. Skipped where the device
 // has no sm_90a kernel.
 #include <gtest/gtest.h>
@@ -89,9 +89,15 @@ struct Case {
 class GateUpSwigluCuda : public ::testing::TestWithParam<Case> {};
 
 constexpr ops::SwigluTile kTiles[] = {ops::SwigluTile::Rows128, ops::SwigluTile::Rows192,
-                                      ops::SwigluTile::Rows192Persistent};
+                                      ops::SwigluTile::Rows192Persistent, ops::SwigluTile::Rows192Tma};
 const char* tile_name(ops::SwigluTile t) {
-  return t == ops::SwigluTile::Rows128 ? "tile 128" : t == ops::SwigluTile::Rows192 ? "tile 192" : "tile 192p";
+  switch (t) {
+    case ops::SwigluTile::Rows128: return "tile 128";
+    case ops::SwigluTile::Rows192: return "tile 192";
+    case ops::SwigluTile::Rows192Persistent: return "tile 192p";
+    case ops::SwigluTile::Rows192Tma: return "tile 192t";
+  }
+  return "?";
 }
 
 // qwen3-0.6b's prefill shape (4096 x 1024 -> 3072; 4096 = 21 1/3 tiles of 192), ragged row counts

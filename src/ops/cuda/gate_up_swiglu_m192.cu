@@ -33,15 +33,24 @@
 // fence waits for those, the copies are only ~1 slice ahead (the 128-row kernel's consumers fence
 // with no copies of their own). Not default (GRAPHRT_SWIGLU_TILE=192 / 192p select it).
 //
+// Hence the TMA form (written after that run, NOT YET RUN on a GPU; GRAPHRT_SWIGLU_TILE=192t):
+// thread 0 issues each slice as three bulk tensor copies (tensor maps with the 128-byte swizzle,
+// made per launch through the driver's cuTensorMapEncodeTiled); they write through the async
+// proxy and complete on the "full" barrier with a byte count, so no thread fences and no thread
+// but thread 0 has copies of its own; everything else as above (persistent grid). ptxas -v: 160
+// registers, no spills.
+//
 // Numerics: each output is the same sequence of k16 wgmma steps over K as in the 128-row kernel
 // (one m64n256 instead of two m64n128 instructions a step), then the same epilogue
 // (swiglu_gemm::swiglu). Deterministic (no split-K, no atomics, one fixed order), the same kernel
 // eager and captured, and a row's bits do not depend on the other rows (padding-safe).
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 
+#include "device/cuda/driver_api.h"
 #include "ops/cuda/attention_wgmma.cuh"
 #include "ops/cuda/bulk_copy.cuh"
 #include "ops/cuda/dense_common.cuh"
@@ -110,6 +119,16 @@ __device__ __forceinline__ void copy_slice(uint32_t stage, int t, int kt, int co
   }
 }
 
+// One bulk tensor copy of the box at (c0 = column, c1 = row) of `map` into shared memory at `dst`,
+// completing on the barrier at `bar` with the box's bytes.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
 // D (64 x 256 f32: this thread's 128 values; columns 0-127 the gate, 128-255 the up rows) (+)= A
 // (64 x 16, descriptor, K-major) x B (16 x 256, descriptor, K-major: 32 8-row groups 1024 bytes
 // apart); D is overwritten where acc == 0. The m64n256 accumulator layout continues the m64n64
@@ -169,10 +188,16 @@ __device__ __forceinline__ void store_tile(__nv_bfloat16* out, int64_t inter, in
 // running together share x rows in L2) x row tiles: one tile a block (grid = tiles), or
 // persistent (grid = min(tiles, SMs)). The copies run kStages - 1 slices ahead over the block's
 // whole sequence of slices, so in the persistent grid the next tile's first three slices are in
-// flight while this one's epilogue runs.
+// flight while this one's epilogue runs. TMA: thread 0 alone issues each slice as three bulk
+// tensor copies (x tile, gate rows, up rows: 128-byte swizzle by the tensor maps xmap / wmap,
+// rows past rows_total zero-filled) completing on the stage's "full" barrier with a byte count;
+// they write through the async proxy, so no thread fences, and no thread has copies in flight of
+// its own but thread 0, which only issues them (the cp.async form: x, xs, w; maps unused).
+template <bool kTma>
 __global__ void __launch_bounds__(kThreads, 1)
-    gate_up_swiglu_m192_kernel(const __nv_bfloat16* x, int64_t xs, const __nv_bfloat16* w, __nv_bfloat16* out,
-                               int64_t rows_total, int64_t inter, int64_t k) {
+    gate_up_swiglu_m192_kernel(const __nv_bfloat16* x, int64_t xs, const __nv_bfloat16* w,
+                               const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
+                               __nv_bfloat16* out, int64_t rows_total, int64_t inter, int64_t k) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (tma::smem_addr(smem_raw) & 1023)) & 1023);
@@ -184,20 +209,35 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int total = (tiles - b0 + grid - 1) / grid * kts;  // slices this block multiplies
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      smem_mbar::mbar_init(ring + kFull + 8 * s, kThreads);   // every thread, through its copies
+      // cp.async: every thread, through its copies; TMA: thread 0's expect_tx (and the bytes).
+      smem_mbar::mbar_init(ring + kFull + 8 * s, kTma ? 1 : kThreads);
       smem_mbar::mbar_init(ring + kEmpty + 8 * s, kThreads);  // every thread, once its warpgroup's wgmma read it
     }
+    if constexpr (kTma) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // seen by the TMA unit
   }
   __syncthreads();
   pdl_wait();  // x is the predecessor's output
   // Slice g of this block's sequence into its stage (g % kStages).
+  // TMA: thread 0 only (`loads`).
   const auto load = [&](int g) {
-    const int s = g % kStages;
-    copy_slice(ring + s * kStageBytes, b0 + g / kts * grid, g % kts, col_tiles, x, xs, w, k, inter, rows_total);
-    smem_mbar::cp_async_mbar_arrive(ring + kFull + 8 * s);
+    const int s = g % kStages, t = b0 + g / kts * grid;
+    const uint32_t stage = ring + s * kStageBytes, full = ring + kFull + 8 * s;
+    if constexpr (kTma) {
+      const int col = g % kts * kBK, i0 = t % col_tiles * kBN;
+      smem_mbar::mbar_arrive_expect_tx(full, kStageBytes);
+      tma_load_2d(stage, &xmap, col, t / col_tiles * kBM, full);
+      tma_load_2d(stage + kABytes, &wmap, col, i0, full);
+      tma_load_2d(stage + kABytes + kBN * 128, &wmap, col, static_cast<int>(inter) + i0, full);
+    } else {
+      copy_slice(stage, t, g % kts, col_tiles, x, xs, w, k, inter, rows_total);
+      smem_mbar::cp_async_mbar_arrive(full);
+    }
   };
+  const bool loads = !kTma || threadIdx.x == 0;
+  if (loads) {
 #pragma unroll 1
-  for (int g = 0; g < kStages - 1 && g < total; ++g) load(g);
+    for (int g = 0; g < kStages - 1 && g < total; ++g) load(g);
+  }
   const uint32_t a0 = ring + static_cast<int>(threadIdx.x) / 128 * 64 * 128;  // this warpgroup's x rows
   float d[128];
   int it = 0;  // slices multiplied so far; the tile loop ends with the block's slices
@@ -207,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int kt = 0; kt < kts; ++kt, ++it) {
       const int s = it % kStages;
       smem_mbar::mbar_wait(ring + kFull + 8 * s, static_cast<uint32_t>(it / kStages) & 1u);
-      fence_proxy_async();  // the cp.async writes (generic proxy) before wgmma's reads
+      if constexpr (!kTma) fence_proxy_async();  // the cp.async writes (generic proxy) before wgmma's reads
       const uint32_t a = a0 + s * kStageBytes;
       const uint32_t b = ring + s * kStageBytes + kABytes;
       wgmma_fence();
@@ -219,7 +259,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma_wait<1>();
       if (kt > 0) smem_mbar::mbar_arrive(ring + kEmpty + 8 * ((it - 1) % kStages));
       const int g = it + kStages - 1;  // into the stage of slice it - 1, once all three are done with it
-      if (g < total) {
+      if (g < total && loads) {
         // A fresh barrier's phase of parity 1 counts as complete: the first pass does not wait.
         smem_mbar::mbar_wait(ring + kEmpty + 8 * (g % kStages), (static_cast<uint32_t>(g / kStages) & 1u) ^ 1u);
         load(g);
@@ -240,25 +280,54 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 }  // namespace
 
+namespace {
+
+// The tensor map of a row-major bf16 [rows, cols] matrix (row stride row_bytes) read in boxes of
+// 64 columns (128 bytes: the 128-byte swizzle span) x box_rows rows, out-of-range rows zero-filled.
+CUtensorMap bf16_tensor_map(const void* base, int64_t rows, int64_t cols, int64_t row_bytes, uint32_t box_rows) {
+  CUtensorMap map;
+  cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  cuuint64_t strides[1] = {static_cast<cuuint64_t>(row_bytes)};
+  cuuint32_t box[2] = {static_cast<cuuint32_t>(kBK), box_rows};
+  cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = driver_api().tensor_map_encode_tiled(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  GRT_CHECK(r == CUDA_SUCCESS,
+            "gate_up_swiglu_m192: cuTensorMapEncodeTiled([{}, {}], row bytes {}, box 64 x {}) failed: {}", rows, cols,
+            row_bytes, box_rows, static_cast<int>(r));
+  return map;
+}
+
+}  // namespace
+
 void gate_up_swiglu_m192(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows,
-                         int64_t inter, int64_t k, bool persistent) {
+                         int64_t inter, int64_t k, M192Copies copies) {
   if (rows == 0) return;
   GRT_CHECK(gate_up_swiglu_device_ok(), "gate_up_swiglu_m192: needs an sm_90 GPU and sm_90a code in this build");
   const int64_t tiles = (rows + kBM - 1) / kBM * (inter / kBN);
-  GRT_CHECK(tiles <= 0x7fffffff && inter <= 0x7fffffff && k / kBK * tiles <= 0x7fffffff,
+  GRT_CHECK(tiles <= 0x7fffffff && 2 * inter <= 0x7fffffff && rows <= 0x7fffffff && k / kBK * tiles <= 0x7fffffff,
             "gate_up_swiglu_m192: [{}, {}] x K {} exceeds one grid", rows, inter, k);
   int sms = 0;
   GRT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.index), "reading the SM count of {}",
                  d.str());
-  const int64_t blocks = persistent ? std::min<int64_t>(tiles, sms) : tiles;
+  const bool tma = copies == M192Copies::Tma;
+  const int64_t blocks = copies == M192Copies::CpAsync ? tiles : std::min<int64_t>(tiles, sms);
+  CUtensorMap xmap{}, wmap{};
+  if (tma) {
+    xmap = bf16_tensor_map(x, rows, k, (rows > 1 ? x_stride : k) * 2, static_cast<uint32_t>(kBM));
+    wmap = bf16_tensor_map(w, 2 * inter, k, k * 2, static_cast<uint32_t>(kBN));
+  }
+  auto* kernel = tma ? gate_up_swiglu_m192_kernel<true> : gate_up_swiglu_m192_kernel<false>;
   cudaStream_t s = dense::launch_stream(d);
-  GRT_CUDA_CHECK(cudaFuncSetAttribute(gate_up_swiglu_m192_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(kSmem)),
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)),
                  "allowing {} bytes of shared memory for gate_up_swiglu_m192", kSmem);
-  (void)launch_pdl(d.index, gate_up_swiglu_m192_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), kSmem, s,
-                   1, static_cast<const __nv_bfloat16*>(x), x_stride, static_cast<const __nv_bfloat16*>(w),
+  (void)launch_pdl(d.index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), kSmem, s, 1,
+                   static_cast<const __nv_bfloat16*>(x), x_stride, static_cast<const __nv_bfloat16*>(w), xmap, wmap,
                    static_cast<__nv_bfloat16*>(out), rows, inter, k);
-  GRT_CUDA_CHECK_LAUNCH("gate_up_swiglu_m192 rows={} inter={} k={} persistent={}", rows, inter, k, persistent);
+  GRT_CUDA_CHECK_LAUNCH("gate_up_swiglu_m192 rows={} inter={} k={} copies={}", rows, inter, k,
+                        static_cast<int>(copies));
 }
 
 }  // namespace grt::cuda
