@@ -75,6 +75,13 @@ TEST(GateUpSwigluRule, NeverFusableOnTheCpu) {
   EXPECT_FALSE(ops::gate_up_swiglu_fusable(x, w));
 }
 
+// The tile switch's default (when the environment leaves it unset): the 128-row kernel (the
+// fastest measured).
+TEST(GateUpSwigluRule, TileDefault) {
+  if (std::getenv("GRAPHRT_SWIGLU_TILE") != nullptr) GTEST_SKIP() << "GRAPHRT_SWIGLU_TILE is set";
+  EXPECT_EQ(ops::swiglu_gemm_tile(), ops::SwigluTile::Rows128);
+}
+
 // The CPU path is the reference composition silu_and_mul(linear(x, gate_up)).
 TEST(GateUpSwigluCpu, EqualsTheComposition) {
   std::vector<float> xv(3 * 8), wv(2 * 4 * 8);
@@ -85,6 +92,10 @@ TEST(GateUpSwigluCpu, EqualsTheComposition) {
   Tensor got = ops::gate_up_swiglu(x, w);
   ASSERT_EQ(got.shape(), (Shape{3, 4}));
   EXPECT_EQ(to_host_floats(got), to_host_floats(ops::silu_and_mul(ops::linear(x, w))));
+  for (ops::SwigluTile tile :  // the kernel choice is CUDA's only
+       {ops::SwigluTile::Rows128, ops::SwigluTile::Rows192, ops::SwigluTile::Rows192Persistent,
+        ops::SwigluTile::Rows192Tma})
+    EXPECT_EQ(to_host_floats(ops::gate_up_swiglu(x, w, tile)), to_host_floats(got));
   EXPECT_THROW((void)ops::gate_up_swiglu(x, from_floats(std::vector<float>(7 * 8), Shape{7, 8}, DType::F32,
                                                          Device::cpu())),
                Error);  // odd gate_up rows

@@ -73,6 +73,13 @@ bool prefill_swiglu_routed(PrefillSwiglu mode, int64_t rows, int64_t k) {
   return false;
 }
 
+SwigluTile swiglu_gemm_tile() {
+  // The choices in SwigluTile's order.
+  static const SwigluTile tile =
+      static_cast<SwigluTile>(env_choice("GRAPHRT_SWIGLU_TILE", {"128", "192", "192p", "192t"}, 0));
+  return tile;
+}
+
 bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
   const PrefillSwiglu mode = prefill_swiglu_gemm_mode();
   if (mode == PrefillSwiglu::kOff) return false;
@@ -86,7 +93,9 @@ bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
 #endif
 }
 
-Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up) {
+Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up) { return gate_up_swiglu(x, gate_up, swiglu_gemm_tile()); }
+
+Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up, SwigluTile tile) {
   const char* op = "gate_up_swiglu";
   check_gate_up_operands(op, x, gate_up);
   if (x.device().is_cpu()) return silu_and_mul(linear(x, gate_up));
@@ -98,10 +107,19 @@ Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up) {
   GRT_CHECK(why == nullptr, "{}: x {} and gate_up {} do not fit the fused GEMM: {}", op, x.str(), gate_up.str(), why);
   GRT_CHECK(::grt::cuda::gate_up_swiglu_device_ok(), "{}: needs an sm_90 GPU and sm_90a code in this build ({})", op,
             x.str());
-  ::grt::cuda::gate_up_swiglu(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0), inter,
-                              x.size(1));
+  using ::grt::cuda::M192Copies;
+  if (tile != SwigluTile::Rows128)
+    ::grt::cuda::gate_up_swiglu_m192(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0),
+                                     inter, x.size(1),
+                                     tile == SwigluTile::Rows192            ? M192Copies::CpAsync
+                                     : tile == SwigluTile::Rows192Persistent ? M192Copies::CpAsyncPersistent
+                                                                              : M192Copies::Tma);
+  else
+    ::grt::cuda::gate_up_swiglu(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0), inter,
+                                x.size(1));
   return out;
 #else
+  (void)tile;
   fail_no_cuda(op, x);
 #endif
 }

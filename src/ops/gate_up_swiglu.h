@@ -19,6 +19,16 @@ namespace grt::ops {
 // decode-sized batches).
 inline constexpr int64_t kSwigluGemmMinRows = 128;
 
+// The fused kernel: 128 rows x 256 weight rows a tile (gate_up_swiglu.cu, producer warpgroup + two
+// consumers), or 192 x 256 (gate_up_swiglu_m192.cu, three warpgroups: 19% fewer L2 bytes per
+// FLOP) with one block a tile or a persistent grid (the next tile's loads under the epilogue).
+// Measured on the H100 (session 10): the 192-row kernels are slower than both the 128-row one and the
+// unfused ops at every size (~48% tensor active a SM; see gate_up_swiglu_m192.cu), so 128 is the
+// default and 192 / 192p stay selectable for the diagnosis.
+// Rows192Tma: the 192-row kernel fed by bulk tensor copies (TMA) instead of cp.async (persistent;
+// written after that measurement, not yet run on a GPU).
+enum class SwigluTile { Rows128, Rows192, Rows192Persistent, Rows192Tma };
+
 // The `auto` rule (the default), from H100 A/Bs of qwen3-0.6b prefill (K 1024 -> 2 x 3072; session
 // 10, bench/results/h100_2026-11-24_s10_swiglu and _s10_sw3): the fused kernel is fed at ~0.011 B
 // of L2 traffic per FLOP against cuBLASLt's ~0.008, so it runs the GEMM ~15% slower and wins only
@@ -49,6 +59,10 @@ void check_gate_up_operands(const char* op, const Tensor& x, const Tensor& gate_
 // Whether the decoder asks for the fused GEMM at all (the mode is not kOff).
 bool prefill_swiglu_gemm_enabled();
 
+// GRAPHRT_SWIGLU_TILE (read once): 128 (default), 192, 192p (Rows192Persistent) or 192t
+// (Rows192Tma), the kernel gate_up_swiglu(x, gate_up) runs.
+SwigluTile swiglu_gemm_tile();
+
 // The row / K part of the routing rule under `mode`, without a device: kOff never; kOn from
 // kSwigluGemmMinRows rows; kAuto from kSwigluGemmAutoMinRows rows with K <= kSwigluGemmAutoMaxK.
 bool prefill_swiglu_routed(PrefillSwiglu mode, int64_t rows, int64_t k);
@@ -61,9 +75,12 @@ bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up);
 
 // x: [T, H] (last dim contiguous), gate_up: [2 * inter, H] contiguous (gate rows, then up rows), of
 // x's dtype. Returns a contiguous [T, inter] of x's dtype. CPU: the reference composition
-// silu_and_mul(linear(x, gate_up)) (f32). CUDA: the fused kernel whatever the switch and the row
-// count; a shape outside gate_up_swiglu_unfit's rule or a device without it is an error naming
-// the reason (callers check gate_up_swiglu_fusable and otherwise run the unfused ops).
+// silu_and_mul(linear(x, gate_up)) (f32). CUDA: the fused kernel of swiglu_gemm_tile() (or of
+// `tile`) whatever the switch and the row count; a shape outside gate_up_swiglu_unfit's rule or a
+// device without it is an error naming the reason (callers check gate_up_swiglu_fusable and
+// otherwise run the unfused ops). All kernels give the same sums in the same order and the same
+// epilogue (the CUDA tests compare their bits).
 Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up);
+Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up, SwigluTile tile);
 
 }  // namespace grt::ops

@@ -52,6 +52,7 @@ Resolved resolve_all() {
   one("cuMemSetAccess", r.api.mem_set_access);
   one("cuMemUnmap", r.api.mem_unmap);
   one("cuMemGetAddressRange", r.api.mem_get_address_range);
+  one("cuTensorMapEncodeTiled", r.api.tensor_map_encode_tiled);
   if (r.error.empty())
     GRT_DEBUG("CUDA driver API entry points resolved (ABI version {})", CUDA_VERSION);
   else

@@ -18,6 +18,7 @@ struct DriverApi {
   decltype(&::cuMemSetAccess) mem_set_access = nullptr;
   decltype(&::cuMemUnmap) mem_unmap = nullptr;
   decltype(&::cuMemGetAddressRange) mem_get_address_range = nullptr;
+  decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;  // TMA tensor maps (sm_90)
 };
 
 // The driver functions, resolved on first use (once per process). Throws Error saying which

@@ -24,6 +24,7 @@
 #include "device/cuda/cuda_check.h"
 #include "ops/cuda/attention_extend_params.h"
 #include "ops/cuda/attention_wgmma.cuh"
+#include "ops/cuda/smem_mbarrier.cuh"
 
 namespace grt::cuda {
 namespace {
@@ -59,27 +60,11 @@ struct WsCfg {
 // two consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's softmax runs
 // while the other's GEMMs run. O128 (fa3-wsn / fa3-wsnp): the O GEMM as m64n128 instructions.
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
-}
-// Arrives once this thread's earlier cp.async copies have landed (the count was set for it).
-__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-// Waits until the phase of parity `parity` has completed (a fresh barrier: parity 1 is done).
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (done == 0);
-}
+using smem_mbar::cp_async_mbar_arrive;
+using smem_mbar::mbar_arrive;
+using smem_mbar::mbar_init;
+using smem_mbar::mbar_wait;
+
 __device__ __forceinline__ void named_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }

@@ -28,6 +28,7 @@
 #include "ops/cuda/attention_wgmma.cuh"
 #include "ops/cuda/bulk_copy.cuh"
 #include "ops/cuda/dense_common.cuh"
+#include "ops/cuda/gate_up_swiglu_common.cuh"
 #include "ops/cuda/pdl.cuh"
 #include "ops/cuda/sm90a_device.h"
 
@@ -56,6 +57,7 @@ using wg::wgmma_commit;
 using wg::wgmma_fence;
 using wg::wgmma_ss128;
 using wg::wgmma_wait;
+using swiglu_gemm::swiglu;
 
 // Arrives on `bar` once this thread's earlier cp.async copies have landed (counted in its init).
 __device__ __forceinline__ void cp_async_mbar_arrive(uint64_t* bar) {
@@ -109,11 +111,6 @@ struct Producer {
     for (int i = 0; i < kBN / 16; ++i, p += wstep) cp_async16(b + (kBN + 16 * i) * 128, p, true);
   }
 };
-
-// silu(g) rounded to bf16 (silu_and_mul's silu_mul), times u, in f32.
-__device__ __forceinline__ float swiglu(float g, float u) {
-  return __bfloat162float(__float2bfloat16_rn(g / (1.0f + expf(-g)))) * u;
-}
 
 // Consumer warpgroup c (0 or 1): rows 64c .. 64c + 63 of the tile.
 __device__ __forceinline__ void consume(uint32_t ring, uint64_t* full, uint64_t* empty, int kts, int c, float (&g0)[32],

@@ -15,6 +15,8 @@ namespace grt::cuda {
 inline constexpr int64_t kSwigluTileM = 128;
 inline constexpr int64_t kSwigluTileN = 128;
 inline constexpr int64_t kSwigluTileK = 64;
+// Rows of a tile of gate_up_swiglu_m192 (three warpgroups of 64 rows).
+inline constexpr int64_t kSwigluM192TileM = 192;
 
 // True when this process can run the kernel on the current device: an sm_90 GPU and sm_90a code
 // built (CMAKE_CUDA_ARCHITECTURES with 90a).
@@ -27,5 +29,19 @@ bool gate_up_swiglu_device_ok();
 // rows, gate_up_swiglu_device_ok(). Launches on the device's current stream (capturable, PDL).
 void gate_up_swiglu(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t inter,
                     int64_t k);
+
+// How gate_up_swiglu_m192 fills its shared-memory ring: cp.async by every thread, one block a
+// tile (CpAsync) or persistent (CpAsyncPersistent: min(tiles, SMs) blocks looping over the tiles,
+// the next tile's first slices loading under the epilogue); or bulk tensor copies (TMA, tensor
+// maps) issued by one thread, persistent (Tma).
+enum class M192Copies { CpAsync, CpAsyncPersistent, Tma };
+
+// The same result from the 192-row-tile kernel (gate_up_swiglu_m192.cu: 192 x 256 weight-row
+// tiles, three warpgroups, 19% fewer L2 bytes per FLOP than the 128-row kernel; the cp.async forms
+// measured slower than it, see that file), same requirements. Each output is the same sequence of
+// k16 wgmma steps over K and the same epilogue as gate_up_swiglu's (one m64n256 instruction a
+// step where that kernel issues two m64n128), whatever `copies`.
+void gate_up_swiglu_m192(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows,
+                         int64_t inter, int64_t k, M192Copies copies);
 
 }  // namespace grt::cuda
