@@ -75,11 +75,11 @@ TEST(GateUpSwigluRule, NeverFusableOnTheCpu) {
   EXPECT_FALSE(ops::gate_up_swiglu_fusable(x, w));
 }
 
-// The tile switch's default (when the environment leaves it unset): the 128-row kernel (the
+// The tile switch's default (when the environment leaves it unset): the TMA-fed 192-row kernel (the
 // fastest measured).
 TEST(GateUpSwigluRule, TileDefault) {
   if (std::getenv("GRAPHRT_SWIGLU_TILE") != nullptr) GTEST_SKIP() << "GRAPHRT_SWIGLU_TILE is set";
-  EXPECT_EQ(ops::swiglu_gemm_tile(), ops::SwigluTile::Rows128);
+  EXPECT_EQ(ops::swiglu_gemm_tile(), ops::SwigluTile::Rows192Tma);
 }
 
 // The CPU path is the reference composition silu_and_mul(linear(x, gate_up)).

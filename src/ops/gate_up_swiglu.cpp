@@ -76,7 +76,7 @@ bool prefill_swiglu_routed(PrefillSwiglu mode, int64_t rows, int64_t k) {
 SwigluTile swiglu_gemm_tile() {
   // The choices in SwigluTile's order.
   static const SwigluTile tile =
-      static_cast<SwigluTile>(env_choice("GRAPHRT_SWIGLU_TILE", {"128", "192", "192p", "192t"}, 0));
+      static_cast<SwigluTile>(env_choice("GRAPHRT_SWIGLU_TILE", {"128", "192", "192p", "192t"}, 3));
   return tile;
 }
 

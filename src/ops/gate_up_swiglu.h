@@ -21,19 +21,20 @@ inline constexpr int64_t kSwigluGemmMinRows = 128;
 
 // The fused kernel: 128 rows x 256 weight rows a tile (gate_up_swiglu.cu, producer warpgroup + two
 // consumers), or 192 x 256 (gate_up_swiglu_m192.cu, three warpgroups: 19% fewer L2 bytes per
-// FLOP) with one block a tile or a persistent grid (the next tile's loads under the epilogue).
-// Measured on the H100 (session 10): the 192-row kernels are slower than both the 128-row one and the
-// unfused ops at every size (~48% tensor active a SM; see gate_up_swiglu_m192.cu), so 128 is the
-// default and 192 / 192p stay selectable for the diagnosis.
-// Rows192Tma: the 192-row kernel fed by bulk tensor copies (TMA) instead of cp.async (persistent;
-// written after that measurement, not yet run on a GPU).
+// FLOP) with one block a tile or a persistent grid (the next tile's loads under the epilogue), its
+// stages fed by cp.async (Rows192, Rows192Persistent) or by bulk tensor copies (TMA) from one
+// thread (Rows192Tma, persistent). Measured on the H100 (session 10, qwen3-0.6b K 1024 -> 2 x 3072
+// at 4096 rows, ncu at its locked clock): 128 rows 120 us (60% tensor active), 192 / 192p ~25%
+// slower (every thread's fence.proxy.async waited for its own copies in flight), 192t 106 us (70%):
+// prefill 4096 11.84-11.89 ms against 12.16-12.25 with 128 (-0.31), so 192t is the default.
 enum class SwigluTile { Rows128, Rows192, Rows192Persistent, Rows192Tma };
 
 // The `auto` rule (the default), from H100 A/Bs of qwen3-0.6b prefill (K 1024 -> 2 x 3072; session
-// 10, bench/results/h100_2026-11-24_s10_swiglu and _s10_sw3): the fused kernel is fed at ~0.011 B
+// 10, bench/results/h100_2026-11-24_s10_swiglu and _s10_sw3): the 128-row kernel is fed at ~0.011 B
 // of L2 traffic per FLOP against cuBLASLt's ~0.008, so it runs the GEMM ~15% slower and wins only
 // where removing silu_and_mul's [T, 2 * inter] round trip pays for that: at K 1024 from 2048 rows
-// (-0.12 ms at 2048 tokens, -0.08 at 4096, -0.06 at 8192; +0.09 at 1024, +0.08 at 256). A larger K
+// (-0.12 ms at 2048 tokens, -0.08 at 4096, -0.06 at 8192; +0.09 at 1024, +0.08 at 256); the 192t
+// kernel then took 2048 / 4096 a further -0.09 / -0.27 ms (below 2048 rows not yet measured). A larger K
 // makes the GEMM's share grow with the same silu bytes (llama-3.1-8b, K 4096: not measured with
 // this kernel, so not taken).
 inline constexpr int64_t kSwigluGemmAutoMinRows = 2048;
@@ -59,8 +60,8 @@ void check_gate_up_operands(const char* op, const Tensor& x, const Tensor& gate_
 // Whether the decoder asks for the fused GEMM at all (the mode is not kOff).
 bool prefill_swiglu_gemm_enabled();
 
-// GRAPHRT_SWIGLU_TILE (read once): 128 (default), 192, 192p (Rows192Persistent) or 192t
-// (Rows192Tma), the kernel gate_up_swiglu(x, gate_up) runs.
+// GRAPHRT_SWIGLU_TILE (read once): 192t (Rows192Tma, default), 128, 192 or 192p
+// (Rows192Persistent), the kernel gate_up_swiglu(x, gate_up) runs.
 SwigluTile swiglu_gemm_tile();
 
 // The row / K part of the routing rule under `mode`, without a device: kOff never; kOn from
