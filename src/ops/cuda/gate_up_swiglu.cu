@@ -58,15 +58,9 @@ using wg::wgmma_fence;
 using wg::wgmma_ss128;
 using wg::wgmma_wait;
 using swiglu_gemm::swiglu;
+using tma::cp_async_mbar_arrive;
+using tma::mbar_arrive;
 
-// Arrives on `bar` once this thread's earlier cp.async copies have landed (counted in its init).
-__device__ __forceinline__ void cp_async_mbar_arrive(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(tma::smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(tma::smem_addr(bar))
-               : "memory");
-}
 
 // The producer's copy plan: thread t copies 16-byte chunk t % 8 of rows t / 8 + 16 i of every
 // slice (the same swizzle for all of them, since r % 8 is fixed), so per slice it only steps three

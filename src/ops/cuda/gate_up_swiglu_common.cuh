@@ -1,6 +1,7 @@
 // The epilogue shared by the gate_up + SwiGLU GEMM kernels (gate_up_swiglu.cu: 128-row tiles;
-// gate_up_swiglu_m192.cu: 192-row tiles), so both give the same bits from the same sums. Device
-// code only where __CUDA_ARCH_FEAT_SM90_ALL is defined (sm_90a).
+// gate_up_swiglu_m192.cu: 192-row tiles; gate_up_swiglu_decode.cu: decode rows), so all give the
+// same bits from the same sums. Device code only where __CUDA_ARCH_FEAT_SM90_ALL is defined
+// (sm_90a).
 #pragma once
 #include <cuda_bf16.h>
 

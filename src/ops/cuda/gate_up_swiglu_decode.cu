@@ -35,6 +35,7 @@
 #include "ops/cuda/attention_wgmma.cuh"
 #include "ops/cuda/bulk_copy.cuh"
 #include "ops/cuda/dense_common.cuh"
+#include "ops/cuda/gate_up_swiglu_common.cuh"
 #include "ops/cuda/pdl.cuh"
 #include "ops/cuda/sm90a_device.h"
 
@@ -69,15 +70,10 @@ using wg::wgmma_commit;
 using wg::wgmma_fence;
 using wg::wgmma_ss128;
 using wg::wgmma_wait;
+using swiglu_gemm::swiglu;
+using tma::cp_async_mbar_arrive;
+using tma::mbar_arrive;
 
-// Arrives on `bar` once this thread's earlier cp.async copies have landed (counted in its init).
-__device__ __forceinline__ void cp_async_arrive(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(tma::smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void arrive(uint64_t* bar) {
-  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(tma::smem_addr(bar))
-               : "memory");
-}
 
 // Thread t of the producer copies 16-byte chunk t % 8 of rows t / 8 + 16 i of each tile; rows
 // with the same r % 8 share the swizzle, so per slice only three row pointers step by 64 columns.
@@ -126,10 +122,6 @@ struct DecodeProducer {
   }
 };
 
-// silu(g) rounded to bf16 (silu_and_mul's silu_mul), times u, in f32: gate_up_swiglu.cu's steps.
-__device__ __forceinline__ float swiglu_value(float g, float u) {
-  return __bfloat162float(__float2bfloat16_rn(g / (1.0f + expf(-g)))) * u;
-}
 
 // Stores 64 output columns col0 .. of this warp's 16 rows from an m64n128 accumulator half pair:
 // this lane holds rows g and g + 8 of the warp's 16, columns 8j + 2t4 (+1) at [4j + 0/1] (row g)
@@ -146,7 +138,7 @@ __device__ __forceinline__ void store64(__nv_bfloat16* out, int64_t inter, int r
     for (int j = 0; j < 8; ++j) {
       const int e = 4 * j + 2 * i;
       *reinterpret_cast<uint32_t*>(o + 8 * j) =
-          pack2<__nv_bfloat16>(swiglu_value(g[e], u[e]), swiglu_value(g[e + 1], u[e + 1]));
+          pack2<__nv_bfloat16>(swiglu(g[e], u[e]), swiglu(g[e + 1], u[e + 1]));
     }
   }
 }
@@ -178,7 +170,7 @@ __device__ __forceinline__ void consume(uint32_t ring, uint64_t* full, uint64_t*
     wgmma_commit();
     // One slice's group stays in flight: the previous one is done, its stage goes back.
     wgmma_wait<1>();
-    if (kt > 0) arrive(empty + (kt - 1) % C::kStages);
+    if (kt > 0) mbar_arrive(empty + (kt - 1) % C::kStages);
   }
   wgmma_wait<0>();
 }
@@ -216,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, DecodeCfg<BN>::kMinBlocks)
     pdl_wait();  // x is the predecessor's output
     for (int s = 0; s < pre; ++s) {
       prod.copy_x(ring + s * C::kStageBytes, s);
-      cp_async_arrive(full + s);
+      cp_async_mbar_arrive(full + s);
     }
 #pragma unroll 1
     for (int kt = pre; kt < kts; ++kt) {
@@ -224,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, DecodeCfg<BN>::kMinBlocks)
       tma::mbar_wait(empty + s, (static_cast<uint32_t>(kt / C::kStages) & 1u) ^ 1u);
       prod.copy_w(ring + s * C::kStageBytes, kt);
       prod.copy_x(ring + s * C::kStageBytes, kt);
-      cp_async_arrive(full + s);
+      cp_async_mbar_arrive(full + s);
     }
     attn::cp_async_wait<0>();
     pdl_trigger();
