@@ -19,8 +19,6 @@ constexpr int64_t kTileN = 128;
 
 bool aligned16(uintptr_t addr) { return addr % 16 == 0; }
 
-int64_t row_stride(const Tensor& x) { return x.size(0) > 1 ? x.stride(0) : x.size(1); }
-
 }  // namespace
 
 void check_gate_up_operands(const char* op, const Tensor& x, const Tensor& gate_up) {
@@ -35,15 +33,13 @@ void check_gate_up_operands(const char* op, const Tensor& x, const Tensor& gate_
   check_same_device(op, x, gate_up);
 }
 
-namespace {
+int64_t gate_up_swiglu_row_stride(const Tensor& x) { return x.size(0) > 1 ? x.stride(0) : x.size(1); }
 
-const char* unfit(const Tensor& x, const Tensor& gate_up) {
+const char* gate_up_swiglu_unfit(const Tensor& x, const Tensor& gate_up) {
   return gate_up_swiglu_unfit(x.size(0), gate_up.size(0) / 2, x.size(1), x.dtype(),
-                              reinterpret_cast<uintptr_t>(x.data()), row_stride(x),
+                              reinterpret_cast<uintptr_t>(x.data()), gate_up_swiglu_row_stride(x),
                               reinterpret_cast<uintptr_t>(gate_up.data()));
 }
-
-}  // namespace
 
 const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType dtype, uintptr_t x_addr,
                                  int64_t x_stride, uintptr_t w_addr) {
@@ -84,7 +80,8 @@ bool gate_up_swiglu_fusable(const Tensor& x, const Tensor& gate_up) {
   const PrefillSwiglu mode = prefill_swiglu_gemm_mode();
   if (mode == PrefillSwiglu::kOff) return false;
   check_gate_up_operands("gate_up_swiglu_fusable", x, gate_up);
-  if (!x.device().is_cuda() || !prefill_swiglu_routed(mode, x.size(0), x.size(1)) || unfit(x, gate_up) != nullptr)
+  if (!x.device().is_cuda() || !prefill_swiglu_routed(mode, x.size(0), x.size(1)) ||
+      gate_up_swiglu_unfit(x, gate_up) != nullptr)
     return false;
 #ifdef GRAPHRT_WITH_CUDA
   return ::grt::cuda::gate_up_swiglu_device_ok();
@@ -103,20 +100,19 @@ Tensor gate_up_swiglu(const Tensor& x, const Tensor& gate_up, SwigluTile tile) {
   Tensor out = empty(Shape{x.size(0), inter}, x.dtype(), x.device());
   if (x.size(0) == 0) return out;
 #ifdef GRAPHRT_WITH_CUDA
-  const char* why = unfit(x, gate_up);
+  const char* why = gate_up_swiglu_unfit(x, gate_up);
   GRT_CHECK(why == nullptr, "{}: x {} and gate_up {} do not fit the fused GEMM: {}", op, x.str(), gate_up.str(), why);
   GRT_CHECK(::grt::cuda::gate_up_swiglu_device_ok(), "{}: needs an sm_90 GPU and sm_90a code in this build ({})", op,
             x.str());
   using ::grt::cuda::M192Copies;
+  const int64_t xs = gate_up_swiglu_row_stride(x);
   if (tile != SwigluTile::Rows128)
-    ::grt::cuda::gate_up_swiglu_m192(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0),
-                                     inter, x.size(1),
+    ::grt::cuda::gate_up_swiglu_m192(x.device(), x.data(), xs, gate_up.data(), out.data(), x.size(0), inter, x.size(1),
                                      tile == SwigluTile::Rows192            ? M192Copies::CpAsync
                                      : tile == SwigluTile::Rows192Persistent ? M192Copies::CpAsyncPersistent
                                                                               : M192Copies::Tma);
   else
-    ::grt::cuda::gate_up_swiglu(x.device(), x.data(), row_stride(x), gate_up.data(), out.data(), x.size(0), inter,
-                                x.size(1));
+    ::grt::cuda::gate_up_swiglu(x.device(), x.data(), xs, gate_up.data(), out.data(), x.size(0), inter, x.size(1));
   return out;
 #else
   (void)tile;

@@ -52,6 +52,13 @@ PrefillSwiglu prefill_swiglu_gemm_mode();
 const char* gate_up_swiglu_unfit(int64_t rows, int64_t inter, int64_t k, DType dtype, uintptr_t x_addr,
                                  int64_t x_stride, uintptr_t w_addr);
 
+// The same rule for x and gate_up as tensors (rows, inter, K, dtype, addresses and x's row stride
+// read from them; call check_gate_up_operands first).
+const char* gate_up_swiglu_unfit(const Tensor& x, const Tensor& gate_up);
+
+// x's row stride in elements as the fused kernels take it (a single row: its length).
+int64_t gate_up_swiglu_row_stride(const Tensor& x);
+
 // The operand checks of the fused GEMMs (this one and ops/gate_up_swiglu_decode.h): x [T, H] with a
 // contiguous last dim, gate_up a contiguous [2 * inter, H] of x's dtype on x's device; an Error
 // naming `op` and the tensors otherwise.

@@ -12,22 +12,6 @@
 #endif
 
 namespace grt::ops {
-namespace {
-
-// Every variant's widest output tile (the n128 decode kernel, the prefill kernel) and K slice,
-// also here for builds without CUDA.
-constexpr int64_t kTileN = 128;
-constexpr int64_t kTileK = 64;
-
-int64_t x_row_stride(const Tensor& x) { return x.size(0) > 1 ? x.stride(0) : x.size(1); }
-
-const char* unfit(const Tensor& x, const Tensor& gate_up) {
-  return gate_up_swiglu_decode_unfit(x.size(0), gate_up.size(0) / 2, x.size(1), x.dtype(),
-                                     reinterpret_cast<uintptr_t>(x.data()), x_row_stride(x),
-                                     reinterpret_cast<uintptr_t>(gate_up.data()));
-}
-
-}  // namespace
 
 DecodeSwiglu decode_swiglu_gemm_mode() {
   static const DecodeSwiglu mode =
@@ -40,15 +24,11 @@ DecodeSwiglu decode_swiglu_route(DecodeSwiglu mode, int64_t rows, int64_t inter,
   return inter / kDecodeSwigluColumns >= sms ? mode : DecodeSwiglu::kOff;
 }
 
+// Every decode variant's tile (64 or 128 output columns, 64-wide K slices) divides the prefill
+// kernel's, and the alignment needs are the same: the prefill kernel's rule is the rule.
 const char* gate_up_swiglu_decode_unfit(int64_t rows, int64_t inter, int64_t k, DType dtype, uintptr_t x_addr,
                                         int64_t x_stride, uintptr_t w_addr) {
-  if (dtype != DType::BF16) return "the fused GEMM takes bf16 only";
-  if (rows < 1) return "no rows";
-  if (k <= 0 || k % kTileK != 0) return "the hidden size (K) must be a positive multiple of 64";
-  if (inter <= 0 || inter % kTileN != 0) return "the intermediate size must be a positive multiple of 128";
-  if (x_addr % 16 != 0 || w_addr % 16 != 0) return "x and gate_up must start 16-byte aligned";
-  if (rows > 1 && (x_stride < k || x_stride % 8 != 0)) return "x's row stride must be >= K and a multiple of 8";
-  return nullptr;
+  return gate_up_swiglu_unfit(rows, inter, k, dtype, x_addr, x_stride, w_addr);
 }
 
 DecodeSwiglu gate_up_swiglu_decode_choice(const Tensor& x, const Tensor& gate_up) {
@@ -56,7 +36,7 @@ DecodeSwiglu gate_up_swiglu_decode_choice(const Tensor& x, const Tensor& gate_up
   if (mode == DecodeSwiglu::kOff) return mode;
   check_gate_up_operands("gate_up_swiglu_decode_choice", x, gate_up);
   if (!x.device().is_cuda() || x.size(0) < kDecodeSwigluMinRows || x.size(0) > kDecodeSwigluMaxRows ||
-      unfit(x, gate_up) != nullptr)
+      gate_up_swiglu_unfit(x, gate_up) != nullptr)
     return DecodeSwiglu::kOff;
 #ifdef GRAPHRT_WITH_CUDA
   if (!::grt::cuda::gate_up_swiglu_decode_device_ok()) return DecodeSwiglu::kOff;
@@ -77,14 +57,14 @@ Tensor gate_up_swiglu_decode(const Tensor& x, const Tensor& gate_up, DecodeSwigl
   Tensor out = empty(Shape{x.size(0), inter}, x.dtype(), x.device());
   if (x.size(0) == 0) return out;
 #ifdef GRAPHRT_WITH_CUDA
-  const char* why = unfit(x, gate_up);
+  const char* why = gate_up_swiglu_unfit(x, gate_up);
   GRT_CHECK(why == nullptr, "{}: x {} and gate_up {} do not fit the fused GEMM: {}", op, x.str(), gate_up.str(), why);
   GRT_CHECK(::grt::cuda::gate_up_swiglu_decode_device_ok(), "{}: needs an sm_90 GPU and sm_90a code in this build ({})",
             op, x.str());
   const int64_t tile_n =
       kernel == DecodeSwiglu::kTile64 ? ::grt::cuda::kDecodeSwigluTileN64 : ::grt::cuda::kDecodeSwigluTileN128;
-  ::grt::cuda::gate_up_swiglu_decode(x.device(), x.data(), x_row_stride(x), gate_up.data(), out.data(), x.size(0),
-                                     inter, x.size(1), tile_n);
+  ::grt::cuda::gate_up_swiglu_decode(x.device(), x.data(), gate_up_swiglu_row_stride(x), gate_up.data(), out.data(),
+                                     x.size(0), inter, x.size(1), tile_n);
   return out;
 #else
   fail_no_cuda(op, x);

@@ -62,49 +62,9 @@ using tma::cp_async_mbar_arrive;
 using tma::mbar_arrive;
 
 
-// The producer's copy plan: thread t copies 16-byte chunk t % 8 of rows t / 8 + 16 i of every
-// slice (the same swizzle for all of them, since r % 8 is fixed), so per slice it only steps three
-// row pointers (x, gate, up) by 64 columns. x rows past `rows` are zero-filled.
-struct Producer {
-  const __nv_bfloat16* xp;  // x row r0, this thread's chunk
-  const __nv_bfloat16* x0;  // x row 0 of the tile (always a row of x)
-  const __nv_bfloat16* gp;  // gate row i0 + r0
-  const __nv_bfloat16* up;  // up row inter + i0 + r0
-  int64_t xstep, wstep;     // 16 rows of x, of w
-  uint32_t dst;             // the chunk's offset in a stage's x tile (row r0)
-  int r0, rows;
-
-  __device__ __forceinline__ Producer(const __nv_bfloat16* x, int64_t xs, const __nv_bfloat16* w, int64_t k,
-                                      int64_t inter, int i0, int rows_, int tid) {
-    const int chunk = tid % 8;
-    r0 = tid / 8;
-    rows = rows_;
-    xp = x + static_cast<int64_t>(r0) * xs + chunk * 8;
-    x0 = x;
-    gp = w + (i0 + r0) * k + chunk * 8;
-    up = w + (inter + i0 + r0) * k + chunk * 8;
-    xstep = 16 * xs;
-    wstep = 16 * k;
-    dst = sw128(r0, chunk, kBM);  // row r0 + 16 i lies 16 i * 128 bytes further, same swizzle
-  }
-  // Slice kt into the stage at `stage_addr`.
-  __device__ __forceinline__ void copy(uint32_t stage_addr, int kt) const {
-    const int64_t col = static_cast<int64_t>(kt) * kBK;
-    const __nv_bfloat16* p = xp + col;
-#pragma unroll
-    for (int i = 0; i < kBM / 16; ++i, p += xstep) {
-      const bool ok = r0 + 16 * i < rows;
-      cp_async16(stage_addr + dst + i * 16 * 128, ok ? p : x0, ok);  // x0: an address in x, never read
-    }
-    const uint32_t b = stage_addr + kABytes + dst;
-    p = gp + col;
-#pragma unroll
-    for (int i = 0; i < kBN / 16; ++i, p += wstep) cp_async16(b + i * 16 * 128, p, true);
-    p = up + col;
-#pragma unroll
-    for (int i = 0; i < kBN / 16; ++i, p += wstep) cp_async16(b + (kBN + 16 * i) * 128, p, true);
-  }
-};
+// The producer: x tile, then the gate and up rows of each slice.
+using Producer = swiglu_gemm::CpAsyncSliceProducer<kBM, kBN, kABytes>;
+static_assert(Producer::kBK == kBK, "the producer's slice width");
 
 // Consumer warpgroup c (0 or 1): rows 64c .. 64c + 63 of the tile.
 __device__ __forceinline__ void consume(uint32_t ring, uint64_t* full, uint64_t* empty, int kts, int c, float (&g0)[32],
@@ -182,7 +142,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int s = kt % kStages;
       // A fresh barrier's phase of parity 1 counts as complete: the first pass does not wait.
       tma::mbar_wait(empty + s, (static_cast<uint32_t>(kt / kStages) & 1u) ^ 1u);
-      prod.copy(ring + s * kStageBytes, kt);
+      prod.copy_x(ring + s * kStageBytes, kt);
+      prod.copy_w(ring + s * kStageBytes, kt);
       cp_async_mbar_arrive(full + s);
     }
     attn::cp_async_wait<0>();

@@ -75,53 +75,11 @@ using tma::cp_async_mbar_arrive;
 using tma::mbar_arrive;
 
 
-// Thread t of the producer copies 16-byte chunk t % 8 of rows t / 8 + 16 i of each tile; rows
-// with the same r % 8 share the swizzle, so per slice only three row pointers step by 64 columns.
+// The producer (gate_up_swiglu_common.cuh): the weight rows and the x tile of a slice, issued
+// separately (the first stages' weights go out before the PDL wait).
 template <int BN>
-struct DecodeProducer {
-  const __nv_bfloat16* xp;  // x row r0, this thread's chunk
-  const __nv_bfloat16* x0;  // x row 0 of the tile (an address inside x for the zero-filled rows)
-  const __nv_bfloat16* gp;  // gate row i0 + r0
-  const __nv_bfloat16* up;  // up row inter + i0 + r0
-  int64_t xstep, wstep;     // 16 rows of x, of w
-  uint32_t dst;             // the chunk's offset in a tile (row r0)
-  int r0, rows;
-
-  __device__ __forceinline__ DecodeProducer(const __nv_bfloat16* x, int64_t xs, const __nv_bfloat16* w, int64_t k,
-                                            int64_t inter, int i0, int rows_, int tid) {
-    const int chunk = tid % 8;
-    r0 = tid / 8;
-    rows = rows_;
-    xp = x + static_cast<int64_t>(r0) * xs + chunk * 8;
-    x0 = x;
-    gp = w + (i0 + r0) * k + chunk * 8;
-    up = w + (inter + i0 + r0) * k + chunk * 8;
-    xstep = 16 * xs;
-    wstep = 16 * k;
-    dst = sw128(r0, chunk, kBM);  // row r0 + 16 i lies 16 i * 128 bytes further, same swizzle
-  }
-  // Slice kt's weight tile into the stage at `stage_addr`.
-  __device__ __forceinline__ void copy_w(uint32_t stage_addr, int kt) const {
-    const int64_t col = static_cast<int64_t>(kt) * kBK;
-    const uint32_t b = stage_addr + DecodeCfg<BN>::kABytes + dst;
-    const __nv_bfloat16* p = gp + col;
-#pragma unroll
-    for (int i = 0; i < BN / 16; ++i, p += wstep) cp_async16(b + i * 16 * 128, p, true);
-    p = up + col;
-#pragma unroll
-    for (int i = 0; i < BN / 16; ++i, p += wstep) cp_async16(b + (BN + 16 * i) * 128, p, true);
-  }
-  // Slice kt's x tile; rows past `rows` are zero-filled.
-  __device__ __forceinline__ void copy_x(uint32_t stage_addr, int kt) const {
-    const __nv_bfloat16* p = xp + static_cast<int64_t>(kt) * kBK;
-#pragma unroll
-    for (int i = 0; i < kBM / 16; ++i, p += xstep) {
-      const bool ok = r0 + 16 * i < rows;
-      cp_async16(stage_addr + dst + i * 16 * 128, ok ? p : x0, ok);
-    }
-  }
-};
-
+using DecodeProducer = swiglu_gemm::CpAsyncSliceProducer<kBM, BN, DecodeCfg<BN>::kABytes>;
+static_assert(DecodeProducer<64>::kBK == kBK, "the producer's slice width");
 
 // Stores 64 output columns col0 .. of this warp's 16 rows from an m64n128 accumulator half pair:
 // this lane holds rows g and g + 8 of the warp's 16, columns 8j + 2t4 (+1) at [4j + 0/1] (row g)
