@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,41 +26,15 @@
 #include "ops/cuda/gate_up_swiglu.h"
 #include "ops/gate_up_swiglu.h"
 #include "ops/linear.h"
+#include "swiglu_reference.h"
 
 namespace grt {
 namespace {
 
 const Device kGpu = Device::cuda(0);
 
-std::vector<float> bf16_values(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = bf16_to_float(float_to_bf16(dist(gen)));
-  return v;
-}
-
-float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
-
-// The reference of output row r (x [rows, k], w [2 * inter, k], row-major floats): float sums in
-// double, then the kernel's rounding steps.
-std::vector<float> reference_row(const std::vector<float>& x, const std::vector<float>& w, int64_t r, int64_t inter,
-                                 int64_t k) {
-  std::vector<float> out(static_cast<size_t>(inter));
-  const float* xr = x.data() + r * k;
-  for (int64_t i = 0; i < inter; ++i) {
-    const float* wg = w.data() + i * k;
-    const float* wu = w.data() + (inter + i) * k;
-    double g = 0, u = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      g += double(xr[j]) * wg[j];
-      u += double(xr[j]) * wu[j];
-    }
-    const float gf = static_cast<float>(g), uf = static_cast<float>(u);
-    out[static_cast<size_t>(i)] = round_bf16(round_bf16(gf / (1.0f + std::exp(-gf))) * uf);
-  }
-  return out;
-}
+using swiglu_test::bf16_values;
+using swiglu_test::reference_row;
 
 // |got - ref| <= tol * (|ref| + mean|ref|) everywhere, and no NaN.
 void expect_close(const float* got, const float* ref, size_t n, double tol, const std::string& what) {

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -26,6 +25,7 @@
 #include "ops/cuda/gate_up_swiglu_decode.h"
 #include "ops/gate_up_swiglu_decode.h"
 #include "ops/linear.h"
+#include "swiglu_reference.h"
 
 namespace grt {
 namespace {
@@ -35,32 +35,8 @@ using ops::DecodeSwiglu;
 
 bool available() { return cuda::gate_up_swiglu_decode_device_ok(); }
 
-std::vector<float> bf16_uniform(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = bf16_to_float(float_to_bf16(dist(gen)));
-  return v;
-}
-
-float to_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
-
-// Output row r of the float reference (double sums, then the kernel's rounding steps).
-std::vector<float> ref_row(const std::vector<float>& x, const std::vector<float>& w, int64_t r, int64_t inter,
-                           int64_t k) {
-  std::vector<float> out(static_cast<size_t>(inter));
-  const float* xr = x.data() + r * k;
-  for (int64_t i = 0; i < inter; ++i) {
-    double g = 0, u = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      g += double(xr[j]) * w[static_cast<size_t>(i * k + j)];
-      u += double(xr[j]) * w[static_cast<size_t>((inter + i) * k + j)];
-    }
-    const float gf = static_cast<float>(g), uf = static_cast<float>(u);
-    out[static_cast<size_t>(i)] = to_bf16(to_bf16(gf / (1.0f + std::exp(-gf))) * uf);
-  }
-  return out;
-}
+using swiglu_test::bf16_values;
+using swiglu_test::reference_row;
 
 // The worst |got - ref| / (|ref| + mean |ref|); NaN (an unwritten output) counts as infinite.
 double worst_error(const float* got, const float* ref, size_t n) {
@@ -88,9 +64,9 @@ const Operands& operands(int64_t inter, int64_t k) {
   o->inter = inter;
   o->k = k;
   // Scales keep the sums O(1..10): silu's curved part and its tails are both exercised.
-  o->xv = bf16_uniform(static_cast<size_t>(64 * k), 7, -1.0f, 1.0f);
+  o->xv = bf16_values(static_cast<size_t>(64 * k), 7, -1.0f, 1.0f);
   const float ws = 3.0f / std::sqrt(static_cast<float>(k));
-  o->wv = bf16_uniform(static_cast<size_t>(2 * inter * k), 8, -ws, ws);
+  o->wv = bf16_values(static_cast<size_t>(2 * inter * k), 8, -ws, ws);
   o->x = from_floats(o->xv, Shape{64, k}, DType::BF16, kGpu);
   o->w = from_floats(o->wv, Shape{2 * inter, k}, DType::BF16, kGpu);
   made.push_back(std::move(o));
@@ -130,7 +106,7 @@ TEST_P(GateUpSwigluDecodeCuda, MatchesReferenceAndUnfusedPath) {
   const std::string what = name(c);
   // The float reference on the first and last rows (every column).
   for (int64_t r : {int64_t{0}, c.rows - 1}) {
-    const std::vector<float> ref = ref_row(o.xv, o.wv, r, c.inter, c.k);
+    const std::vector<float> ref = reference_row(o.xv, o.wv, r, c.inter, c.k);
     EXPECT_LE(worst_error(got.data() + r * c.inter, ref.data(), ref.size()), 1e-2) << what << " row " << r;
   }
   // The unfused path, every output.
@@ -146,7 +122,7 @@ TEST(GateUpSwigluDecodeCudaPadding, RowBitsIndependentOfOtherRows) {
   if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
   const Operands& o = operands(14336, 4096);
   std::vector<float> other = o.xv;
-  const std::vector<float> noise = bf16_uniform(static_cast<size_t>(24 * o.k), 9, -4.0f, 4.0f);
+  const std::vector<float> noise = bf16_values(static_cast<size_t>(24 * o.k), 9, -4.0f, 4.0f);
   std::copy(noise.begin(), noise.end(), other.begin() + 40 * o.k);
   Tensor x64 = from_floats(other, Shape{64, o.k}, DType::BF16, kGpu);
   Tensor x40 = ops::contiguous(o.x.slice(0, 0, 40));
@@ -162,9 +138,9 @@ TEST(GateUpSwigluDecodeCudaPadding, RowBitsIndependentOfOtherRows) {
 TEST(GateUpSwigluDecodeCudaStrided, RowStrideEqualsContiguous) {
   if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
   const int64_t rows = 48, k = 256, inter = 256;
-  Tensor wide = from_floats(bf16_uniform(static_cast<size_t>(rows * (k + 64)), 21, -1.0f, 1.0f),
+  Tensor wide = from_floats(bf16_values(static_cast<size_t>(rows * (k + 64)), 21, -1.0f, 1.0f),
                             Shape{rows, k + 64}, DType::BF16, kGpu);
-  Tensor w = from_floats(bf16_uniform(static_cast<size_t>(2 * inter * k), 22, -0.2f, 0.2f), Shape{2 * inter, k},
+  Tensor w = from_floats(bf16_values(static_cast<size_t>(2 * inter * k), 22, -0.2f, 0.2f), Shape{2 * inter, k},
                          DType::BF16, kGpu);
   Tensor slice = wide.slice(1, 64, 64 + k);
   for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128})
@@ -194,9 +170,9 @@ TEST(GateUpSwigluDecodeCudaChecks, RefusesUnfitShapes) {
 TEST(GateUpSwigluDecodeCudaCapture, ReplayEqualsEager) {
   if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
   const int64_t rows = 64, k = 1024, inter = 1024;
-  Tensor x = from_floats(bf16_uniform(static_cast<size_t>(rows * k), 31, -1.0f, 1.0f), Shape{rows, k}, DType::BF16,
+  Tensor x = from_floats(bf16_values(static_cast<size_t>(rows * k), 31, -1.0f, 1.0f), Shape{rows, k}, DType::BF16,
                          kGpu);
-  Tensor w = from_floats(bf16_uniform(static_cast<size_t>(2 * inter * k), 32, -0.1f, 0.1f), Shape{2 * inter, k},
+  Tensor w = from_floats(bf16_values(static_cast<size_t>(2 * inter * k), 32, -0.1f, 0.1f), Shape{2 * inter, k},
                          DType::BF16, kGpu);
   for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128}) {
     auto stream = new_stream(kGpu);
@@ -213,7 +189,7 @@ TEST(GateUpSwigluDecodeCudaCapture, ReplayEqualsEager) {
     }
     auto exec = graph->instantiate();
     for (int round = 0; round < 2; ++round) {
-      ops::copy_(x, from_floats(bf16_uniform(static_cast<size_t>(rows * k), 40 + round, -1.0f, 1.0f), Shape{rows, k},
+      ops::copy_(x, from_floats(bf16_values(static_cast<size_t>(rows * k), 40 + round, -1.0f, 1.0f), Shape{rows, k},
                                 DType::BF16, kGpu));
       exec->launch(*stream);
       EXPECT_EQ(to_host_floats(out), to_host_floats(ops::gate_up_swiglu_decode(x, w, kernel))) << "round " << round;
