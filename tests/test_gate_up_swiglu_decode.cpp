@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -24,7 +25,7 @@ constexpr int64_t kH100Sms = 132;
 
 TEST(GateUpSwigluDecodeRoute, TakesDecodeRowsOfWideIntermediates) {
   // llama-3.1-8b (14336: 224 tiles of 64 columns) on an H100 from 33 to 64 rows, every variant.
-  for (DecodeSwiglu mode : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128, DecodeSwiglu::kPrefill})
+  for (DecodeSwiglu mode : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128, DecodeSwiglu::kPrefill, DecodeSwiglu::kTma})
     for (int64_t rows : {33, 40, 48, 56, 64}) EXPECT_EQ(ops::decode_swiglu_route(mode, rows, 14336, kH100Sms), mode);
   // The row limits: no gain measured at 32 rows (the GEMV's rows below), two row tiles above.
   for (int64_t rows : {0, 1, 8, 16, 17, 24, 32, 65, 128, 4096})
@@ -74,6 +75,33 @@ TEST(GateUpSwigluDecodeRule, OnByDefaultNeverOnTheCpu) {
   EXPECT_EQ(ops::gate_up_swiglu_decode_choice(x, w), DecodeSwiglu::kOff);
 }
 
+// GRAPHRT_DECODE_SWIGLU_GEMM's values, each to its kernel (tma: the TMA-fed n64 form); unset or
+// empty is the default n64; anything else is an error naming the variable.
+TEST(GateUpSwigluDecodeRule, SwitchValues) {
+  const char* var = "GRAPHRT_DECODE_SWIGLU_GEMM";
+  const char* saved = std::getenv(var);
+  const std::string keep = saved == nullptr ? "" : saved;
+  const std::vector<std::pair<const char*, DecodeSwiglu>> values = {
+      {"0", DecodeSwiglu::kOff},      {"1", DecodeSwiglu::kTile64}, {"n128", DecodeSwiglu::kTile128},
+      {"wide", DecodeSwiglu::kPrefill}, {"tma", DecodeSwiglu::kTma},  {"", DecodeSwiglu::kTile64}};
+  for (const auto& [value, mode] : values) {
+    setenv(var, value, 1);
+    EXPECT_EQ(ops::decode_swiglu_gemm_mode_from_env(), mode) << value;
+  }
+  for (const char* bad : {"TMA", "2", "n64", "tma "}) {
+    setenv(var, bad, 1);
+    try {
+      (void)ops::decode_swiglu_gemm_mode_from_env();
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(var), std::string::npos) << e.what();
+    }
+  }
+  unsetenv(var);
+  EXPECT_EQ(ops::decode_swiglu_gemm_mode_from_env(), DecodeSwiglu::kTile64);
+  if (saved != nullptr) setenv(var, keep.c_str(), 1);
+}
+
 // The CPU path is the reference composition silu_and_mul(linear(x, gate_up)).
 TEST(GateUpSwigluDecodeCpu, EqualsTheComposition) {
   std::vector<float> xv(3 * 8), wv(2 * 4 * 8);
@@ -84,6 +112,7 @@ TEST(GateUpSwigluDecodeCpu, EqualsTheComposition) {
   Tensor got = ops::gate_up_swiglu_decode(x, w, DecodeSwiglu::kTile64);
   ASSERT_EQ(got.shape(), (Shape{3, 4}));
   EXPECT_EQ(to_host_floats(got), to_host_floats(ops::silu_and_mul(ops::linear(x, w))));
+  EXPECT_EQ(to_host_floats(ops::gate_up_swiglu_decode(x, w, DecodeSwiglu::kTma)), to_host_floats(got));
   EXPECT_THROW((void)ops::gate_up_swiglu_decode(x, w, DecodeSwiglu::kOff), Error);
   EXPECT_THROW((void)ops::gate_up_swiglu_decode(
                    x, from_floats(std::vector<float>(7 * 8), Shape{7, 8}, DType::F32, Device::cpu()),

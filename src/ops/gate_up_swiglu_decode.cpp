@@ -13,9 +13,12 @@
 
 namespace grt::ops {
 
+DecodeSwiglu decode_swiglu_gemm_mode_from_env() {
+  return static_cast<DecodeSwiglu>(env_choice("GRAPHRT_DECODE_SWIGLU_GEMM", {"0", "1", "n128", "wide", "tma"}, 1));
+}
+
 DecodeSwiglu decode_swiglu_gemm_mode() {
-  static const DecodeSwiglu mode =
-      static_cast<DecodeSwiglu>(env_choice("GRAPHRT_DECODE_SWIGLU_GEMM", {"0", "1", "n128", "wide"}, 1));
+  static const DecodeSwiglu mode = decode_swiglu_gemm_mode_from_env();
   return mode;
 }
 
@@ -61,6 +64,11 @@ Tensor gate_up_swiglu_decode(const Tensor& x, const Tensor& gate_up, DecodeSwigl
   GRT_CHECK(why == nullptr, "{}: x {} and gate_up {} do not fit the fused GEMM: {}", op, x.str(), gate_up.str(), why);
   GRT_CHECK(::grt::cuda::gate_up_swiglu_decode_device_ok(), "{}: needs an sm_90 GPU and sm_90a code in this build ({})",
             op, x.str());
+  if (kernel == DecodeSwiglu::kTma) {
+    ::grt::cuda::gate_up_swiglu_decode_tma(x.device(), x.data(), x_row_stride(x), gate_up.data(), out.data(),
+                                           x.size(0), inter, x.size(1));
+    return out;
+  }
   const int64_t tile_n =
       kernel == DecodeSwiglu::kTile64 ? ::grt::cuda::kDecodeSwigluTileN64 : ::grt::cuda::kDecodeSwigluTileN128;
   ::grt::cuda::gate_up_swiglu_decode(x.device(), x.data(), gate_up_swiglu_row_stride(x), gate_up.data(), out.data(),

@@ -22,9 +22,15 @@ namespace grt::ops {
 //   "1"    kTile64, the default: the decode kernel with 64 x 64 output tiles (two blocks an SM): 9.388;
 //   "n128" kTile128: the decode kernel with 64 x 128 output tiles (one block an SM): 9.453;
 //   "wide" kPrefill: the prefill kernel of ops/gate_up_swiglu.h (128 x 128 tiles, rows past M
-//          zero-filled): 9.557 (2 rounds).
-enum class DecodeSwiglu { kOff, kTile64, kTile128, kPrefill };
+//          zero-filled): 9.557 (2 rounds);
+//   "tma"  kTma: kTile64's tiles and bits fed by TMA tensor copies from one producer thread into
+//          deeper rings (session 11; compiled, not yet run on a GPU: bench/results/
+//          h100_2026-11-24_s11_tmadec).
+enum class DecodeSwiglu { kOff, kTile64, kTile128, kPrefill, kTma };
 DecodeSwiglu decode_swiglu_gemm_mode();
+// The switch's value read now (not cached; decode_swiglu_gemm_mode caches its first answer):
+// unset or empty gives kTile64, a value outside the list above is an Error naming it.
+DecodeSwiglu decode_swiglu_gemm_mode_from_env();
 
 // Rows the route takes: 33 up to one 64-row tile (more rows would stream the weights once per row
 // tile). Below 33 it did not pay: llama bs 32 7.943 -> 7.930 ms (one round; the fused kernel

@@ -1,8 +1,9 @@
 // The decode-sized gate_up GEMM with SwiGLU in its epilogue (ops/gate_up_swiglu_decode.h) on an
-// H100, both tile variants: against a float reference of the same rounding steps, against the
+// H100, every kernel (n64, n128 and the TMA-fed n64 form): against a float reference of the same rounding steps, against the
 // unfused path (linear + silu_and_mul, which rounds the gate / up sums to bf16 first: agreement to
 // a bf16 rounding or two) at M 1, 17, 33, 64 on llama-3.1-8b's shape (4096 -> 2 x 14336) and a
-// small one; a row's bits independent of the other rows (M 40 vs M 64, other data in the extra
+// small one; the TMA form bit for bit against the cp.async n64 kernel (same wgmma sequence and
+// epilogue); a row's bits independent of the other rows (M 40 vs M 64, other data in the extra
 // rows); captured in a graph against eager. Skipped where the device has no sm_90a kernel.
 #include <gtest/gtest.h>
 
@@ -73,17 +74,23 @@ const Operands& operands(int64_t inter, int64_t k) {
   return *made.back();
 }
 
+// Every decode kernel the tests cover.
+constexpr DecodeSwiglu kKernels[] = {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128, DecodeSwiglu::kTma};
+const char* kernel_name(DecodeSwiglu k) {
+  return k == DecodeSwiglu::kTile64 ? "N64" : k == DecodeSwiglu::kTile128 ? "N128" : "Tma";
+}
+
 struct Case {
   DecodeSwiglu kernel;
   int64_t rows, inter, k;
 };
 std::string name(const Case& c) {
-  return std::string(c.kernel == DecodeSwiglu::kTile64 ? "N64" : "N128") + "_M" + std::to_string(c.rows) + "_I" +
-         std::to_string(c.inter) + "_K" + std::to_string(c.k);
+  return std::string(kernel_name(c.kernel)) + "_M" + std::to_string(c.rows) + "_I" + std::to_string(c.inter) + "_K" +
+         std::to_string(c.k);
 }
 std::vector<Case> cases() {
   std::vector<Case> v;
-  for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128})
+  for (DecodeSwiglu kernel : kKernels)
     for (int64_t rows : {1, 17, 33, 64}) {
       v.push_back({kernel, rows, 14336, 4096});  // llama-3.1-8b
       v.push_back({kernel, rows, 384, 512});     // small: 6 / 3 column tiles
@@ -114,6 +121,9 @@ TEST_P(GateUpSwigluDecodeCuda, MatchesReferenceAndUnfusedPath) {
   EXPECT_LE(worst_error(got.data(), unfused.data(), got.size()), 2e-2) << what << " vs unfused";
   // Deterministic: the same bits on a second run.
   EXPECT_EQ(got, to_host_floats(ops::gate_up_swiglu_decode(x, o.w, c.kernel))) << what;
+  // The TMA form runs the n64 kernel's wgmma sequence and epilogue: the same bits.
+  if (c.kernel == DecodeSwiglu::kTma)
+    EXPECT_EQ(got, to_host_floats(ops::gate_up_swiglu_decode(x, o.w, DecodeSwiglu::kTile64))) << what << " vs N64";
 }
 
 // Decode graphs pad batches: the first 40 rows give the same bits at M 40 and at M 64 whatever
@@ -126,11 +136,27 @@ TEST(GateUpSwigluDecodeCudaPadding, RowBitsIndependentOfOtherRows) {
   std::copy(noise.begin(), noise.end(), other.begin() + 40 * o.k);
   Tensor x64 = from_floats(other, Shape{64, o.k}, DType::BF16, kGpu);
   Tensor x40 = ops::contiguous(o.x.slice(0, 0, 40));
-  for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128}) {
+  for (DecodeSwiglu kernel : kKernels) {
     const std::vector<float> a = to_host_floats(ops::gate_up_swiglu_decode(x40, o.w, kernel));
     std::vector<float> b = to_host_floats(ops::gate_up_swiglu_decode(x64, o.w, kernel));
     b.resize(a.size());
-    EXPECT_EQ(a, b) << (kernel == DecodeSwiglu::kTile64 ? "N64" : "N128");
+    EXPECT_EQ(a, b) << kernel_name(kernel);
+  }
+}
+
+// The TMA form over several row tiles (its x tensor map's row coordinate; zero fill in the last
+// tile past 100 rows) and K slices beyond both rings' depths gives the n64 kernel's bits.
+TEST(GateUpSwigluDecodeCudaTma, MatchesN64AcrossRowTiles) {
+  if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
+  for (int64_t rows : {int64_t{65}, int64_t{100}, int64_t{192}}) {
+    const int64_t k = 1024, inter = 384;
+    Tensor x = from_floats(bf16_uniform(static_cast<size_t>(rows * k), 51, -1.0f, 1.0f), Shape{rows, k}, DType::BF16,
+                           kGpu);
+    Tensor w = from_floats(bf16_uniform(static_cast<size_t>(2 * inter * k), 52, -0.1f, 0.1f), Shape{2 * inter, k},
+                           DType::BF16, kGpu);
+    const std::vector<float> tma = to_host_floats(ops::gate_up_swiglu_decode(x, w, DecodeSwiglu::kTma));
+    EXPECT_EQ(tma, to_host_floats(ops::gate_up_swiglu_decode(x, w, DecodeSwiglu::kTile64))) << "rows " << rows;
+    EXPECT_TRUE(std::none_of(tma.begin(), tma.end(), [](float v) { return std::isnan(v); })) << "rows " << rows;
   }
 }
 
@@ -143,9 +169,10 @@ TEST(GateUpSwigluDecodeCudaStrided, RowStrideEqualsContiguous) {
   Tensor w = from_floats(bf16_values(static_cast<size_t>(2 * inter * k), 22, -0.2f, 0.2f), Shape{2 * inter, k},
                          DType::BF16, kGpu);
   Tensor slice = wide.slice(1, 64, 64 + k);
-  for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128})
+  for (DecodeSwiglu kernel : kKernels)
     EXPECT_EQ(to_host_floats(ops::gate_up_swiglu_decode(slice, w, kernel)),
-              to_host_floats(ops::gate_up_swiglu_decode(ops::contiguous(slice), w, kernel)));
+              to_host_floats(ops::gate_up_swiglu_decode(ops::contiguous(slice), w, kernel)))
+        << kernel_name(kernel);
 }
 
 // Shapes outside the rule are errors that name the reason, never a launch.
@@ -164,6 +191,9 @@ TEST(GateUpSwigluDecodeCudaChecks, RefusesUnfitShapes) {
   EXPECT_THROW((void)ops::gate_up_swiglu_decode(empty(Shape{32, 128}, DType::BF16, kGpu),
                                                 empty(Shape{256, 128}, DType::BF16, kGpu), DecodeSwiglu::kOff),
                Error);  // no kernel named
+  EXPECT_THROW((void)ops::gate_up_swiglu_decode(empty(Shape{32, 96}, DType::BF16, kGpu),
+                                                empty(Shape{256, 96}, DType::BF16, kGpu), DecodeSwiglu::kTma),
+               Error);  // K 96, the TMA form
 }
 
 // Captured in a graph, each kernel replays the eager bits on new inputs.
@@ -174,7 +204,7 @@ TEST(GateUpSwigluDecodeCudaCapture, ReplayEqualsEager) {
                          kGpu);
   Tensor w = from_floats(bf16_values(static_cast<size_t>(2 * inter * k), 32, -0.1f, 0.1f), Shape{2 * inter, k},
                          DType::BF16, kGpu);
-  for (DecodeSwiglu kernel : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128}) {
+  for (DecodeSwiglu kernel : kKernels) {
     auto stream = new_stream(kGpu);
     StreamGuard guard(*stream);
     (void)ops::gate_up_swiglu_decode(x, w, kernel);  // warm-up outside the capture (the kernel's attributes)
@@ -192,7 +222,8 @@ TEST(GateUpSwigluDecodeCudaCapture, ReplayEqualsEager) {
       ops::copy_(x, from_floats(bf16_values(static_cast<size_t>(rows * k), 40 + round, -1.0f, 1.0f), Shape{rows, k},
                                 DType::BF16, kGpu));
       exec->launch(*stream);
-      EXPECT_EQ(to_host_floats(out), to_host_floats(ops::gate_up_swiglu_decode(x, w, kernel))) << "round " << round;
+      EXPECT_EQ(to_host_floats(out), to_host_floats(ops::gate_up_swiglu_decode(x, w, kernel)))
+          << kernel_name(kernel) << " round " << round;
     }
   }
 }

@@ -35,4 +35,11 @@ int gate_up_swiglu_decode_sms(int index);
 void gate_up_swiglu_decode(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows,
                            int64_t inter, int64_t k, int64_t tile_n);
 
+// The same outputs, bit for bit, from the TMA-fed form of the kDecodeSwigluTileN64 kernel (one
+// producer thread issuing bulk tensor copies into deeper rings; gate_up_swiglu_decode.cu). Same
+// requirements, plus rows, k and 2 * inter below 2^31 (tensor-map coordinates); a tensor map the
+// driver refuses is an Error.
+void gate_up_swiglu_decode_tma(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows,
+                               int64_t inter, int64_t k);
+
 }  // namespace grt::cuda

@@ -52,7 +52,6 @@
 
 #include <algorithm>
 
-#include "device/cuda/driver_api.h"
 #include "ops/cuda/attention_wgmma.cuh"
 #include "ops/cuda/bulk_copy.cuh"
 #include "ops/cuda/dense_common.cuh"
@@ -60,6 +59,8 @@
 #include "ops/cuda/gate_up_swiglu_common.cuh"
 #include "ops/cuda/pdl.cuh"
 #include "ops/cuda/smem_mbarrier.cuh"
+#include "ops/cuda/tensor_copy.cuh"
+#include "ops/cuda/tensor_map.h"
 
 namespace grt::cuda {
 namespace {
@@ -89,6 +90,7 @@ using wg::sw128_desc;
 using wg::wgmma_commit;
 using wg::wgmma_fence;
 using wg::wgmma_wait;
+using tma::tma_load_2d;
 
 // One thread's share of slice kt (64 columns of K) of tile t into the stage at `stage`
 // (warpgroup c, thread lt of it): 16-byte chunk lt % 8 of rows r0 + 16 i (r0 = lt / 8): of x, the
@@ -119,16 +121,6 @@ __device__ __forceinline__ void copy_slice(uint32_t stage, int t, int kt, int co
     const int64_t row = p < kWPasses / 2 ? 16 * p : inter - kBN + 16 * p;  // gate, or up row 16 (p - 8)
     cp_async16(dst + kABytes + p * 16 * 128, wp + row * k, true);
   }
-}
-
-// One bulk tensor copy of the box at (c0 = column, c1 = row) of `map` into shared memory at `dst`,
-// completing on the barrier at `bar` with the box's bytes.
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
-      : "memory");
 }
 
 // D (64 x 256 f32: this thread's 128 values; columns 0-127 the gate, 128-255 the up rows) (+)= A
@@ -282,27 +274,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 }  // namespace
 
-namespace {
-
-// The tensor map of a row-major bf16 [rows, cols] matrix (row stride row_bytes) read in boxes of
-// 64 columns (128 bytes: the 128-byte swizzle span) x box_rows rows, out-of-range rows zero-filled.
-CUtensorMap bf16_tensor_map(const void* base, int64_t rows, int64_t cols, int64_t row_bytes, uint32_t box_rows) {
-  CUtensorMap map;
-  cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  cuuint64_t strides[1] = {static_cast<cuuint64_t>(row_bytes)};
-  cuuint32_t box[2] = {static_cast<cuuint32_t>(kBK), box_rows};
-  cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = driver_api().tensor_map_encode_tiled(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  GRT_CHECK(r == CUDA_SUCCESS,
-            "gate_up_swiglu_m192: cuTensorMapEncodeTiled([{}, {}], row bytes {}, box 64 x {}) failed: {}", rows, cols,
-            row_bytes, box_rows, static_cast<int>(r));
-  return map;
-}
-
-}  // namespace
+static_assert(kBK == static_cast<int>(kTensorMapBoxCols), "a tensor-map box spans one K slice");
 
 void gate_up_swiglu_m192(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows,
                          int64_t inter, int64_t k, M192Copies copies) {
@@ -318,8 +290,9 @@ void gate_up_swiglu_m192(Device d, const void* x, int64_t x_stride, const void* 
   const int64_t blocks = copies == M192Copies::CpAsync ? tiles : std::min<int64_t>(tiles, sms);
   CUtensorMap xmap{}, wmap{};
   if (tma) {
-    xmap = bf16_tensor_map(x, rows, k, (rows > 1 ? x_stride : k) * 2, static_cast<uint32_t>(kBM));
-    wmap = bf16_tensor_map(w, 2 * inter, k, k * 2, static_cast<uint32_t>(kBN));
+    xmap = bf16_tensor_map("gate_up_swiglu_m192 x", x, rows, k, (rows > 1 ? x_stride : k) * 2,
+                           static_cast<uint32_t>(kBM));
+    wmap = bf16_tensor_map("gate_up_swiglu_m192 gate_up", w, 2 * inter, k, k * 2, static_cast<uint32_t>(kBN));
   }
   auto* kernel = tma ? gate_up_swiglu_m192_kernel<true> : gate_up_swiglu_m192_kernel<false>;
   cudaStream_t s = dense::launch_stream(d);
