@@ -67,23 +67,23 @@ TEST(GateUpSwigluDecodeRule, RefusesWithAReason) {
 }
 
 TEST(GateUpSwigluDecodeRule, OnByDefaultNeverOnTheCpu) {
-  // The CPU test binary leaves GRAPHRT_DECODE_SWIGLU_GEMM unset: the 64 x 64 decode kernel.
+  // The CPU test binary leaves GRAPHRT_DECODE_SWIGLU_GEMM unset: the TMA-fed 64 x 64 decode kernel.
   if (std::getenv("GRAPHRT_DECODE_SWIGLU_GEMM") == nullptr)
-    EXPECT_EQ(ops::decode_swiglu_gemm_mode(), DecodeSwiglu::kTile64);
+    EXPECT_EQ(ops::decode_swiglu_gemm_mode(), DecodeSwiglu::kTma);
   Tensor x = empty(Shape{64, 128}, DType::BF16, Device::cpu());
   Tensor w = empty(Shape{2 * 8448, 128}, DType::BF16, Device::cpu());
   EXPECT_EQ(ops::gate_up_swiglu_decode_choice(x, w), DecodeSwiglu::kOff);
 }
 
 // GRAPHRT_DECODE_SWIGLU_GEMM's values, each to its kernel (tma: the TMA-fed n64 form); unset or
-// empty is the default n64; anything else is an error naming the variable.
+// empty is the default tma; anything else is an error naming the variable.
 TEST(GateUpSwigluDecodeRule, SwitchValues) {
   const char* var = "GRAPHRT_DECODE_SWIGLU_GEMM";
   const char* saved = std::getenv(var);
   const std::string keep = saved == nullptr ? "" : saved;
   const std::vector<std::pair<const char*, DecodeSwiglu>> values = {
       {"0", DecodeSwiglu::kOff},      {"1", DecodeSwiglu::kTile64}, {"n128", DecodeSwiglu::kTile128},
-      {"wide", DecodeSwiglu::kPrefill}, {"tma", DecodeSwiglu::kTma},  {"", DecodeSwiglu::kTile64}};
+      {"wide", DecodeSwiglu::kPrefill}, {"tma", DecodeSwiglu::kTma},  {"", DecodeSwiglu::kTma}};
   for (const auto& [value, mode] : values) {
     setenv(var, value, 1);
     EXPECT_EQ(ops::decode_swiglu_gemm_mode_from_env(), mode) << value;
@@ -98,7 +98,7 @@ TEST(GateUpSwigluDecodeRule, SwitchValues) {
     }
   }
   unsetenv(var);
-  EXPECT_EQ(ops::decode_swiglu_gemm_mode_from_env(), DecodeSwiglu::kTile64);
+  EXPECT_EQ(ops::decode_swiglu_gemm_mode_from_env(), DecodeSwiglu::kTma);
   if (saved != nullptr) setenv(var, keep.c_str(), 1);
 }
 

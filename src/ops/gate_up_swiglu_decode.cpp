@@ -14,7 +14,7 @@
 namespace grt::ops {
 
 DecodeSwiglu decode_swiglu_gemm_mode_from_env() {
-  return static_cast<DecodeSwiglu>(env_choice("GRAPHRT_DECODE_SWIGLU_GEMM", {"0", "1", "n128", "wide", "tma"}, 1));
+  return static_cast<DecodeSwiglu>(env_choice("GRAPHRT_DECODE_SWIGLU_GEMM", {"0", "1", "n128", "wide", "tma"}, 4));
 }
 
 DecodeSwiglu decode_swiglu_gemm_mode() {
@@ -65,7 +65,7 @@ Tensor gate_up_swiglu_decode(const Tensor& x, const Tensor& gate_up, DecodeSwigl
   GRT_CHECK(::grt::cuda::gate_up_swiglu_decode_device_ok(), "{}: needs an sm_90 GPU and sm_90a code in this build ({})",
             op, x.str());
   if (kernel == DecodeSwiglu::kTma) {
-    ::grt::cuda::gate_up_swiglu_decode_tma(x.device(), x.data(), x_row_stride(x), gate_up.data(), out.data(),
+    ::grt::cuda::gate_up_swiglu_decode_tma(x.device(), x.data(), gate_up_swiglu_row_stride(x), gate_up.data(), out.data(),
                                            x.size(0), inter, x.size(1));
     return out;
   }

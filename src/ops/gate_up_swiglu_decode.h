@@ -19,17 +19,17 @@ namespace grt::ops {
 // The kernels the route can take (GRAPHRT_DECODE_SWIGLU_GEMM, read once; graph ms of llama-3.1-8b
 // bs 64 on the H100, means of 3 fresh processes, bench/results/h100_2026-11-24_s10_sw64):
 //   "0"    kOff: cuBLASLt GEMM + silu_and_mul (the unfused ops): 9.504;
-//   "1"    kTile64, the default: the decode kernel with 64 x 64 output tiles (two blocks an SM): 9.388;
+//   "1"    kTile64: the decode kernel with 64 x 64 output tiles (two blocks an SM): 9.388;
 //   "n128" kTile128: the decode kernel with 64 x 128 output tiles (one block an SM): 9.453;
 //   "wide" kPrefill: the prefill kernel of ops/gate_up_swiglu.h (128 x 128 tiles, rows past M
 //          zero-filled): 9.557 (2 rounds);
-//   "tma"  kTma: kTile64's tiles and bits fed by TMA tensor copies from one producer thread into
-//          deeper rings (session 11; compiled, not yet run on a GPU: bench/results/
-//          h100_2026-11-24_s11_tmadec).
+//   "tma"  kTma, the default: kTile64's tiles and bits fed by TMA tensor copies from one producer
+//          thread into deeper rings (session 11, bench/results/h100_2026-11-24_s11_tmadec: 9.321
+//          against kTile64's 9.425 in the same job, 3 interleaved rounds; ncu 89.7 vs 93.7 us).
 enum class DecodeSwiglu { kOff, kTile64, kTile128, kPrefill, kTma };
 DecodeSwiglu decode_swiglu_gemm_mode();
 // The switch's value read now (not cached; decode_swiglu_gemm_mode caches its first answer):
-// unset or empty gives kTile64, a value outside the list above is an Error naming it.
+// unset or empty gives kTma, a value outside the list above is an Error naming it.
 DecodeSwiglu decode_swiglu_gemm_mode_from_env();
 
 // Rows the route takes: 33 up to one 64-row tile (more rows would stream the weights once per row
