@@ -11,7 +11,7 @@ namespace grt::bench {
 namespace {
 
 nlohmann::json slot_json(const KernelSlot& s) {
-  return {{"pos", s.pos},       {"name", s.name},         {"function", s.function.substr(0, 400)},
+  return {{"pos", s.pos},       {"name", s.name},         {"function", s.function.substr(0, 200)},
           {"grid", s.grid},     {"block", s.block},       {"stream", s.stream},
           {"graph", s.in_graph}, {"dur_us", s.dur_us},    {"gap_us", s.gap_us},
           {"advance_us", s.advance_us}};
@@ -94,6 +94,11 @@ nlohmann::json StepTrace::finish(int layers, std::vector<std::string>& tables) {
     }
     nlohmann::json row = p.point;
     row["timeline"] = timeline_json(t);
+    // Mark to mark around each traced run (launch, the kernels, the sync): next to the timed step,
+    // what tracing added.
+    std::vector<double> window_us;
+    for (const StepWindow& w : p.windows) window_us.push_back(static_cast<double>(w.end_ns - w.begin_ns) / 1000.0);
+    row["window_us"] = median_of(window_us);
     std::string table;
     try {  // a step without a repeating layer block still has its timeline
       const LayerView v = layer_view(t, layers);
@@ -105,7 +110,8 @@ nlohmann::json StepTrace::finish(int layers, std::vector<std::string>& tables) {
                           t.slots.size(), t.span_us, t.busy_us);
     }
     row["table"] = table;
-    tables.push_back(fmt::format("trace {}:\n{}", p.point.dump(), table));
+    tables.push_back(fmt::format("trace {}: traced runs {:.1f} us mark to mark\n{}", p.point.dump(),
+                                 row["window_us"].get<double>(), table));
     out.push_back(std::move(row));
   }
   return out;

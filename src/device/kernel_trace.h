@@ -5,7 +5,7 @@
 // reduces the records.
 //
 // Built only into the targets that link graphrt_kernel_trace (the CLI and the CUDA tests), the one
-// place that links CUPTI; a build without CUDA has a version whose constructor throws.
+// place that links CUPTI; a build without CUPTI (or CUDA) has a version whose constructor throws.
 #pragma once
 #include <cstdint>
 #include <memory>
