@@ -1,5 +1,6 @@
 #include "bench/bench_trace.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -87,12 +88,20 @@ nlohmann::json StepTrace::finish(int layers, std::vector<std::string>& tables) {
     for (const KernelRecord& r : records)
       if (r.start_ns >= p.windows.front().begin_ns && r.start_ns < p.windows.back().end_ns) mine.push_back(r);
     StepTimeline t;
+    nlohmann::json row = p.point;
     try {
       t = step_timeline(mine, p.windows);
-    } catch (const Error& e) {
-      throw e.with_context(fmt::format("kernel trace of {}", p.point.dump()));
+    } catch (const Error& e) {  // the other points still reduce; write_trace fails after writing
+      row["timeline_error"] = e.what();
+      row["records"] = mine.size();
+      for (size_t i = 0; i < std::min<size_t>(mine.size(), 8); ++i)  // where they fell, for the diagnosis
+        row["first_records"].push_back({{"name", mine[i].name},
+                                        {"start_ns", mine[i].start_ns - p.windows.front().begin_ns},
+                                        {"end_ns", mine[i].end_ns - p.windows.front().begin_ns}});
+      tables.push_back(fmt::format("trace {}: {} records, no timeline: {}\n", p.point.dump(), mine.size(), e.what()));
+      out.push_back(std::move(row));
+      continue;
     }
-    nlohmann::json row = p.point;
     row["timeline"] = timeline_json(t);
     // Mark to mark around each traced run (launch, the kernels, the sync): next to the timed step,
     // what tracing added.
@@ -126,6 +135,9 @@ void write_trace(const TraceOpts& opts, const std::string& bench, nlohmann::json
   f << meta.dump(1) << "\n";
   GRT_CHECK(f.good(), "--trace {}: writing the trace failed", opts.path);
   for (const std::string& t : tables) std::fprintf(json_on_stdout ? stderr : stdout, "%s", t.c_str());
+  for (const auto& p : meta["points"])
+    GRT_CHECK(!p.contains("timeline_error"), "--trace {}: the point with bs/tokens {} has no timeline: {}", opts.path,
+              p.value("bs", p.value("tokens", 0)), p["timeline_error"].get<std::string>());
 }
 
 }  // namespace grt::bench

@@ -39,7 +39,8 @@ class StepTrace {
   // of its own. `point` names the point in the JSON ({"bs": 1}, {"tokens": 256}).
   void run(nlohmann::json point, const std::function<void()>& step);
   // Stops the trace and reduces each point (`layers` decoder layers) into a JSON array of
-  // {point..., "timeline": {...}, "layers": {...} or "layers_error": "..."}; fills `tables` with
+  // {point..., "timeline": {...}, "layers": {...} or "layers_error": "..."}, or {point...,
+  // "timeline_error": "...", the first records} where the runs do not reduce; fills `tables` with
   // each point's text table.
   nlohmann::json finish(int layers, std::vector<std::string>& tables);
 
@@ -53,8 +54,9 @@ class StepTrace {
   std::vector<Point> points_;
 };
 
-// Writes {"bench": name, ...meta, "points": points} to opts.path (Error when it cannot) and prints
-// the tables (to stderr when the bench prints JSON on stdout).
+// Writes {"bench": name, ...meta, "points": points} to opts.path and prints the tables (to stderr
+// when the bench prints JSON on stdout); then throws Error when the file could not be written or a
+// point has no timeline.
 void write_trace(const TraceOpts& opts, const std::string& bench, nlohmann::json meta, nlohmann::json points,
                  const std::vector<std::string>& tables, bool json_on_stdout);
 
