@@ -2,12 +2,15 @@
 // (ModelRunner forward + sampling, inputs uploaded every step), next to the PyTorch eager and
 // CUDA-graph anchors and the bandwidth roofline; plus capture time and graph memory of the full
 // capture list. GRAPHRT_BENCH_PROFILE=1 adds one graph step per batch size inside a profiler range
-// (ncu --profile-from-start off: the replayed graph's kernel nodes, one result each).
+// (ncu --profile-from-start off: the replayed graph's kernel nodes, one result each). --trace PATH
+// traces graph steps of each batch size after the timed loops (bench/bench_trace.h: the in-graph
+// kernel timeline, CUPTI).
 #include <chrono>
 #include <cstdio>
 
 #include "bench/bench_batches.h"
 #include "bench/bench_common.h"
+#include "bench/bench_trace.h"
 #include "cli/server_args.h"
 #include "cli/tp_launch.h"
 #include "device/device.h"
@@ -28,6 +31,7 @@ struct DecodeOpts {
   std::string anchor = "bench/anchors/torch_baseline_h100_2026-11-22.json";
   bool json = false;
   bool lazy = false;  // also time a --cuda-graph-lazy runner: start-up and first hit per batch size
+  bench::TraceOpts trace;
 };
 
 // Whether the decode kernels launch with programmatic dependent launch (GRAPHRT_DISABLE_PDL=1
@@ -58,6 +62,7 @@ void run_decode(const DecodeOpts& o) {
   const TpMember tp = join_tp(args);
   ServerArgs lazy_args = args;
   lazy_args.cuda_graph_lazy = true;
+  o.trace.check(tp.device);
   if (!tp.leader()) {
     follow_leader(args, tp);
     if (o.lazy) follow_leader(lazy_args, tp);
@@ -124,6 +129,19 @@ void run_decode(const DecodeOpts& o) {
     if (tg > 0) row["torch_graph_ms"] = tg, row["speedup_vs_torch_graph"] = tg / graph;
     j["decode"].push_back(row);
   }
+  std::vector<std::string> trace_tables;
+  if (o.trace.on()) {  // after every timed loop: the timed steps never run traced
+    bench::StepTrace trace(d, o.trace);
+    for (int bs : bss) {
+      bench::Occupancy occ(*runner, bs, o.context + 1);
+      ForwardBatch b = bench::decode_batch(occ, o.context, m.config().vocab_size);
+      trace.run({{"bs", bs}}, [&] { runner->sample(b, runner->forward(b)); });
+    }
+    nlohmann::json points = trace.finish(m.config().num_hidden_layers, trace_tables);
+    for (size_t i = 0; i < points.size(); ++i) points[i]["graph_ms"] = j["decode"][i]["graph_ms"];
+    bench::write_trace(o.trace, "decode", {{"model", args.model}, {"device", j["device"]}, {"pdl", j["pdl"]},
+                                            {"ctx", o.context}}, std::move(points), trace_tables, o.json);
+  }
   const size_t captured = gr.shapes().size();
   const double capture_seconds = gr.capture_seconds();
   const double graph_mib = graphs->graph_bytes() / 1048576.0;
@@ -180,6 +198,7 @@ void register_bench_decode(CLI::App& bench) {
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->add_flag("--lazy", o->lazy,
                 "also time a --cuda-graph-lazy runner: start-up, and each batch size's first step (with its capture)");
+  o->trace.add_to(*cmd);
   cmd->callback([o] { run_decode(*o); });
 }
 

@@ -3,7 +3,8 @@
 // capture time and graph memory of the whole token schedule, and of its largest count alone.
 // GRAPHRT_BENCH_PROFILE=1 adds one eager step per token count inside a profiler range (ncu);
 // GRAPHRT_BENCH_PROFILE=graph profiles one piecewise graph step instead (its pieces' kernel nodes
-// and the eager split ops between them).
+// and the eager split ops between them). --trace PATH traces piecewise graph steps of each token
+// count after the timed loops (bench/bench_trace.h: the in-graph kernel timeline, CUPTI).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "bench/bench_batches.h"
 #include "bench/bench_common.h"
+#include "bench/bench_trace.h"
 #include "cli/server_args.h"
 #include "cli/tp_launch.h"
 #include "device/device.h"
@@ -27,6 +29,7 @@ struct PrefillOpts {
   int iters = 20;
   std::string anchor = "bench/anchors/torch_baseline_h100_2026-11-22.json";
   bool json = false;
+  bench::TraceOpts trace;
 };
 
 void run_prefill(const PrefillOpts& o) {
@@ -41,6 +44,7 @@ void run_prefill(const PrefillOpts& o) {
   // --tp-size: rank 0 measures; the others build the same two runners and run its batches.
   const TpMember group = join_tp(args);
   const Device d = group.device;
+  o.trace.check(d);
   auto model = load_model_for(args, group.comm, d, args.context_length);
   const int vocab = model->config().vocab_size;
   nlohmann::json anchor = bench::load_anchor(o.anchor);
@@ -118,6 +122,19 @@ void run_prefill(const PrefillOpts& o) {
     }
     j["prefill"].push_back(row);
   }
+  if (o.trace.on()) {  // after every timed loop: the timed steps never run traced
+    std::vector<std::string> tables;
+    bench::StepTrace trace(d, o.trace);
+    for (int t : toks) {
+      bench::Occupancy occ(runner, 1, t);
+      ForwardBatch b = bench::prefill_batch(occ, t, vocab);
+      trace.run({{"tokens", t}}, [&] { runner.sample(b, runner.forward(b)); });
+    }
+    nlohmann::json points = trace.finish(model->config().num_hidden_layers, tables);
+    for (size_t i = 0; i < points.size(); ++i) points[i]["piecewise_ms"] = j["prefill"][i]["piecewise_ms"];
+    bench::write_trace(o.trace, "prefill", {{"model", args.model}, {"device", j["device"]}}, std::move(points),
+                       tables, o.json);
+  }
   if (o.json) {
     std::printf("%s\n", j.dump(1).c_str());
     return;
@@ -144,6 +161,7 @@ void register_bench_prefill(CLI::App& bench) {
   cmd->add_option("--iters", o->iters, "timed steps per point (median)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--anchor", o->anchor, "PyTorch anchor JSON")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
+  o->trace.add_to(*cmd);
   cmd->callback([o] { run_prefill(*o); });
 }
 

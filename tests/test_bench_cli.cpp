@@ -45,6 +45,17 @@ TEST(BenchCli, DecodeTimesEagerAndGraphPerBatchSize) {
   }
 }
 
+TEST(BenchCli, TraceOnTheCpuIsAnErrorNamingTheFlag) {
+  for (const char* bench : {"decode", "prefill"}) {
+    auto r = run_graphrt(std::string("bench ") + bench + " --model builtin:tiny --device cpu --trace /tmp/never.json");
+    EXPECT_NE(r.exit_code, 0) << r.all;
+    EXPECT_NE(r.all.find("--trace /tmp/never.json: tracing records CUDA kernels"), std::string::npos) << r.all;
+  }
+  auto r = run_graphrt("bench decode --model builtin:tiny --device cpu --trace x.json --trace-steps 0");
+  EXPECT_NE(r.exit_code, 0) << r.all;
+  EXPECT_NE(r.all.find("--trace-steps"), std::string::npos) << r.all;
+}
+
 TEST(BenchCli, ZeroItersIsAnErrorNamingTheFlag) {
   for (const char* bench : {"decode", "prefill"}) {
     auto r = run_graphrt(std::string("bench ") + bench + " --model builtin:tiny --device cpu --iters 0");
