@@ -150,9 +150,9 @@ TEST(GateUpSwigluDecodeCudaTma, MatchesN64AcrossRowTiles) {
   if (!available()) GTEST_SKIP() << "no sm_90a gate_up_swiglu_decode kernel on this device";
   for (int64_t rows : {int64_t{65}, int64_t{100}, int64_t{192}}) {
     const int64_t k = 1024, inter = 384;
-    Tensor x = from_floats(bf16_uniform(static_cast<size_t>(rows * k), 51, -1.0f, 1.0f), Shape{rows, k}, DType::BF16,
+    Tensor x = from_floats(bf16_values(static_cast<size_t>(rows * k), 51, -1.0f, 1.0f), Shape{rows, k}, DType::BF16,
                            kGpu);
-    Tensor w = from_floats(bf16_uniform(static_cast<size_t>(2 * inter * k), 52, -0.1f, 0.1f), Shape{2 * inter, k},
+    Tensor w = from_floats(bf16_values(static_cast<size_t>(2 * inter * k), 52, -0.1f, 0.1f), Shape{2 * inter, k},
                            DType::BF16, kGpu);
     const std::vector<float> tma = to_host_floats(ops::gate_up_swiglu_decode(x, w, DecodeSwiglu::kTma));
     EXPECT_EQ(tma, to_host_floats(ops::gate_up_swiglu_decode(x, w, DecodeSwiglu::kTile64))) << "rows " << rows;
