@@ -1,0 +1,76 @@
+// The skinny GEMM route of linear (issue 18, session 11): out[M, N] = x[M, K] · w[N, K]ᵀ for
+// 17..64 rows of bf16 x (decode batches and short prefills), where linear ran cuBLASLt before.
+// Why: cuBLASLt launches carry no PDL attribute (every edge into them is a full serialisation and
+// they never trigger early), and at qwen3-0.6b's sizes its kernels stream 4-12 MB of weights at
+// ~1.1-1.6 TB/s (plus a split-K reduce kernel for down). The kernel (ops/cuda/skinny_gemm.h) is
+// the TMA-fed decode SwiGLU kernel's pipeline with a plain bf16 epilogue and split-K over a thread
+// block cluster, reduced through distributed shared memory in a fixed order.
+// This file holds the host rules (no device needed): the switch, the tile / split choice, the
+// shape rule and the routing decision, so they are CPU-tested.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace grt::ops {
+
+// GRAPHRT_SKINNY_GEMM, read once: "0" kOff (cuBLASLt as before), "1" kOn (every shape that fits,
+// at kSkinnyMinRows..kSkinnyMaxRows rows), "auto" (the default): the shapes the H100 A/B measured
+// faster (skinny_gemm_route).
+enum class SkinnyMode { kOff, kOn, kAuto };
+SkinnyMode skinny_gemm_mode();
+// The switch's value read now (not cached): unset or empty gives kAuto; another value is an Error.
+SkinnyMode skinny_gemm_mode_from_env();
+
+// Rows the route takes: above the GEMV's default 16 (ops/cuda/gemv.h) up to one 64-row wgmma tile.
+inline constexpr int64_t kSkinnyMinRows = 17;
+inline constexpr int64_t kSkinnyMaxRows = 64;
+// K is consumed in slices of 64 (one 128-byte swizzle span).
+inline constexpr int64_t kSkinnyTileK = 64;
+// The cluster sizes split-K may use (portable cluster sizes, and divisors of the epilogue's
+// register pairs: 32 accumulators a thread for 64-wide tiles).
+inline constexpr int kSkinnyMaxSplit = 8;
+
+// A launch's shape: output columns a block owns (64 or 128) and the blocks of a cluster that split
+// K (1, 2, 4, 8; the cluster's fixed-order reduction makes the result independent of timing).
+struct SkinnyPlan {
+  int tile_n = 0;
+  int split = 0;
+  bool operator==(const SkinnyPlan&) const = default;
+};
+
+// The tile / split choice for N x K on a GPU of `sms` SMs: a function of N, K and sms only (never
+// of M, so a row's bits do not depend on the batch size). Candidates in order of preference (wider
+// tiles halve x's re-reads from L2; fewer splits mean a smaller reduction): (128, 1), (64, 1),
+// (128, 2), (64, 2), (128, 4), (64, 4), (128, 8), (64, 8), each taken only where N divides the
+// tile, every split gets >= 2 K slices and the blocks fit one wave (2 blocks an SM of 128-wide
+// tiles, 3 of 64-wide ones). The first with >= 1.5 blocks an SM wins; if none, the one of those
+// with the most blocks (the earlier on a tie); where none fits one wave, the first valid one.
+// {0, 0} when no candidate is valid (N % 64 != 0, K % 64 != 0 or K < 128).
+SkinnyPlan skinny_gemm_plan(int64_t n, int64_t k, int64_t sms);
+
+// The shape rule of the kernel, without a device: nullptr when x [rows, k] (row stride x_stride
+// elements, at x_addr), w [n, k] contiguous at w_addr and a contiguous output [rows, n] at
+// out_addr fit, else the first reason (a static string): bf16 in and out, 1..64 rows, k a multiple
+// of 64 with at least two slices, n a positive multiple of 64, no bias, 16-byte aligned rows,
+// tensor-map coordinates below 2^31.
+const char* skinny_gemm_unfit(int64_t rows, int64_t n, int64_t k, DType in_dtype, DType out_dtype, bool bias,
+                              uintptr_t x_addr, int64_t x_stride, uintptr_t w_addr, uintptr_t out_addr);
+
+// The routing rule without a device: true when `mode` sends a linear of rows x n x k (which fits
+// the shape rule) to the skinny kernel: rows within kSkinnyMinRows..kSkinnyMaxRows, and for kAuto
+// the shapes that measured faster. Shapes and the switch only, so a decode batch size's graph and
+// its eager run take the same path.
+bool skinny_gemm_route(SkinnyMode mode, int64_t rows, int64_t n, int64_t k);
+
+// The kernel whatever the switch and the row count (tests and A/B): x [rows, k] (last dim
+// contiguous, any 16-byte multiple row stride), w [n, k] contiguous, both bf16 on a CUDA sm_90
+// device with sm_90a code. Returns a contiguous [rows, n] bf16, f32-accumulated and rounded once.
+// A shape outside skinny_gemm_unfit's rule, a CPU tensor or a device without sm_90a code is an
+// Error naming the reason. `plan` {0, 0} means skinny_gemm_plan's choice; another plan must be
+// one skinny_gemm_plan could give (tile 64 / 128 dividing n, split 1 / 2 / 4 / 8 with >= 2
+// slices each).
+Tensor skinny_gemm(const Tensor& x, const Tensor& w, SkinnyPlan plan = {});
+
+}  // namespace grt::ops
