@@ -149,12 +149,12 @@ __device__ __forceinline__ float slot(const float (&d0)[32], const float (&d1)[3
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// Grid: x over the `split` K splits (one cluster), y over the n / BN column tiles, z over the
+// Grid: x over the SPLIT K splits (one cluster), y over the n / BN column tiles, z over the
 // 64-row tiles. kts: K / 64 slices in all; ws / xs: the ring depths (host-chosen, >= 1).
-template <int BN>
+template <int BN, int SPLIT>
 __global__ void __launch_bounds__(kThreads, Cfg<BN>::kMinBlocks)
     skinny_gemm_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
-                       __nv_bfloat16* out, int rows_total, int64_t n, int kts, int split, int ws, int xs) {
+                       __nv_bfloat16* out, int rows_total, int64_t n, int kts, int ws, int xs) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = Cfg<BN>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -165,8 +165,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<BN>::kMinBlocks)
   const int r = static_cast<int>(blockIdx.x);  // the split = the cluster rank (cluster dims (split, 1, 1))
   const int n0 = static_cast<int>(blockIdx.y) * BN;
   const int m0 = static_cast<int>(blockIdx.z) * kBM;
-  const int kt0 = r * kts / split;
-  const int q = (r + 1) * kts / split - kt0;
+  const int kt0 = r * kts / SPLIT;
+  const int q = (r + 1) * kts / SPLIT - kt0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < ws; ++s) {
       smem_mbar::mbar_init(ring + L.wfull + 8 * s, 1);     // the producer's expect_tx (and the bytes)
@@ -214,38 +214,45 @@ __global__ void __launch_bounds__(kThreads, Cfg<BN>::kMinBlocks)
   }
   const int rows = min(kBM, rows_total - m0);
   __nv_bfloat16* o = out + static_cast<int64_t>(m0) * n;
-  if (split == 1) {
+  if constexpr (SPLIT == 1) {
     if (threadIdx.x < 128) {
 #pragma unroll
-      for (int i = 0; i < C::kRegs; i += 2)
-        store_pair(o, n, rows, n0, i, slot(d0, d1, i), slot(d0, d1, i + 1));
+      for (int i = 0; i < C::kRegs; i += 2) store_pair(o, n, rows, n0, i, slot(d0, d1, i), slot(d0, d1, i + 1));
     }
-    return;
-  }
-  cg::cluster_group cluster = cg::this_cluster();
-  float* part = reinterpret_cast<float*>(smem_raw + pad);
-  if (threadIdx.x < 128) {
-    // Every warp of the warpgroup is past its last wgmma (which read the ring) before any writes it.
-    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  } else {
+    cg::cluster_group cluster = cg::this_cluster();
+    float* part = reinterpret_cast<float*>(smem_raw + pad);
+    if (threadIdx.x < 128) {
+      // Every warp of the warpgroup is past its last wgmma (which read the ring) before any writes it.
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
 #pragma unroll
-    for (int i = 0; i < C::kRegs; ++i) part[i * 128 + threadIdx.x] = slot(d0, d1, i);
-  }
-  cluster.sync();  // every block's partials are in its shared memory
-  if (threadIdx.x < 128) {
-    const int per = C::kRegs / split;
-#pragma unroll 1
-    for (int i = r * per; i < (r + 1) * per; i += 2) {
-      const float* p = cluster.map_shared_rank(part, 0);
-      float s0 = p[i * 128 + threadIdx.x], s1 = p[(i + 1) * 128 + threadIdx.x];
-      for (int rank = 1; rank < split; ++rank) {
-        p = cluster.map_shared_rank(part, rank);
-        s0 += p[i * 128 + threadIdx.x];
-        s1 += p[(i + 1) * 128 + threadIdx.x];
-      }
-      store_pair(o, n, rows, n0, i, s0, s1);
+      for (int i = 0; i < C::kRegs; ++i) part[i * 128 + threadIdx.x] = slot(d0, d1, i);
     }
+    cluster.sync();  // every block's partials are in its shared memory
+    if (threadIdx.x < 128) {
+      // This rank's kPer slots from every rank: all loads first (one DSMEM latency, not SPLIT of
+      // them in a chain), then the sums in rank order.
+      constexpr int kPer = C::kRegs / SPLIT;
+      float v[SPLIT][kPer];
+#pragma unroll
+      for (int q = 0; q < SPLIT; ++q) {
+        const float* p = cluster.map_shared_rank(part, static_cast<unsigned>(q));
+#pragma unroll
+        for (int t = 0; t < kPer; ++t) v[q][t] = p[(r * kPer + t) * 128 + threadIdx.x];
+      }
+#pragma unroll
+      for (int t = 0; t < kPer; t += 2) {
+        float s0 = v[0][t], s1 = v[0][t + 1];
+#pragma unroll
+        for (int q = 1; q < SPLIT; ++q) {
+          s0 += v[q][t];
+          s1 += v[q][t + 1];
+        }
+        store_pair(o, n, rows, n0, r * kPer + t, s0, s1);
+      }
+    }
+    cluster.sync();  // this block's shared memory stays until the others have read it
   }
-  cluster.sync();  // this block's shared memory stays until the others have read it
 #else
   __trap();  // callers check skinny_gemm_device_ok first
 #endif
@@ -270,9 +277,8 @@ Rings rings_for(int64_t blocks, int sms, int q_max) {
   return rg;
 }
 
-template <int BN>
-void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n, int64_t k,
-            int split) {
+template <int BN, int SPLIT>
+void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n, int64_t k) {
   const int64_t row_tiles = (rows + kBM - 1) / kBM;
   const int kts = static_cast<int>(k / kBK);
   GRT_CHECK(row_tiles <= 65535 && n / BN <= 65535 && rows <= 0x7fffffff && n <= 0x7fffffff && k <= 0x7fffffff,
@@ -280,17 +286,28 @@ void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out,
   const CUtensorMap xmap =
       bf16_tensor_map("skinny_gemm x", x, rows, k, (rows > 1 ? x_stride : k) * 2, static_cast<uint32_t>(kBM));
   const CUtensorMap wmap = bf16_tensor_map("skinny_gemm w", w, n, k, k * 2, static_cast<uint32_t>(BN));
-  const dim3 grid(static_cast<unsigned>(split), static_cast<unsigned>(n / BN), static_cast<unsigned>(row_tiles));
-  const Rings rg = rings_for<BN>(int64_t{grid.x} * grid.y * grid.z, skinny_gemm_sms(d.index), (kts + split - 1) / split);
+  const dim3 grid(static_cast<unsigned>(SPLIT), static_cast<unsigned>(n / BN), static_cast<unsigned>(row_tiles));
+  const Rings rg = rings_for<BN>(int64_t{grid.x} * grid.y * grid.z, skinny_gemm_sms(d.index), (kts + SPLIT - 1) / SPLIT);
   cudaStream_t s = dense::launch_stream(d);
-  GRT_CUDA_CHECK(cudaFuncSetAttribute(skinny_gemm_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(skinny_gemm_kernel<BN, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(rg.smem)),
-                 "allowing {} bytes of shared memory for skinny_gemm (tile {})", rg.smem, BN);
-  (void)launch_pdl_clusters(d.index, skinny_gemm_kernel<BN>, grid, dim3(kThreads), rg.smem, s,
-                            dim3(static_cast<unsigned>(split), 1, 1), xmap, wmap, static_cast<__nv_bfloat16*>(out),
-                            static_cast<int>(rows), n, kts, split, rg.ws, rg.xs);
-  GRT_CUDA_CHECK_LAUNCH("skinny_gemm rows={} n={} k={} tile {} split {} rings {}/{}", rows, n, k, BN, split, rg.ws,
+                 "allowing {} bytes of shared memory for skinny_gemm (tile {} split {})", rg.smem, BN, SPLIT);
+  (void)launch_pdl_clusters(d.index, skinny_gemm_kernel<BN, SPLIT>, grid, dim3(kThreads), rg.smem, s,
+                            dim3(static_cast<unsigned>(SPLIT), 1, 1), xmap, wmap, static_cast<__nv_bfloat16*>(out),
+                            static_cast<int>(rows), n, kts, rg.ws, rg.xs);
+  GRT_CUDA_CHECK_LAUNCH("skinny_gemm rows={} n={} k={} tile {} split {} rings {}/{}", rows, n, k, BN, SPLIT, rg.ws,
                         rg.xs);
+}
+
+template <int BN>
+void launch_split(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n,
+                  int64_t k, int split) {
+  switch (split) {
+    case 1: return launch<BN, 1>(d, x, x_stride, w, out, rows, n, k);
+    case 2: return launch<BN, 2>(d, x, x_stride, w, out, rows, n, k);
+    case 4: return launch<BN, 4>(d, x, x_stride, w, out, rows, n, k);
+    default: return launch<BN, 8>(d, x, x_stride, w, out, rows, n, k);
+  }
 }
 
 }  // namespace
@@ -307,8 +324,8 @@ void skinny_gemm(Device d, const void* x, int64_t x_stride, const void* w, void*
   GRT_CHECK((tile_n == 64 || tile_n == 128) && (split == 1 || split == 2 || split == 4 || split == 8) &&
                 n % tile_n == 0 && k % kBK == 0 && k / kBK >= 2 * split,
             "skinny_gemm: tile {} split {} does not fit N {} K {}", tile_n, split, n, k);
-  if (tile_n == 64) launch<64>(d, x, x_stride, w, out, rows, n, k, split);
-  else launch<128>(d, x, x_stride, w, out, rows, n, k, split);
+  if (tile_n == 64) launch_split<64>(d, x, x_stride, w, out, rows, n, k, split);
+  else launch_split<128>(d, x, x_stride, w, out, rows, n, k, split);
 }
 
 }  // namespace grt::cuda
