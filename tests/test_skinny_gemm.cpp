@@ -1,5 +1,5 @@
 // The host rules of the skinny GEMM route of linear (ops/skinny_gemm.h), without a GPU: the tile /
-// split plan, the shape rule, the row range and the GRAPHRT_SKINNY_GEMM switch.
+// split plan and its override switch, the shape rule, the row range and the GRAPHRT_SKINNY_GEMM switch.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -103,12 +103,49 @@ TEST(SkinnyGemmRule, RefusesWithAReason) {
   EXPECT_TRUE(has(why(32, 1024, 1024, DType::BF16, DType::BF16, false, kAligned, 512, kAligned, kAligned), "stride"));
 }
 
-TEST(SkinnyGemmRoute, TakesRows17To64UnlessOff) {
-  for (SkinnyMode mode : {SkinnyMode::kOn, SkinnyMode::kAuto}) {
-    for (int64_t rows : {17, 32, 33, 40, 64}) EXPECT_TRUE(ops::skinny_gemm_route(mode, rows, 1024, 2048)) << rows;
-    for (int64_t rows : {0, 1, 16, 65, 128}) EXPECT_FALSE(ops::skinny_gemm_route(mode, rows, 1024, 2048)) << rows;
+TEST(SkinnyGemmRoute, OnTakesRows17To64AutoNothingYet) {
+  for (int64_t rows : {17, 32, 33, 40, 64}) EXPECT_TRUE(ops::skinny_gemm_route(SkinnyMode::kOn, rows, 1024, 2048)) << rows;
+  for (int64_t rows : {0, 1, 16, 65, 128}) EXPECT_FALSE(ops::skinny_gemm_route(SkinnyMode::kOn, rows, 1024, 2048)) << rows;
+  // auto: every shape measured slower on the H100 (session 11), so none is routed; off: none.
+  for (SkinnyMode mode : {SkinnyMode::kAuto, SkinnyMode::kOff})
+    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072},
+                                                                {6144, 4096}, {4096, 4096}, {4096, 14336}})
+      for (int64_t rows : {17, 32, 64}) EXPECT_FALSE(ops::skinny_gemm_route(mode, rows, n, k)) << n << " x " << k;
+}
+
+// GRAPHRT_SKINNY_GEMM_PLAN forces a plan where it is valid for the shape, else the rule's plan.
+TEST(SkinnyGemmPlan, OverrideWhereValid) {
+  EXPECT_EQ(ops::skinny_gemm_plan_for(SkinnyPlan{}, 4096, 1024, kH100Sms), (SkinnyPlan{64, 4}));
+  EXPECT_EQ(ops::skinny_gemm_plan_for(SkinnyPlan{128, 1}, 4096, 1024, kH100Sms), (SkinnyPlan{128, 1}));
+  EXPECT_EQ(ops::skinny_gemm_plan_for(SkinnyPlan{64, 8}, 1024, 2048, kH100Sms), (SkinnyPlan{64, 8}));
+  EXPECT_EQ(ops::skinny_gemm_plan_for(SkinnyPlan{128, 1}, 192, 1024, kH100Sms), (SkinnyPlan{64, 8}));  // 192 % 128: the rule
+  EXPECT_EQ(ops::skinny_gemm_plan_for(SkinnyPlan{64, 8}, 1024, 512, kH100Sms), (SkinnyPlan{64, 4}));   // 8 slices
+  EXPECT_EQ(ops::skinny_gemm_plan_for(SkinnyPlan{64, 1}, 1000, 1024, kH100Sms), (SkinnyPlan{}));      // no plan
+}
+
+TEST(SkinnyGemmPlan, OverrideSwitchValues) {
+  const char* var = "GRAPHRT_SKINNY_GEMM_PLAN";
+  const char* saved = std::getenv(var);
+  const std::string keep = saved == nullptr ? "" : saved;
+  const std::vector<std::pair<const char*, SkinnyPlan>> values = {
+      {"", SkinnyPlan{}},          {"64x1", SkinnyPlan{64, 1}},   {"64x8", SkinnyPlan{64, 8}},
+      {"128x1", SkinnyPlan{128, 1}}, {"128x4", SkinnyPlan{128, 4}}, {"64x2", SkinnyPlan{64, 2}}};
+  for (const auto& [value, plan] : values) {
+    setenv(var, value, 1);
+    EXPECT_EQ(ops::skinny_gemm_plan_override_from_env(), plan) << value;
   }
-  for (int64_t rows : {17, 64}) EXPECT_FALSE(ops::skinny_gemm_route(SkinnyMode::kOff, rows, 1024, 2048));
+  for (const char* bad : {"64", "64x3", "256x1", "auto", "64X1"}) {
+    setenv(var, bad, 1);
+    try {
+      (void)ops::skinny_gemm_plan_override_from_env();
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(var), std::string::npos) << e.what();
+    }
+  }
+  unsetenv(var);
+  EXPECT_EQ(ops::skinny_gemm_plan_override_from_env(), SkinnyPlan{});
+  if (saved != nullptr) setenv(var, keep.c_str(), 1);
 }
 
 // GRAPHRT_SKINNY_GEMM's values; unset or empty is auto; anything else is an error naming it.

@@ -62,10 +62,36 @@ const char* skinny_gemm_unfit(int64_t rows, int64_t n, int64_t k, DType in_dtype
 }
 
 bool skinny_gemm_route(SkinnyMode mode, int64_t rows, int64_t n, int64_t k) {
-  if (mode == SkinnyMode::kOff || rows < kSkinnyMinRows || rows > kSkinnyMaxRows) return false;
   (void)n;
   (void)k;
-  return true;  // kOn and kAuto: every fitting shape (auto's rule narrows to what the A/B measured faster)
+  // kAuto: no shape measured faster on the H100 (session 11, see the header), so none.
+  return mode == SkinnyMode::kOn && rows >= kSkinnyMinRows && rows <= kSkinnyMaxRows;
+}
+
+namespace {
+constexpr const char* kPlanNames[] = {"", "64x1", "64x2", "64x4", "64x8", "128x1", "128x2", "128x4", "128x8"};
+constexpr SkinnyPlan kPlanValues[] = {{}, {64, 1}, {64, 2}, {64, 4}, {64, 8}, {128, 1}, {128, 2}, {128, 4}, {128, 8}};
+
+bool plan_valid(SkinnyPlan p, int64_t n, int64_t k) {
+  return p.tile_n > 0 && n > 0 && n % p.tile_n == 0 && k % kSkinnyTileK == 0 && k / kSkinnyTileK >= 2 * p.split;
+}
+}  // namespace
+
+SkinnyPlan skinny_gemm_plan_override_from_env() {
+  const int i = env_choice("GRAPHRT_SKINNY_GEMM_PLAN", {kPlanNames[0], kPlanNames[1], kPlanNames[2], kPlanNames[3],
+                                                         kPlanNames[4], kPlanNames[5], kPlanNames[6], kPlanNames[7],
+                                                         kPlanNames[8]},
+                           0);
+  return kPlanValues[i];
+}
+
+SkinnyPlan skinny_gemm_plan_override() {
+  static const SkinnyPlan plan = skinny_gemm_plan_override_from_env();
+  return plan;
+}
+
+SkinnyPlan skinny_gemm_plan_for(SkinnyPlan forced, int64_t n, int64_t k, int64_t sms) {
+  return plan_valid(forced, n, k) ? forced : skinny_gemm_plan(n, k, sms);
 }
 
 Tensor skinny_gemm(const Tensor& x, const Tensor& w, SkinnyPlan plan) {

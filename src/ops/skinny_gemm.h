@@ -16,8 +16,12 @@
 namespace grt::ops {
 
 // GRAPHRT_SKINNY_GEMM, read once: "0" kOff (cuBLASLt as before), "1" kOn (every shape that fits,
-// at kSkinnyMinRows..kSkinnyMaxRows rows), "auto" (the default): the shapes the H100 A/B measured
-// faster (skinny_gemm_route).
+// at kSkinnyMinRows..kSkinnyMaxRows rows; for A/B), "auto" (the default): the shapes the H100 A/B
+// measured faster, which is NONE so far (skinny_gemm_route), so the default is cuBLASLt.
+// Measured (bench/results/h100_2026-11-24_s11_dgemm, graph ms, =0 vs =1, 2 interleaved rounds):
+// qwen3-0.6b decode bs 32 2.713 -> 3.036, bs 64 4.112 -> 4.420, prefill 64 tokens 1.479 -> 1.758;
+// llama-3.1-8b bs 32 7.938 -> 9.148, bs 64 9.297 -> 10.543. Correct (CUDA tests, verify 94/94 bit
+// for bit on both models), but it streams at 0.4-0.7 TB/s isolated (ncu) against cuBLASLt's ~1.
 enum class SkinnyMode { kOff, kOn, kAuto };
 SkinnyMode skinny_gemm_mode();
 // The switch's value read now (not cached): unset or empty gives kAuto; another value is an Error.
@@ -59,10 +63,20 @@ const char* skinny_gemm_unfit(int64_t rows, int64_t n, int64_t k, DType in_dtype
                               uintptr_t x_addr, int64_t x_stride, uintptr_t w_addr, uintptr_t out_addr);
 
 // The routing rule without a device: true when `mode` sends a linear of rows x n x k (which fits
-// the shape rule) to the skinny kernel: rows within kSkinnyMinRows..kSkinnyMaxRows, and for kAuto
-// the shapes that measured faster. Shapes and the switch only, so a decode batch size's graph and
-// its eager run take the same path.
+// the shape rule) to the skinny kernel: kOn for rows within kSkinnyMinRows..kSkinnyMaxRows; kAuto
+// for the shapes that measured faster (none yet: false); kOff never. Shapes and the switch only, so
+// a decode batch size's graph and its eager run take the same path.
 bool skinny_gemm_route(SkinnyMode mode, int64_t rows, int64_t n, int64_t k);
+
+// GRAPHRT_SKINNY_GEMM_PLAN, read once (diagnosis: which tile / split loses): unset or empty: the
+// rule's plan (skinny_gemm_plan); "<tile>x<split>" with tile 64 / 128 and split 1 / 2 / 4 / 8
+// (e.g. "64x1", "128x4"): that plan wherever it is valid for the shape (N % tile == 0, K / 64 >=
+// 2 split), else the rule's. Anything else is an Error naming the variable.
+SkinnyPlan skinny_gemm_plan_override();
+SkinnyPlan skinny_gemm_plan_override_from_env();
+// The plan linear runs for N x K on `sms` SMs: `forced` where it is valid for the shape, else
+// skinny_gemm_plan(n, k, sms). {0, 0} when neither is.
+SkinnyPlan skinny_gemm_plan_for(SkinnyPlan forced, int64_t n, int64_t k, int64_t sms);
 
 // The kernel whatever the switch and the row count (tests and A/B): x [rows, k] (last dim
 // contiguous, any 16-byte multiple row stride), w [n, k] contiguous, both bf16 on a CUDA sm_90

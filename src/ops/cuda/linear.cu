@@ -700,7 +700,8 @@ bool linear_skinny(Device d, const void* x, int64_t x_stride, DType in_dtype, co
                              reinterpret_cast<uintptr_t>(w), reinterpret_cast<uintptr_t>(out)) != nullptr ||
       !skinny_gemm_device_ok())
     return false;
-  const ops::SkinnyPlan plan = ops::skinny_gemm_plan(N, K, skinny_gemm_sms(d.index));
+  const ops::SkinnyPlan plan =
+      ops::skinny_gemm_plan_for(ops::skinny_gemm_plan_override(), N, K, skinny_gemm_sms(d.index));
   if (plan.tile_n == 0) return false;
   skinny_gemm(d, x, x_stride, w, out, M, N, K, plan.tile_n, plan.split);
   return true;
