@@ -173,6 +173,24 @@ TEST(SkinnyGemmRoute, SwitchValues) {
   if (saved != nullptr) setenv(var, keep.c_str(), 1);
 }
 
+// GRAPHRT_SKINNY_GEMM_XSTAGES: 1..8, unset or empty 3; anything else is an error naming it.
+TEST(SkinnyGemmRoute, XStagesSwitch) {
+  const char* var = "GRAPHRT_SKINNY_GEMM_XSTAGES";
+  const char* saved = std::getenv(var);
+  const std::string keep = saved == nullptr ? "" : saved;
+  for (int v : {1, 3, 6, 8}) {
+    setenv(var, std::to_string(v).c_str(), 1);
+    EXPECT_EQ(ops::skinny_gemm_x_stages_from_env(), v);
+  }
+  for (const char* bad : {"0", "9", "x", "-1"}) {
+    setenv(var, bad, 1);
+    EXPECT_THROW((void)ops::skinny_gemm_x_stages_from_env(), Error) << bad;
+  }
+  unsetenv(var);
+  EXPECT_EQ(ops::skinny_gemm_x_stages_from_env(), 3);
+  if (saved != nullptr) setenv(var, keep.c_str(), 1);
+}
+
 // The op runs on CUDA only: a CPU tensor is an error naming it, never a silent fallback.
 TEST(SkinnyGemmOp, RefusesCpuTensors) {
   Tensor x = empty(Shape{32, 128}, DType::F32, Device::cpu());

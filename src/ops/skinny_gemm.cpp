@@ -90,6 +90,13 @@ SkinnyPlan skinny_gemm_plan_override() {
   return plan;
 }
 
+int skinny_gemm_x_stages_from_env() { return env_int("GRAPHRT_SKINNY_GEMM_XSTAGES", 3, 1, 8); }
+
+int skinny_gemm_x_stages() {
+  static const int n = skinny_gemm_x_stages_from_env();
+  return n;
+}
+
 SkinnyPlan skinny_gemm_plan_for(SkinnyPlan forced, int64_t n, int64_t k, int64_t sms) {
   return plan_valid(forced, n, k) ? forced : skinny_gemm_plan(n, k, sms);
 }
@@ -122,7 +129,8 @@ Tensor skinny_gemm(const Tensor& x, const Tensor& w, SkinnyPlan plan) {
             "{}: plan tile {} split {} does not fit N {} K {} (tile 64 / 128 dividing N, split 1 / 2 / 4 / 8 with >= 2 "
             "K slices each)",
             op, plan.tile_n, plan.split, n, k);
-  ::grt::cuda::skinny_gemm(x.device(), x.data(), x_stride, w.data(), out.data(), rows, n, k, plan.tile_n, plan.split);
+  ::grt::cuda::skinny_gemm(x.device(), x.data(), x_stride, w.data(), out.data(), rows, n, k, plan.tile_n, plan.split,
+                           skinny_gemm_x_stages());
   return out;
 #else
   fail_no_cuda(op, x);

@@ -74,6 +74,14 @@ bool skinny_gemm_route(SkinnyMode mode, int64_t rows, int64_t n, int64_t k);
 // 2 split), else the rule's. Anything else is an Error naming the variable.
 SkinnyPlan skinny_gemm_plan_override();
 SkinnyPlan skinny_gemm_plan_override_from_env();
+// GRAPHRT_SKINNY_GEMM_XSTAGES, read once (diagnosis): the most x slices a block's x ring holds,
+// 1..8, default 3 (what session 11 measured). Hypothesis for the measured slowness: x slice c + xs
+// is requested only when slice c is done, so an L2 latency of several us under a DRAM stream caps
+// a BN-64 block at xs x 8 KB of weights per latency (the decode SwiGLU kernel moves 16 KB a slice).
+// A deeper x ring takes shared memory from the weight ring (ops/cuda/skinny_gemm.cu sizes both).
+int skinny_gemm_x_stages();
+int skinny_gemm_x_stages_from_env();
+
 // The plan linear runs for N x K on `sms` SMs: `forced` where it is valid for the shape, else
 // skinny_gemm_plan(n, k, sms). {0, 0} when neither is.
 SkinnyPlan skinny_gemm_plan_for(SkinnyPlan forced, int64_t n, int64_t k, int64_t sms);

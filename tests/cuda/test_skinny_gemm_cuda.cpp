@@ -164,6 +164,25 @@ TEST(SkinnyGemmCudaPlans, ManySlicesWrapTheRings) {
   }
 }
 
+// Ring depths are launch choices, not numerics: x rings of 1, 3 and 8 slices give the same bits
+// (the weight ring takes what the x ring leaves).
+TEST(SkinnyGemmCudaPlans, XRingDepthKeepsTheBits) {
+  if (!available()) GTEST_SKIP() << "no sm_90a skinny_gemm kernel on this device";
+  const Operands& o = operands(1024, 2048);
+  const int64_t rows = 33;
+  Tensor x = ops::contiguous(o.x.slice(0, 0, rows));
+  for (SkinnyPlan plan : {SkinnyPlan{64, 1}, SkinnyPlan{64, 8}, SkinnyPlan{128, 2}}) {
+    std::vector<std::vector<float>> got;
+    for (int xs : {1, 3, 8}) {
+      Tensor out = empty(Shape{rows, o.n}, DType::BF16, kGpu);
+      cuda::skinny_gemm(kGpu, x.data(), o.k, o.w.data(), out.data(), rows, o.n, o.k, plan.tile_n, plan.split, xs);
+      got.push_back(to_host_floats(out));
+    }
+    EXPECT_EQ(got[0], got[1]) << "tile " << plan.tile_n << " split " << plan.split << " x ring 1 vs 3";
+    EXPECT_EQ(got[2], got[1]) << "tile " << plan.tile_n << " split " << plan.split << " x ring 8 vs 3";
+  }
+}
+
 // Decode graphs pad batches: the first 40 rows give the same bits at M 40 and at M 64 whatever
 // the other 24 rows hold, for every plan.
 TEST(SkinnyGemmCudaPadding, RowBitsIndependentOfOtherRows) {

@@ -12,8 +12,11 @@
 // copies (x box 64 x 64, weight box BN x 64, 128-byte swizzle = wg::sw128's layout) into a
 // weight ring and an x ring with full / empty mbarriers (the protocol of the TMA decode kernel).
 // Ring depths are launch arguments: the host sizes them so that the blocks of the grid fit one
-// wave (ceil(blocks / SMs) blocks an SM), capped at kMaxWStages / kMaxXStages and at the block's
-// slice count (a block of qwen3-0.6b requests all its weights at once).
+// wave (ceil(blocks / SMs) blocks an SM), the x ring at most `x_stages` (GRAPHRT_SKINNY_GEMM_XSTAGES,
+// default 3), the weight ring the rest (<= kMaxWStages), both at most the block's slice count.
+// Measured (session 11, bench/results/h100_2026-11-24_s11_dgemm): correct, but slower than
+// cuBLASLt at every shape (0.4-0.7 TB/s isolated on qwen3-0.6b), so linear does not route here
+// by default (ops/skinny_gemm.h).
 // PDL: the weights are constants of the forward, so the producer requests the first weight stages
 // before griddepcontrol.wait and x after; the consumer triggers after its main loop.
 //
@@ -54,7 +57,7 @@ constexpr int kBK = 64;  // K slice: one 128-byte swizzle span, one tensor-map b
 constexpr int kThreads = 160;  // one consumer warpgroup + one producer warp
 constexpr uint32_t kXBytes = kBM * kBK * 2;  // 8 KB: the x rows of a slice
 constexpr int kMaxWStages = 8;
-constexpr int kMaxXStages = 3;
+constexpr int kMaxXStages = 8;
 static_assert(kBK == static_cast<int>(kTensorMapBoxCols), "a tensor-map box spans one K slice");
 
 template <int BN>
@@ -264,13 +267,13 @@ struct Rings {
   size_t smem;
 };
 template <int BN>
-Rings rings_for(int64_t blocks, int sms, int q_max) {
+Rings rings_for(int64_t blocks, int sms, int q_max, int x_max) {
   using C = Cfg<BN>;
   const int64_t per_sm = std::clamp<int64_t>((blocks + sms - 1) / std::max(sms, 1), 1, C::kMinBlocks);
   // A block may use 228 KB / blocks - 1 KB reserved (and at most 227 KB); 1 KB of slack aligns the base.
   const int64_t budget = std::min<int64_t>(227 * 1024, 228 * 1024 / per_sm - 1024) - 1024;
   Rings rg{};
-  rg.xs = std::min(kMaxXStages, q_max);
+  rg.xs = std::clamp(std::min(x_max, q_max), 1, kMaxXStages);
   const int64_t for_w = budget - int64_t{rg.xs} * kXBytes - 16 * (kMaxWStages + kMaxXStages);
   rg.ws = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(for_w / C::kWBytes, q_max), 1, kMaxWStages));
   rg.smem = size_t{Layout(C::kWBytes, C::kPartialBytes, rg.ws, rg.xs).end} + 1024;
@@ -278,7 +281,8 @@ Rings rings_for(int64_t blocks, int sms, int q_max) {
 }
 
 template <int BN, int SPLIT>
-void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n, int64_t k) {
+void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n, int64_t k,
+            int x_stages) {
   const int64_t row_tiles = (rows + kBM - 1) / kBM;
   const int kts = static_cast<int>(k / kBK);
   GRT_CHECK(row_tiles <= 65535 && n / BN <= 65535 && rows <= 0x7fffffff && n <= 0x7fffffff && k <= 0x7fffffff,
@@ -287,7 +291,8 @@ void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out,
       bf16_tensor_map("skinny_gemm x", x, rows, k, (rows > 1 ? x_stride : k) * 2, static_cast<uint32_t>(kBM));
   const CUtensorMap wmap = bf16_tensor_map("skinny_gemm w", w, n, k, k * 2, static_cast<uint32_t>(BN));
   const dim3 grid(static_cast<unsigned>(SPLIT), static_cast<unsigned>(n / BN), static_cast<unsigned>(row_tiles));
-  const Rings rg = rings_for<BN>(int64_t{grid.x} * grid.y * grid.z, skinny_gemm_sms(d.index), (kts + SPLIT - 1) / SPLIT);
+  const Rings rg = rings_for<BN>(int64_t{grid.x} * grid.y * grid.z, skinny_gemm_sms(d.index), (kts + SPLIT - 1) / SPLIT,
+                                 x_stages);
   cudaStream_t s = dense::launch_stream(d);
   GRT_CUDA_CHECK(cudaFuncSetAttribute(skinny_gemm_kernel<BN, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(rg.smem)),
@@ -301,12 +306,12 @@ void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out,
 
 template <int BN>
 void launch_split(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n,
-                  int64_t k, int split) {
+                  int64_t k, int split, int x_stages) {
   switch (split) {
-    case 1: return launch<BN, 1>(d, x, x_stride, w, out, rows, n, k);
-    case 2: return launch<BN, 2>(d, x, x_stride, w, out, rows, n, k);
-    case 4: return launch<BN, 4>(d, x, x_stride, w, out, rows, n, k);
-    default: return launch<BN, 8>(d, x, x_stride, w, out, rows, n, k);
+    case 1: return launch<BN, 1>(d, x, x_stride, w, out, rows, n, k, x_stages);
+    case 2: return launch<BN, 2>(d, x, x_stride, w, out, rows, n, k, x_stages);
+    case 4: return launch<BN, 4>(d, x, x_stride, w, out, rows, n, k, x_stages);
+    default: return launch<BN, 8>(d, x, x_stride, w, out, rows, n, k, x_stages);
   }
 }
 
@@ -318,14 +323,15 @@ bool skinny_gemm_device_ok() { return sm90a_device(); }
 int skinny_gemm_sms(int index) { return gate_up_swiglu_decode_sms(index); }
 
 void skinny_gemm(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n,
-                 int64_t k, int tile_n, int split) {
+                 int64_t k, int tile_n, int split, int x_stages) {
   if (rows == 0) return;
   GRT_CHECK(skinny_gemm_device_ok(), "skinny_gemm: needs an sm_90 GPU and sm_90a code in this build");
   GRT_CHECK((tile_n == 64 || tile_n == 128) && (split == 1 || split == 2 || split == 4 || split == 8) &&
                 n % tile_n == 0 && k % kBK == 0 && k / kBK >= 2 * split,
             "skinny_gemm: tile {} split {} does not fit N {} K {}", tile_n, split, n, k);
-  if (tile_n == 64) launch_split<64>(d, x, x_stride, w, out, rows, n, k, split);
-  else launch_split<128>(d, x, x_stride, w, out, rows, n, k, split);
+  GRT_CHECK(x_stages >= 1 && x_stages <= kMaxXStages, "skinny_gemm: x_stages {} outside 1..{}", x_stages, kMaxXStages);
+  if (tile_n == 64) launch_split<64>(d, x, x_stride, w, out, rows, n, k, split, x_stages);
+  else launch_split<128>(d, x, x_stride, w, out, rows, n, k, split, x_stages);
 }
 
 }  // namespace grt::cuda
