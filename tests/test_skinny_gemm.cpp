@@ -191,6 +191,21 @@ TEST(SkinnyGemmRoute, XStagesSwitch) {
   if (saved != nullptr) setenv(var, keep.c_str(), 1);
 }
 
+TEST(SkinnyGemmRoute, CarveoutSwitch) {
+  const char* var = "GRAPHRT_SKINNY_GEMM_CARVEOUT";
+  const char* saved = std::getenv(var);
+  const std::string keep = saved == nullptr ? "" : saved;
+  setenv(var, "1", 1);
+  EXPECT_TRUE(ops::skinny_gemm_max_carveout_from_env());
+  setenv(var, "0", 1);
+  EXPECT_FALSE(ops::skinny_gemm_max_carveout_from_env());
+  setenv(var, "max", 1);
+  EXPECT_THROW((void)ops::skinny_gemm_max_carveout_from_env(), Error);
+  unsetenv(var);
+  EXPECT_FALSE(ops::skinny_gemm_max_carveout_from_env());
+  if (saved != nullptr) setenv(var, keep.c_str(), 1);
+}
+
 // The op runs on CUDA only: a CPU tensor is an error naming it, never a silent fallback.
 TEST(SkinnyGemmOp, RefusesCpuTensors) {
   Tensor x = empty(Shape{32, 128}, DType::F32, Device::cpu());

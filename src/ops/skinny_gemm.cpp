@@ -97,6 +97,13 @@ int skinny_gemm_x_stages() {
   return n;
 }
 
+bool skinny_gemm_max_carveout_from_env() { return env_choice("GRAPHRT_SKINNY_GEMM_CARVEOUT", {"0", "1"}, 0) == 1; }
+
+bool skinny_gemm_max_carveout() {
+  static const bool v = skinny_gemm_max_carveout_from_env();
+  return v;
+}
+
 SkinnyPlan skinny_gemm_plan_for(SkinnyPlan forced, int64_t n, int64_t k, int64_t sms) {
   return plan_valid(forced, n, k) ? forced : skinny_gemm_plan(n, k, sms);
 }
@@ -130,7 +137,7 @@ Tensor skinny_gemm(const Tensor& x, const Tensor& w, SkinnyPlan plan) {
             "K slices each)",
             op, plan.tile_n, plan.split, n, k);
   ::grt::cuda::skinny_gemm(x.device(), x.data(), x_stride, w.data(), out.data(), rows, n, k, plan.tile_n, plan.split,
-                           skinny_gemm_x_stages());
+                           {skinny_gemm_x_stages(), skinny_gemm_max_carveout()});
   return out;
 #else
   fail_no_cuda(op, x);

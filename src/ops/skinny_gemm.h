@@ -81,6 +81,12 @@ SkinnyPlan skinny_gemm_plan_override_from_env();
 // A deeper x ring takes shared memory from the weight ring (ops/cuda/skinny_gemm.cu sizes both).
 int skinny_gemm_x_stages();
 int skinny_gemm_x_stages_from_env();
+// GRAPHRT_SKINNY_GEMM_CARVEOUT, read once (diagnosis): "0" (default, run1) the driver's shared
+// memory carveout, "1" the largest. Hypothesis: with 58-91 KB a block the driver's choice may hold
+// fewer blocks an SM than the one-wave rule assumes (qkv's 256 and gate_up's 384 blocks took
+// 1.25x and 1.8x o_proj's 128-block time under ncu, as if in 2 and 3 waves).
+bool skinny_gemm_max_carveout();
+bool skinny_gemm_max_carveout_from_env();
 
 // The plan linear runs for N x K on `sms` SMs: `forced` where it is valid for the shape, else
 // skinny_gemm_plan(n, k, sms). {0, 0} when neither is.

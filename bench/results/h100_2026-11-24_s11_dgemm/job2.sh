@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # s11-dgemm follow-up (NOT run: written after run1 without device time). Diagnoses why the skinny
-# GEMM streams at 0.4-0.7 TB/s: (a) the x ring (3 slices of lookahead behind an L2 latency of several
-# us) vs (b) the split-K clusters / 64-wide tiles. Build + the skinny CUDA tests (incl. the x ring
+# GEMM streams at 0.4-0.7 TB/s: (a) fewer blocks resident than the one-wave rule assumes (the
+# driver's shared-memory carveout, cluster placement), (b) the x ring (3 slices of lookahead behind
+# an L2 latency of several us), (c) 64-wide tiles re-reading x. Build + the skinny CUDA tests (incl. the x ring
 # depth bit test), then qwen3-0.6b bs 64 graph ms in fresh processes with GRAPHRT_SKINNY_GEMM=1 and
-# GRAPHRT_SKINNY_GEMM_XSTAGES 3 / 8, GRAPHRT_SKINNY_GEMM_PLAN 64x1 / 128x1 / 128x4 against =0, and
-# ncu of the skinny launches (bytes, occupancy limits, warps active) for XSTAGES 3 vs 8.
+# GRAPHRT_SKINNY_GEMM_CARVEOUT 0 / 1, GRAPHRT_SKINNY_GEMM_XSTAGES 3 / 8, GRAPHRT_SKINNY_GEMM_PLAN 64x1 /
+# 128x1 / 128x4 against =0, and ncu of the skinny launches (bytes, shared-memory config size,
+# occupancy limits, waves, warps active) for run1's launch vs carveout 1 + 8 x stages.
 # Run from the repository root: bash bench/results/h100_2026-11-24_s11_dgemm/job2.sh (<= ~330 s).
 set -u
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
@@ -24,12 +26,14 @@ E=GRAPHRT_SKINNY_GEMM
 cat >$W/abl.txt <<AB
 qwen64 old a|$E=0|$Q
 qwen64 new xs3 a|$E=1|$Q
+qwen64 new carve a|$E=1 GRAPHRT_SKINNY_GEMM_CARVEOUT=1|$Q
 qwen64 new xs8 a|$E=1 GRAPHRT_SKINNY_GEMM_XSTAGES=8|$Q
+qwen64 new carve xs8|$E=1 GRAPHRT_SKINNY_GEMM_CARVEOUT=1 GRAPHRT_SKINNY_GEMM_XSTAGES=8|$Q
 qwen64 new 64x1|$E=1 GRAPHRT_SKINNY_GEMM_PLAN=64x1|$Q
 qwen64 new 128x1|$E=1 GRAPHRT_SKINNY_GEMM_PLAN=128x1|$Q
 qwen64 new 128x4 xs8|$E=1 GRAPHRT_SKINNY_GEMM_PLAN=128x4 GRAPHRT_SKINNY_GEMM_XSTAGES=8|$Q
 qwen64 old b|$E=0|$Q
-qwen64 new xs8 b|$E=1 GRAPHRT_SKINNY_GEMM_XSTAGES=8|$Q
+qwen64 new carve b|$E=1 GRAPHRT_SKINNY_GEMM_CARVEOUT=1|$Q
 AB
 OUT=$W/ab ABLATIONS=$W/abl.txt BIN=$GR ABLATION_TIMEOUT=40 timeout $(tmo 120) bash scripts/gpu_ablations.sh >$OUT/ablations.txt 2>&1
 echo "A/B done at $(el)s" >>$S
@@ -37,7 +41,7 @@ prof() {  # label, env
   [ $(tmo 40) -lt 25 ] && { echo "ncu $1 skipped" >>$S; return; }
   env $2 GRAPHRT_BENCH_PROFILE=1 GRAPHRT_CAPTURE_INSTANTIATE_THREADS=0 timeout $(tmo 40) ncu --profile-from-start off \
     --kernel-name regex:'skinny_gemm' --launch-count 4 \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__occupancy_limit_shared_mem,launch__occupancy_limit_registers,launch__waves_per_multiprocessor,launch__grid_size \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__occupancy_limit_shared_mem,launch__occupancy_limit_registers,launch__waves_per_multiprocessor,launch__shared_mem_config_size,sm__maximum_warps_per_active_cycle_pct \
     --csv --log-file $W/ncu_$1.csv $GR bench decode --model builtin:qwen3-0.6b --batch-sizes 64 --cuda-graph-bs 64 --iters 2 \
     >$W/ncu_$1.out 2>&1
   echo "ncu $1 rc $? at $(el)s" >>$S
@@ -52,11 +56,12 @@ for (i, grid), m in sorted(by.items()):
     print(f"{sys.argv[2]:4s} {i:2d} {grid:12s} {t:6.2f} us dram {d:6.2f} MB {d/t/1e3 if t else 0:5.2f} TB/s "
           f"L2 {m.get('lts__t_bytes.sum', 0)/1e6:6.1f} MB warps {m.get('sm__warps_active.avg.pct_of_peak_sustained_active', 0):4.1f}% "
           f"smem-limit {m.get('launch__occupancy_limit_shared_mem', 0):.0f} reg-limit {m.get('launch__occupancy_limit_registers', 0):.0f} "
-          f"waves {m.get('launch__waves_per_multiprocessor', 0):.2f}")
+          f"waves {m.get('launch__waves_per_multiprocessor', 0):.2f} smem-config {m.get('launch__shared_mem_config_size', 0)/1024:.0f} KB "
+          f"theor-occ {m.get('sm__maximum_warps_per_active_cycle_pct', 0):.1f}%")
 PY
 }
-prof xs3 "$E=1"
-prof xs8 "$E=1 GRAPHRT_SKINNY_GEMM_XSTAGES=8"
+prof run1 "$E=1"
+prof c1x8 "$E=1 GRAPHRT_SKINNY_GEMM_CARVEOUT=1 GRAPHRT_SKINNY_GEMM_XSTAGES=8"
 cd $W && tar czf $OUT/raw.tgz ab ncu_* abl.txt 2>/dev/null; cd - >/dev/null
 echo "total $(el)s" >>$S
 echo "== ncu (qkv, o_proj, gate_up, down of layer 0) =="; cat $OUT/ncu.txt 2>/dev/null

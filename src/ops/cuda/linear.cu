@@ -703,7 +703,8 @@ bool linear_skinny(Device d, const void* x, int64_t x_stride, DType in_dtype, co
   const ops::SkinnyPlan plan =
       ops::skinny_gemm_plan_for(ops::skinny_gemm_plan_override(), N, K, skinny_gemm_sms(d.index));
   if (plan.tile_n == 0) return false;
-  skinny_gemm(d, x, x_stride, w, out, M, N, K, plan.tile_n, plan.split, ops::skinny_gemm_x_stages());
+  skinny_gemm(d, x, x_stride, w, out, M, N, K, plan.tile_n, plan.split,
+              {ops::skinny_gemm_x_stages(), ops::skinny_gemm_max_carveout()});
   return true;
 }
 

@@ -282,7 +282,7 @@ Rings rings_for(int64_t blocks, int sms, int q_max, int x_max) {
 
 template <int BN, int SPLIT>
 void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n, int64_t k,
-            int x_stages) {
+            SkinnyLaunch opt) {
   const int64_t row_tiles = (rows + kBM - 1) / kBM;
   const int kts = static_cast<int>(k / kBK);
   GRT_CHECK(row_tiles <= 65535 && n / BN <= 65535 && rows <= 0x7fffffff && n <= 0x7fffffff && k <= 0x7fffffff,
@@ -292,11 +292,15 @@ void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out,
   const CUtensorMap wmap = bf16_tensor_map("skinny_gemm w", w, n, k, k * 2, static_cast<uint32_t>(BN));
   const dim3 grid(static_cast<unsigned>(SPLIT), static_cast<unsigned>(n / BN), static_cast<unsigned>(row_tiles));
   const Rings rg = rings_for<BN>(int64_t{grid.x} * grid.y * grid.z, skinny_gemm_sms(d.index), (kts + SPLIT - 1) / SPLIT,
-                                 x_stages);
+                                 opt.x_stages);
   cudaStream_t s = dense::launch_stream(d);
   GRT_CUDA_CHECK(cudaFuncSetAttribute(skinny_gemm_kernel<BN, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(rg.smem)),
                  "allowing {} bytes of shared memory for skinny_gemm (tile {} split {})", rg.smem, BN, SPLIT);
+  if (opt.max_carveout)
+    GRT_CUDA_CHECK(cudaFuncSetAttribute(skinny_gemm_kernel<BN, SPLIT>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        static_cast<int>(cudaSharedmemCarveoutMaxShared)),
+                   "asking the largest shared-memory carveout for skinny_gemm (tile {} split {})", BN, SPLIT);
   (void)launch_pdl_clusters(d.index, skinny_gemm_kernel<BN, SPLIT>, grid, dim3(kThreads), rg.smem, s,
                             dim3(static_cast<unsigned>(SPLIT), 1, 1), xmap, wmap, static_cast<__nv_bfloat16*>(out),
                             static_cast<int>(rows), n, kts, rg.ws, rg.xs);
@@ -306,12 +310,12 @@ void launch(Device d, const void* x, int64_t x_stride, const void* w, void* out,
 
 template <int BN>
 void launch_split(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n,
-                  int64_t k, int split, int x_stages) {
+                  int64_t k, int split, SkinnyLaunch opt) {
   switch (split) {
-    case 1: return launch<BN, 1>(d, x, x_stride, w, out, rows, n, k, x_stages);
-    case 2: return launch<BN, 2>(d, x, x_stride, w, out, rows, n, k, x_stages);
-    case 4: return launch<BN, 4>(d, x, x_stride, w, out, rows, n, k, x_stages);
-    default: return launch<BN, 8>(d, x, x_stride, w, out, rows, n, k, x_stages);
+    case 1: return launch<BN, 1>(d, x, x_stride, w, out, rows, n, k, opt);
+    case 2: return launch<BN, 2>(d, x, x_stride, w, out, rows, n, k, opt);
+    case 4: return launch<BN, 4>(d, x, x_stride, w, out, rows, n, k, opt);
+    default: return launch<BN, 8>(d, x, x_stride, w, out, rows, n, k, opt);
   }
 }
 
@@ -323,15 +327,16 @@ bool skinny_gemm_device_ok() { return sm90a_device(); }
 int skinny_gemm_sms(int index) { return gate_up_swiglu_decode_sms(index); }
 
 void skinny_gemm(Device d, const void* x, int64_t x_stride, const void* w, void* out, int64_t rows, int64_t n,
-                 int64_t k, int tile_n, int split, int x_stages) {
+                 int64_t k, int tile_n, int split, SkinnyLaunch opt) {
   if (rows == 0) return;
   GRT_CHECK(skinny_gemm_device_ok(), "skinny_gemm: needs an sm_90 GPU and sm_90a code in this build");
   GRT_CHECK((tile_n == 64 || tile_n == 128) && (split == 1 || split == 2 || split == 4 || split == 8) &&
                 n % tile_n == 0 && k % kBK == 0 && k / kBK >= 2 * split,
             "skinny_gemm: tile {} split {} does not fit N {} K {}", tile_n, split, n, k);
-  GRT_CHECK(x_stages >= 1 && x_stages <= kMaxXStages, "skinny_gemm: x_stages {} outside 1..{}", x_stages, kMaxXStages);
-  if (tile_n == 64) launch_split<64>(d, x, x_stride, w, out, rows, n, k, split, x_stages);
-  else launch_split<128>(d, x, x_stride, w, out, rows, n, k, split, x_stages);
+  GRT_CHECK(opt.x_stages >= 1 && opt.x_stages <= kMaxXStages, "skinny_gemm: x_stages {} outside 1..{}", opt.x_stages,
+            kMaxXStages);
+  if (tile_n == 64) launch_split<64>(d, x, x_stride, w, out, rows, n, k, split, opt);
+  else launch_split<128>(d, x, x_stride, w, out, rows, n, k, split, opt);
 }
 
 }  // namespace grt::cuda
