@@ -15,7 +15,8 @@
 // else a small broadcast-add kernel after the matmul.
 //
 // Decode-shaped calls (M <= gemv_max_rows(), 16 by default, bf16/f16) go to the weight-streaming kernel of gemv.cu
-// instead: there cuBLASLt reaches only about a third of the memory bandwidth.
+// instead: there cuBLASLt reaches only about a third of the memory bandwidth. Above that, up to 64
+// rows of bf16, the skinny GEMM (ops/skinny_gemm.h, GRAPHRT_SKINNY_GEMM) where its rules route.
 //
 // Algorithm choice by timing (prefill and large-batch decode shapes, M > gemv_max_rows()): shapes
 // are grouped into "M buckets" (the power of two >= M). At the first non-capturing call of a
@@ -62,8 +63,10 @@
 #include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/linear_tune.h"
+#include "ops/cuda/skinny_gemm.h"
 #include "ops/lt_tune_bundled.h"
 #include "ops/lt_tune_cache.h"
+#include "ops/skinny_gemm.h"
 
 namespace grt::cuda {
 namespace {
@@ -686,6 +689,25 @@ const cublasLtMatmulAlgo_t* shared_heuristic(LtDevice& dev, const Call& c, const
   return &it->second;
 }
 
+// Rows kSkinnyMinRows..kSkinnyMaxRows of bf16 go to the skinny GEMM (ops/skinny_gemm.h) where
+// GRAPHRT_SKINNY_GEMM routes the shape; what skinny_gemm_unfit refuses (a bias, f32 output,
+// misaligned rows, N % 64, K % 64), a device without sm_90a code or a shape with no plan stays on
+// cuBLASLt by that explicit rule. Shapes, addresses and the device only: eager and graph agree.
+bool linear_skinny(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
+                   void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
+  if (!ops::skinny_gemm_route(ops::skinny_gemm_mode(), M, N, K)) return false;
+  if (ops::skinny_gemm_unfit(M, N, K, in_dtype, out_dtype, bias != nullptr, reinterpret_cast<uintptr_t>(x), x_stride,
+                             reinterpret_cast<uintptr_t>(w), reinterpret_cast<uintptr_t>(out)) != nullptr ||
+      !skinny_gemm_device_ok())
+    return false;
+  const ops::SkinnyPlan plan =
+      ops::skinny_gemm_plan_for(ops::skinny_gemm_plan_override(), N, K, skinny_gemm_sms(d.index));
+  if (plan.tile_n == 0) return false;
+  skinny_gemm(d, x, x_stride, w, out, M, N, K, plan.tile_n, plan.split,
+              {ops::skinny_gemm_x_stages(), ops::skinny_gemm_max_carveout()});
+  return true;
+}
+
 }  // namespace
 
 void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
@@ -700,6 +722,7 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
   Stream& stream = current_stream(d);
   cudaStream_t s = native_stream(stream);
   if (linear_small_m(d, s, x, x_stride, in_dtype, w, bias, bias_dtype, out, out_dtype, M, N, K)) return;
+  if (linear_skinny(d, x, x_stride, in_dtype, w, bias, out, out_dtype, M, N, K)) return;
   const Call c{sh, x_stride, in_dtype, out_dtype, bias_dtype, x, w, bias, out};
   const bool want_epilogue = bias && bias_dtype == out_dtype;
 
