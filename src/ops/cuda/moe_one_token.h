@@ -41,4 +41,12 @@ void set_down1_copy_override(Down1Copy c);
 enum class GateUp1Copy { kEnv, kLoads, kBulk };
 void set_gate_up1_copy_override(GateUp1Copy c);
 
+// How the one-token router (moe_fused.cu) picks its token's top_k experts: kRank, every expert's
+// rank counted in parallel by the warps holding the logits (two barriers), or kRounds, top_k
+// dependent rounds of warp argmax by one warp (moe::route_row, before session 11). kEnv:
+// GRAPHRT_MOE_ROUTER_TOPK (read once): unset, "" or "rank": kRank; "rounds": kRounds; anything else
+// is an error. Same bits either way (NaN logits aside: moe_fused.cu).
+enum class RouterTopk { kEnv, kRank, kRounds };
+void set_router_topk_override(RouterTopk t);
+
 }  // namespace grt::cuda
