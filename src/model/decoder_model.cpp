@@ -234,9 +234,10 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
       // One token: the post-attention norm in the router's kernel; with GRAPHRT_MOE_RESIDUAL_ADD=1
       // also the block's output added into the residual by its down kernel (then the next qkv
       // normalizes in its prologue; measured slower, so off by default).
-      // GRAPHRT_MOE_DOWN1_NORM (default): the down kernel adds the block's output into the residual
-      // and its last block normalizes it with the next norm (the next layer's input norm or the
-      // final norm): no fused add+norm kernel after the block.
+      // GRAPHRT_MOE_DOWN1_NORM=1|late (off by default: measured slower with the early trigger):
+      // the down kernel adds the block's output into the residual and its last block normalizes it
+      // with the next norm (the next layer's input norm or the final norm): no fused add+norm
+      // kernel after the block.
       const bool norm_first = !res.pending.defined() && moe_block_norm_first(res.sum, in.moe_eager_routing);
       const Tensor& next_norm =
           l + 1 < static_cast<int>(weights_.layers.size()) ? weights_.layers[static_cast<size_t>(l) + 1].input_norm

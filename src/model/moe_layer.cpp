@@ -70,7 +70,8 @@ Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& in, co
   }
   if (residual.defined() && next_norm.defined())  // moe_block_adds_norm said so
     return ops::moe_experts_combine_add_norm_(x, d.groups, d.routing, w->expert_gate_up, w->expert_down, residual,
-                                              next_norm, static_cast<float>(c->rms_norm_eps));
+                                              next_norm, static_cast<float>(c->rms_norm_eps),
+                                              ops::moe_down1_norm_mode() != ops::MoeDown1Norm::kEarlyTrigger);
   if (residual.defined()) {  // moe_block_adds_to_residual said so
     ops::moe_experts_combine_add_(x, d.groups, d.routing, w->expert_gate_up, w->expert_down, residual);
     return Tensor();

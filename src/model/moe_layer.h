@@ -37,7 +37,7 @@ Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor&
                  const Tensor& next_norm = Tensor());
 
 // Whether moe_block may add its output into `residual` and return the residual normalized by
-// `next_norm` (the next layer's input norm or the final norm): GRAPHRT_MOE_DOWN1_NORM not "0",
+// `next_norm` (the next layer's input norm or the final norm): GRAPHRT_MOE_DOWN1_NORM "1" or "late",
 // one token on the one-token expert kernels (ops::moe_experts_add_norm_fusable), no eager
 // routing, not inside a "moe_dispatch" split op. Shapes, alignment and switches only.
 bool moe_block_adds_norm(const ModelConfig& config, const LayerWeights& w, const Tensor& residual,

@@ -497,10 +497,12 @@ void moe_experts_combine_add_(const Tensor& x, const MoeGroups& g, const MoeRout
 #endif
 }
 
-bool moe_down1_norm_enabled() {
-  static const int v = env_choice("GRAPHRT_MOE_DOWN1_NORM", {"1", "0"}, 0);
-  return v == 0;
+MoeDown1Norm moe_down1_norm_mode() {
+  static const int v = env_choice("GRAPHRT_MOE_DOWN1_NORM", {"0", "1", "late"}, 0);
+  return v == 0 ? MoeDown1Norm::kOff : v == 1 ? MoeDown1Norm::kEarlyTrigger : MoeDown1Norm::kLateTrigger;
 }
+
+bool moe_down1_norm_enabled() { return moe_down1_norm_mode() != MoeDown1Norm::kOff; }
 
 bool moe_experts_add_norm_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_up, const Tensor& down,
                                   const Tensor& norm_weight) {
@@ -512,7 +514,7 @@ bool moe_experts_add_norm_fusable(const Tensor& x, int64_t top_k, const Tensor& 
 
 Tensor moe_experts_combine_add_norm_(const Tensor& x, const MoeGroups& g, const MoeRouting& routing,
                                      const Tensor& gate_up, const Tensor& down, const Tensor& residual,
-                                     const Tensor& norm_weight, float eps) {
+                                     const Tensor& norm_weight, float eps, bool late_trigger) {
   const char* op = "moe_experts_combine_add_norm_";
   check_experts(op, x, g, gate_up, down);
   check_defined(op, residual, "residual");
@@ -532,10 +534,12 @@ Tensor moe_experts_combine_add_norm_(const Tensor& x, const MoeGroups& g, const 
   a.norm_weight = norm_weight.data();
   a.norm_eps = eps;
   a.done_blocks = done.data_as<int32_t>();
+  a.norm_trigger_late = late_trigger;
   ::grt::cuda::moe_experts_combine(x.device(), a);
   return out;
 #else
   (void)eps;
+  (void)late_trigger;
   return Tensor();
 #endif
 }

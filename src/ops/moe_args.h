@@ -111,6 +111,9 @@ struct MoeExpertsCombineArgs {
   const void* norm_weight = nullptr;
   float norm_eps = 0.0f;
   int32_t* done_blocks = nullptr;
+  // With norm_out: down1 lets the next kernel launch once its blocks have written their rows
+  // (true), or right after its PDL wait (false: the session-11 measured variant, slower).
+  bool norm_trigger_late = true;
 };
 
 // The widest row (16-byte chunks) the one-token down kernel normalizes (fused_add_rms_norm_'s

@@ -755,7 +755,8 @@ TEST(MoeFusedCuda, OneTokenRouterRankMatchesRoundsBitwise) {
 // residual and the normalized row bit for bit, over qwen3-30b-a3b's proportions, 32 choices, the
 // widest row (8192: 4 of the norm's virtual warps a real warp), rows of 17 and 125 chunks (a
 // partial virtual warp), a token routed nowhere, with each way gate_up streams (both zero the
-// block counter), and the block captured in a graph: each replay equals the eager op.
+// block counter) and either PDL trigger of down1, and the block captured in a graph: each replay
+// equals the eager op.
 TEST(MoeFusedCuda, OneTokenExpertsAddNormMatchesFusedAddNormBitwise) {
   REQUIRE_GPU();
   if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS") || std::getenv("GRAPHRT_MOE_FUSED_MAX_TOKENS"))
@@ -793,11 +794,13 @@ TEST(MoeFusedCuda, OneTokenExpertsAddNormMatchesFusedAddNormBitwise) {
         Tensor out = ops::moe_experts_combine(xt, groups, r, g, w, ops::MoeFusedChoice::kFused);
         Tensor want_res = from_floats(res, Shape{1, sh.H}, DType::BF16, d);
         ops::fused_add_rms_norm_(out, want_res, nwt, eps);
-        Tensor got_res = from_floats(res, Shape{1, sh.H}, DType::BF16, d);
-        Tensor got = ops::moe_experts_combine_add_norm_(xt, groups, r, g, w, got_res, nwt, eps);
-        EXPECT_EQ(to_host_floats(got_res), to_host_floats(want_res)) << rt << ": the residual";
-        EXPECT_EQ(to_host_floats(got), to_host_floats(out)) << rt << ": the normalized row";
-        ++runs;
+        for (bool late : {true, false}) {  // where down1 lets the next kernel launch: the same bits
+          Tensor got_res = from_floats(res, Shape{1, sh.H}, DType::BF16, d);
+          Tensor got = ops::moe_experts_combine_add_norm_(xt, groups, r, g, w, got_res, nwt, eps, late);
+          EXPECT_EQ(to_host_floats(got_res), to_host_floats(want_res)) << rt << ": the residual, late " << late;
+          EXPECT_EQ(to_host_floats(got), to_host_floats(out)) << rt << ": the normalized row, late " << late;
+          ++runs;
+        }
       }
       Tensor two = zeros(Shape{2, sh.H}, DType::BF16, d);
       EXPECT_FALSE(ops::moe_experts_add_norm_fusable(two, sh.k, g, w, nwt)) << tag << ": two tokens";

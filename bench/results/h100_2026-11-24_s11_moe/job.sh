@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # s11-moe device call (one, <= 360 s wall), from the staged worktree copy's root:
 #   OUT=... bash bench/results/h100_2026-11-24_s11_moe/job.sh
-# Prebuilt binaries (pre.tar.gz: graphrt + graphrt_cuda_tests built off the device, sm_80 + sm_90a,
+# Prebuilt binaries (pre.tar.xz: graphrt + graphrt_cuda_tests built off the device, sm_80 + sm_90a,
 # with their shared libraries) when they load, else a build (sm_90a). Then the '*Moe*' CUDA tests,
 # the A/B of qwen3-30b-a3b decode (bs 1 and 8) in fresh processes, interleaved rounds of: old (both
 # changes off), the down1 add+norm alone, the ranked router top-k alone, both (the new defaults);
 # one --trace of bs 1 with the new defaults (and the old, time allowing); inspect
-# --verify-cuda-graph. Summary last.
+# --verify-cuda-graph. Summary last. As run (d5bfe63) unset GRAPHRT_MOE_DOWN1_NORM meant 1 (early trigger);
+# since the run the default is 0, so a rerun of "both" needs GRAPHRT_MOE_DOWN1_NORM=1 (or late).
 set -uo pipefail
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 OUT=$(cd "$OUT" && pwd); R=$OUT/r; mkdir -p $R
 S=$OUT/summary.txt
 export NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >$S 2>&1
-mkdir -p pre && tar xzf pre.tar.gz -C pre
+mkdir -p pre && { tar xJf pre.tar.xz -C pre 2>/dev/null || python3 -c "import tarfile; tarfile.open('pre.tar.xz').extractall('pre')"; }
 export LD_LIBRARY_PATH="$PWD/pre/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 GR=pre/graphrt; CT=pre/graphrt_cuda_tests
 # The prebuilt test binary has its build machine's paths compiled in (test data, the CLI).

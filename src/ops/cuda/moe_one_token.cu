@@ -313,12 +313,17 @@ __device__ __forceinline__ void down1_norm_row(const bf16* res, const bf16* nw, 
 // counts itself in *done (zeroed by gate_up1 after its wait); the last to arrive normalizes the
 // whole summed row into norm_out (down1_norm_row): fused_add_rms_norm_'s work without its kernel.
 // One block computes the row in a fixed order, so the bits do not depend on which block is last.
+// trigger_late: the PDL trigger after the block's rows instead of right after the wait. Measured
+// with the early trigger (H100, qwen3-30b-a3b bs 1, bench/results/h100_2026-11-24_s11_moe): +0.17
+// ms a step, down1 +5.9 us and qkv +1.3 us a layer, lm_head +56 us: the next GEMV's blocks launched
+// while down1 still streamed its weights and held 128 SMs (the fused add+norm kernel it replaced
+// had kept them back until down1 ended). Late: they launch as the last block starts the norm.
 template <bool kBulk>
 __global__ void __launch_bounds__(kDnThreads, 4)
     down1_kernel(const bf16* __restrict__ act, const int32_t* __restrict__ ids, const float* __restrict__ weights,
                  const bf16* __restrict__ w, bf16* __restrict__ out, bf16* __restrict__ residual, int top_k,
                  int experts, int N, int K, int R, const bf16* __restrict__ norm_w, bf16* __restrict__ norm_out,
-                 float eps, int32_t* __restrict__ done) {
+                 float eps, int32_t* __restrict__ done, bool trigger_late) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int sid[32];
   __shared__ float swt[32];
@@ -361,7 +366,7 @@ __global__ void __launch_bounds__(kDnThreads, 4)
     }
   }
   pdl_wait();  // gate_up's act rows are written
-  pdl_trigger();
+  if (!trigger_late) pdl_trigger();
   const auto* a4 = reinterpret_cast<const uint4*>(act);
   // kDnActLoads loads of act in flight per thread before the first is converted: after the wait
   // this is on the critical path (qwen3-30b-a3b: 768 chunks, 3 a thread, one round trip).
@@ -424,6 +429,7 @@ __global__ void __launch_bounds__(kDnThreads, 4)
       }
     }
   }
+  if (trigger_late) pdl_trigger();  // only the last block's norm remains: the next kernel's blocks get the SMs
   if (norm_out == nullptr) return;
   __shared__ int last;
   __threadfence();  // this block's residual rows are visible device-wide before it is counted
@@ -598,7 +604,8 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
                    static_cast<const bf16*>(e.act), a.topk_ids, a.topk_weights, static_cast<const bf16*>(e.down),
                    static_cast<bf16*>(a.out), static_cast<bf16*>(a.residual), static_cast<int>(k),
                    static_cast<int>(a.num_experts), static_cast<int>(H), static_cast<int>(I), static_cast<int>(R),
-                   static_cast<const bf16*>(a.norm_weight), static_cast<bf16*>(a.norm_out), a.norm_eps, a.done_blocks);
+                   static_cast<const bf16*>(a.norm_weight), static_cast<bf16*>(a.norm_out), a.norm_eps, a.done_blocks,
+                   a.norm_out != nullptr && a.norm_trigger_late);
   GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) down blocks={} rows={} smem={} hidden={} inter={} bulk={} norm={}",
                         down_blocks, R, smem, H, I, bulk, a.norm_out != nullptr);
   return true;
