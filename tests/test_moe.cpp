@@ -316,6 +316,27 @@ TEST(MoeOps, FusedOpsEqualSeparateOps) {
   if (!std::getenv("GRAPHRT_MOE_FUSED_MAX_TOKENS")) EXPECT_EQ(ops::moe_fused_max_tokens(), 1);  // measured rule
 }
 
+// The one-token add + norm of the MoE block's down kernel (moe_experts_combine_add_norm_) is a
+// CUDA path: on the CPU the rule says no, the model keeps the block's output and the fused
+// add+norm, and calling the op anyway is an error that names the rule.
+TEST(MoeOps, AddNormIsCudaOnlyOnCpu) {
+  const int E = 4, k = 2, H = 16, I = 8;
+  const Device cpu = Device::cpu();
+  Tensor x = from_floats(std::vector<float>(H, 0.5f), Shape{1, H}, DType::F32, cpu);
+  Tensor gate_up = from_floats(std::vector<float>(static_cast<size_t>(E * 2 * I * H), 0.1f), Shape{E, 2 * I, H},
+                               DType::F32, cpu);
+  Tensor down = from_floats(std::vector<float>(static_cast<size_t>(E * H * I), 0.1f), Shape{E, H, I}, DType::F32, cpu);
+  Tensor nw = from_floats(std::vector<float>(H, 1.0f), Shape{H}, DType::F32, cpu);
+  EXPECT_FALSE(ops::moe_experts_add_norm_fusable(x, k, gate_up, down, nw));
+  EXPECT_FALSE(ops::moe_experts_add_norm_fusable(x, k, gate_up, down, Tensor()));
+  auto r = ops::moe_route(logits_for({1}, E), k, true, Tensor());
+  auto g = ops::moe_group(r, E);
+  Tensor residual = from_floats(std::vector<float>(H, 1.0f), Shape{1, H}, DType::F32, cpu);
+  EXPECT_NE(error_of([&] { ops::moe_experts_combine_add_norm_(x, g, r, gate_up, down, residual, nw, 1e-6f); })
+                .find("moe_experts_add_norm_fusable"),
+            std::string::npos);
+}
+
 TEST(MoeOps, BadArgumentsAreClearErrors) {
   Tensor l = logits_for({0, 1}, 4);
   EXPECT_NE(error_of([&] { ops::moe_route(l, 5, true, Tensor()); }).find("top_k 5 must be in [1, 4]"),

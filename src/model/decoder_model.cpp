@@ -129,13 +129,31 @@ namespace {
 // epilogue (rms_norm_gate_up_silu), one more. Each point falls back to the unfused ops
 // where the fusion does not apply (tensor parallelism: the all-reduce comes between the linear
 // and the add; MoE blocks; shapes the one-kernel path does not take; GRAPHRT_DECODE_FUSION=0).
+//
+// `prenormed`: rms_norm(sum, the weight at prenormed_w) already computed by the kernel that last
+// added into `sum` (a one-token MoE block's down kernel, moe_block_adds_norm): the next norm
+// takes it instead of normalizing again; it must be that norm's weight.
 struct ResidualStream {
   Tensor sum, pending;
   float eps;
   bool fuse;  // no tensor parallelism
+  Tensor prenormed;
+  const void* prenormed_w = nullptr;
+
+  // The prenormed row for norm weight norm_w (and no longer held), or undefined.
+  Tensor take_prenormed(const Tensor& norm_w) {
+    if (!prenormed.defined()) return Tensor();
+    GRT_CHECK(prenormed_w == norm_w.data() && !pending.defined(),
+              "forward: the residual stream holds a row normalized with another weight than the next norm's");
+    Tensor x = std::move(prenormed);
+    prenormed = Tensor();
+    prenormed_w = nullptr;
+    return x;
+  }
 
   // rms_norm(sum + pending) as a tensor of its own.
   Tensor normed(const Tensor& norm_w) {
+    if (Tensor x = take_prenormed(norm_w); x.defined()) return x;
     if (!pending.defined()) return ops::rms_norm(sum, norm_w, eps);
     ops::fused_add_rms_norm_(pending, sum, norm_w, eps);  // sum += pending; pending = norm
     Tensor x = std::move(pending);
@@ -145,6 +163,7 @@ struct ResidualStream {
 
   // linear(rms_norm(sum + pending), w, bias) in x's dtype.
   Tensor normed_linear(const Tensor& norm_w, const Tensor& w, const Tensor& bias, DType dtype) {
+    if (prenormed.defined()) return ops::linear(take_prenormed(norm_w), w, bias, dtype);
     if (fuse && !pending.defined() && ops::rms_norm_linear_fusable(sum, w))
       return ops::rms_norm_linear(sum, norm_w, eps, w, bias);
     return ops::linear(normed(norm_w), w, bias, dtype);
@@ -154,6 +173,7 @@ struct ResidualStream {
   // (too wide for the GEMV's prologue, or a pending add) and silu_and_mul still in gate_up's
   // epilogue, or the unfused ops.
   Tensor normed_gate_up_silu(const Tensor& norm_w, const Tensor& gate_up, DType dtype) {
+    GRT_CHECK(!prenormed.defined(), "forward: a prenormed row before a gate_up (only attention follows a MoE block)");
     if (fuse && !pending.defined() && ops::gate_up_silu_fusable(sum, gate_up))
       return ops::rms_norm_gate_up_silu(sum, norm_w, eps, gate_up);
     if (fuse && ops::silu_epilogue_fusable(sum, gate_up))
@@ -214,12 +234,27 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
       // One token: the post-attention norm in the router's kernel; with GRAPHRT_MOE_RESIDUAL_ADD=1
       // also the block's output added into the residual by its down kernel (then the next qkv
       // normalizes in its prologue; measured slower, so off by default).
+      // GRAPHRT_MOE_DOWN1_NORM=1|late (off by default: measured slower with the early trigger):
+      // the down kernel adds the block's output into the residual and its last block normalizes it
+      // with the next norm (the next layer's input norm or the final norm): no fused add+norm
+      // kernel after the block.
       const bool norm_first = !res.pending.defined() && moe_block_norm_first(res.sum, in.moe_eager_routing);
-      const bool add = res.fuse && moe_block_adds_to_residual(config_, w, res.sum, in.moe_eager_routing);
+      const Tensor& next_norm =
+          l + 1 < static_cast<int>(weights_.layers.size()) ? weights_.layers[static_cast<size_t>(l) + 1].input_norm
+                                                           : weights_.final_norm;
+      const bool add_norm = res.fuse && !res.pending.defined() &&
+                            moe_block_adds_norm(config_, w, res.sum, next_norm, in.moe_eager_routing);
+      const bool add = !add_norm && res.fuse && moe_block_adds_to_residual(config_, w, res.sum, in.moe_eager_routing);
       Tensor x = norm_first ? res.sum : res.normed(w.post_norm);
-      res.pending = moe_block(config_, w, x, in.num_real_tokens, in.moe_eager_routing, norm_first,
-                              add ? res.sum : Tensor());
-      all_reduce_(res.pending);
+      if (add_norm) {
+        res.prenormed = moe_block(config_, w, x, in.num_real_tokens, in.moe_eager_routing, norm_first, res.sum,
+                                  next_norm);
+        res.prenormed_w = next_norm.data();
+      } else {
+        res.pending = moe_block(config_, w, x, in.num_real_tokens, in.moe_eager_routing, norm_first,
+                                add ? res.sum : Tensor());
+        all_reduce_(res.pending);
+      }
     } else {
       add_output(res.normed_gate_up_silu(w.post_norm, w.gate_up, dtype_), w.down);
     }

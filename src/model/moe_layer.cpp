@@ -50,7 +50,7 @@ MoeDispatch route(const ModelConfig* c, const LayerWeights* w, const Tensor& x, 
 const auto eager_route = eager_on_graph("moe_route", &route);
 
 Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& in, const Tensor& num_real,
-               bool eager_routing, bool norm_first, const Tensor& residual) {
+               bool eager_routing, bool norm_first, const Tensor& residual, const Tensor& next_norm) {
   Tensor x = in;
   MoeDispatch d;
   if (norm_first && !eager_routing && ops::moe_fused_router_enabled()) {
@@ -68,6 +68,10 @@ Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& in, co
     d = eager_routing ? eager_route(host_ref("config", c), host_ref("layer_weights", w), x, num_real)
                       : route(c, w, x, num_real);
   }
+  if (residual.defined() && next_norm.defined())  // moe_block_adds_norm said so
+    return ops::moe_experts_combine_add_norm_(x, d.groups, d.routing, w->expert_gate_up, w->expert_down, residual,
+                                              next_norm, static_cast<float>(c->rms_norm_eps),
+                                              ops::moe_down1_norm_mode() != ops::MoeDown1Norm::kEarlyTrigger);
   if (residual.defined()) {  // moe_block_adds_to_residual said so
     ops::moe_experts_combine_add_(x, d.groups, d.routing, w->expert_gate_up, w->expert_down, residual);
     return Tensor();
@@ -82,22 +86,31 @@ Tensor run_moe(const ModelConfig* c, const LayerWeights* w, const Tensor& in, co
 // and the model (which owns both, immutable) outlives its graphs.
 const auto moe_dispatch =
     split_op(kMoeDispatchOp, [](const ModelConfig* c, const LayerWeights* w, const Tensor& x, const Tensor& num_real,
-                                bool eager_routing, bool norm_first, const Tensor& residual) {
-      return run_moe(c, w, x, num_real, eager_routing, norm_first, residual);
+                                bool eager_routing, bool norm_first, const Tensor& residual, const Tensor& next_norm) {
+      return run_moe(c, w, x, num_real, eager_routing, norm_first, residual, next_norm);
     });
 
 }  // namespace
 
 Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real,
-                 bool eager_routing, bool norm_first, const Tensor& residual) {
+                 bool eager_routing, bool norm_first, const Tensor& residual, const Tensor& next_norm) {
   GRT_CHECK(w.router.defined() && w.expert_gate_up.defined() && w.expert_down.defined(),
             "moe_block: the layer has no expert weights (is it a sparse layer of {}?)", config.source);
   GRT_CHECK(!norm_first || w.post_norm.defined(), "moe_block: norm_first without the layer's post-attention norm ({})",
             config.source);
   GRT_CHECK(!residual.defined() || !splits_here(kMoeDispatchOp),
             "moe_block: adding into the residual inside a split op (the block's output must be a tensor there)");
+  GRT_CHECK(!next_norm.defined() || residual.defined(), "moe_block: next_norm without the residual to normalize");
   return moe_dispatch(host_ref("config", &config), host_ref("layer_weights", &w), x, num_real, eager_routing,
-                      norm_first, residual);
+                      norm_first, residual, next_norm);
+}
+
+bool moe_block_adds_norm(const ModelConfig& config, const LayerWeights& w, const Tensor& residual,
+                         const Tensor& next_norm, bool eager_routing) {
+  return ops::moe_down1_norm_enabled() && !eager_routing && !splits_here(kMoeDispatchOp) &&
+         w.expert_gate_up.defined() && w.expert_down.defined() &&
+         ops::moe_experts_add_norm_fusable(residual, config.num_experts_per_tok, w.expert_gate_up, w.expert_down,
+                                           next_norm);
 }
 
 bool moe_block_adds_to_residual(const ModelConfig& config, const LayerWeights& w, const Tensor& residual,

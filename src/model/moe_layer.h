@@ -29,8 +29,19 @@ inline constexpr const char* kMoeDispatchOp = "moe_dispatch";
 // else as ops::rms_norm. The same values either way.
 // `residual` (defined only where moe_block_adds_to_residual): the block's output is added into
 // it (residual = round(out + residual)) and moe_block returns an undefined tensor.
+// `next_norm` (with `residual`, only where moe_block_adds_norm): the block's output is added into
+// the residual and moe_block returns rms_norm(residual, next_norm, the config's eps): what
+// fused_add_rms_norm_ would leave, bit for bit (ops::moe_experts_combine_add_norm_).
 Tensor moe_block(const ModelConfig& config, const LayerWeights& w, const Tensor& x, const Tensor& num_real,
-                 bool eager_routing = false, bool norm_first = false, const Tensor& residual = Tensor());
+                 bool eager_routing = false, bool norm_first = false, const Tensor& residual = Tensor(),
+                 const Tensor& next_norm = Tensor());
+
+// Whether moe_block may add its output into `residual` and return the residual normalized by
+// `next_norm` (the next layer's input norm or the final norm): GRAPHRT_MOE_DOWN1_NORM "1" or "late",
+// one token on the one-token expert kernels (ops::moe_experts_add_norm_fusable), no eager
+// routing, not inside a "moe_dispatch" split op. Shapes, alignment and switches only.
+bool moe_block_adds_norm(const ModelConfig& config, const LayerWeights& w, const Tensor& residual,
+                         const Tensor& next_norm, bool eager_routing);
 
 // Whether moe_block may add its output into `residual` ([T, H], the residual stream):
 // GRAPHRT_MOE_RESIDUAL_ADD=1 (off by default: measured slower, ops/moe.h), one token on the

@@ -458,11 +458,11 @@ bool moe_experts_add_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_
 #endif
 }
 
-void moe_experts_combine_add_(const Tensor& x, const MoeGroups& g, const MoeRouting& routing, const Tensor& gate_up,
-                              const Tensor& down, const Tensor& residual) {
-  const char* op = "moe_experts_combine_add_";
-  check_experts(op, x, g, gate_up, down);
-  check_defined(op, residual, "residual");
+namespace {
+
+// The routing and residual checks of moe_experts_combine_add_ (and _add_norm_, under `op`).
+void check_combine_add(const char* op, const Tensor& x, const MoeGroups& g, const MoeRouting& routing,
+                       const Tensor& residual) {
   const Tensor& w = routing.topk_weights;
   check_defined(op, w, "topk_weights");
   GRT_CHECK(w.rank() == 2 && w.is_contiguous() && w.dtype() == DType::F32 && w.size(0) == x.size(0) &&
@@ -475,6 +475,16 @@ void moe_experts_combine_add_(const Tensor& x, const MoeGroups& g, const MoeRout
   const auto* rb = static_cast<const char*>(residual.data());
   const int64_t bytes = x.numel() * static_cast<int64_t>(dtype_size(x.dtype()));
   GRT_CHECK(rb + bytes <= xb || xb + bytes <= rb, "{}: residual {} overlaps x {}", op, residual.str(), x.str());
+}
+
+}  // namespace
+
+void moe_experts_combine_add_(const Tensor& x, const MoeGroups& g, const MoeRouting& routing, const Tensor& gate_up,
+                              const Tensor& down, const Tensor& residual) {
+  const char* op = "moe_experts_combine_add_";
+  check_experts(op, x, g, gate_up, down);
+  check_defined(op, residual, "residual");
+  check_combine_add(op, x, g, routing, residual);
   GRT_CHECK(moe_experts_add_fusable(x, g.top_k, gate_up, down),
             "{}: x {} with top-{} of gate_up {} is not a token the one-token kernels add in place (see "
             "moe_experts_add_fusable)",
@@ -484,6 +494,53 @@ void moe_experts_combine_add_(const Tensor& x, const MoeGroups& g, const MoeRout
   MoeExpertsCombineArgs a = combine_args(x, g, routing, gate_up, down, act);
   a.residual = residual.data();
   ::grt::cuda::moe_experts_combine(x.device(), a);
+#endif
+}
+
+MoeDown1Norm moe_down1_norm_mode() {
+  static const int v = env_choice("GRAPHRT_MOE_DOWN1_NORM", {"0", "1", "late"}, 0);
+  return v == 0 ? MoeDown1Norm::kOff : v == 1 ? MoeDown1Norm::kEarlyTrigger : MoeDown1Norm::kLateTrigger;
+}
+
+bool moe_down1_norm_enabled() { return moe_down1_norm_mode() != MoeDown1Norm::kOff; }
+
+bool moe_experts_add_norm_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_up, const Tensor& down,
+                                  const Tensor& norm_weight) {
+  if (!moe_experts_add_fusable(x, top_k, gate_up, down) || !norm_weight.defined()) return false;
+  return norm_weight.device() == x.device() && norm_weight.dtype() == x.dtype() && norm_weight.rank() == 1 &&
+         norm_weight.is_contiguous() && norm_weight.size(0) == x.size(1) &&
+         x.size(1) <= 8 * kMoeDown1NormMaxChunks && reinterpret_cast<uintptr_t>(norm_weight.data()) % 16 == 0;
+}
+
+Tensor moe_experts_combine_add_norm_(const Tensor& x, const MoeGroups& g, const MoeRouting& routing,
+                                     const Tensor& gate_up, const Tensor& down, const Tensor& residual,
+                                     const Tensor& norm_weight, float eps, bool late_trigger) {
+  const char* op = "moe_experts_combine_add_norm_";
+  check_experts(op, x, g, gate_up, down);
+  check_defined(op, residual, "residual");
+  check_defined(op, norm_weight, "norm_weight");
+  check_combine_add(op, x, g, routing, residual);
+  GRT_CHECK(moe_experts_add_norm_fusable(x, g.top_k, gate_up, down, norm_weight),
+            "{}: x {} with top-{} of gate_up {} and norm weight {} is not a token the one-token kernels add and "
+            "normalize (see moe_experts_add_norm_fusable)",
+            op, x.str(), g.top_k, gate_up.str(), norm_weight.str());
+#ifdef GRAPHRT_WITH_CUDA
+  Tensor act = empty(Shape{g.max_rows, gate_up.size(1) / 2}, x.dtype(), x.device());
+  Tensor out = empty(x.shape(), x.dtype(), x.device());
+  Tensor done = empty(Shape{1}, DType::I32, x.device());  // zeroed by gate_up after its PDL wait
+  MoeExpertsCombineArgs a = combine_args(x, g, routing, gate_up, down, act);
+  a.residual = residual.data();
+  a.norm_out = out.data();
+  a.norm_weight = norm_weight.data();
+  a.norm_eps = eps;
+  a.done_blocks = done.data_as<int32_t>();
+  a.norm_trigger_late = late_trigger;
+  ::grt::cuda::moe_experts_combine(x.device(), a);
+  return out;
+#else
+  (void)eps;
+  (void)late_trigger;
+  return Tensor();
 #endif
 }
 

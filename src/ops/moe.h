@@ -164,6 +164,35 @@ bool moe_experts_add_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_
 // else is an error.
 bool moe_residual_add_enabled();
 
+// moe_experts_combine_add_, then the RMSNorm of the summed residual: returns rms_norm(residual,
+// norm_weight, eps) ([1, H] of x's dtype), bit for bit what fused_add_rms_norm_(out, residual,
+// norm_weight, eps) leaves in out and residual. Decode bs 1 of a MoE model ends its layer this way:
+// the last of the one-token down kernel's blocks to finish (a block counter, zeroed by gate_up in
+// the same launch chain: graph-safe) normalizes the row, instead of a one-block fused add+norm
+// kernel after it (4.35 us a layer on an H100, bench/results/h100_2026-11-24_s11_trace). One block
+// computes the norm in a fixed order: deterministic. Requires moe_experts_add_norm_fusable.
+// late_trigger: the next kernel may launch once down's blocks have written their rows (true), or
+// right after down's PDL wait (false; measured slower, see GRAPHRT_MOE_DOWN1_NORM).
+Tensor moe_experts_combine_add_norm_(const Tensor& x, const MoeGroups& groups, const MoeRouting& routing,
+                                     const Tensor& gate_up, const Tensor& down, const Tensor& residual,
+                                     const Tensor& norm_weight, float eps, bool late_trigger = true);
+
+// moe_experts_add_fusable, and norm_weight a contiguous [H] of x's dtype, 16-byte aligned, H <= 8 *
+// kMoeDown1NormMaxChunks. Shapes, alignment and switches only (not moe_down1_norm_enabled).
+bool moe_experts_add_norm_fusable(const Tensor& x, int64_t top_k, const Tensor& gate_up, const Tensor& down,
+                                  const Tensor& norm_weight);
+
+// GRAPHRT_MOE_DOWN1_NORM (read once): whether the model's one-token MoE blocks end with
+// moe_experts_combine_add_norm_ (where moe_experts_add_norm_fusable) instead of the block's output
+// and the 1-block fused add+norm kernel. Unset, "" or "0": no (the default); "1": yes, with down's
+// PDL trigger right after its wait: measured SLOWER on an H100 (qwen3-30b-a3b bs 1: 3.973 against
+// 3.797 ms a step, 4 rounds each, bench/results/h100_2026-11-24_s11_moe); "late": yes, with the
+// trigger after down's rows (kLateTrigger: the fix that run suggests, not measured yet). Anything
+// else is an error.
+enum class MoeDown1Norm { kOff, kEarlyTrigger, kLateTrigger };
+MoeDown1Norm moe_down1_norm_mode();
+bool moe_down1_norm_enabled();  // moe_down1_norm_mode() != kOff
+
 // Which fused ops the model's MoE block uses, from the environment variable GRAPHRT_MOE_FUSED
 // (read once): unset, "" or "1": both; "router": moe_route_group only; "experts":
 // moe_experts_combine only; "0": neither (the separate ops as before the fused path), for A/B

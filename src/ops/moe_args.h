@@ -77,6 +77,9 @@ struct MoeRouterArgs {
   // 2: the expert's whole down weights into the L2 by bulk prefetches marked evict_last, so that
   // DRAM streams them while the expert kernels start and down reads them from the L2.
   int prefetch_mode = 0;
+  // Set by the CUDA side (ops/cuda/moe_one_token.h, RouterTopk): the one-token router ranks its
+  // experts in parallel instead of top_k rounds of warp argmax (the same bits).
+  bool rank_topk = false;
   const void* prefetch_gate_up = nullptr;
   const void* prefetch_down = nullptr;
   int64_t gate_up_expert_bytes = 0, down_expert_bytes = 0;
@@ -101,6 +104,20 @@ struct MoeExpertsCombineArgs {
   // Set (one-token kernels only; moe_experts_combine_add_): residual[n] = bf16(out[n] + residual[n])
   // instead of writing out (which may then be null).
   void* residual = nullptr;
+  // Set with residual (moe_experts_combine_add_norm_): norm_out = rms_norm(residual, norm_weight,
+  // norm_eps) after the add, bit for bit fused_add_rms_norm_, by the last down block to finish;
+  // done_blocks: an i32 scratch the kernels zero and count in. hidden <= 8 * kMoeDown1NormMaxChunks.
+  void* norm_out = nullptr;
+  const void* norm_weight = nullptr;
+  float norm_eps = 0.0f;
+  int32_t* done_blocks = nullptr;
+  // With norm_out: down1 lets the next kernel launch once its blocks have written their rows
+  // (true), or right after its PDL wait (false: the session-11 measured variant, slower).
+  bool norm_trigger_late = true;
 };
+
+// The widest row (16-byte chunks) the one-token down kernel normalizes (fused_add_rms_norm_'s
+// most threads a row, one chunk each).
+constexpr int64_t kMoeDown1NormMaxChunks = 1024;
 
 }  // namespace grt::ops

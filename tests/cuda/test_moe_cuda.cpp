@@ -4,6 +4,7 @@
 // forward and the float64 reference's greedy tokens.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -658,4 +659,192 @@ TEST(MoeFusedCuda, OneTokenExpertsAddIntoResidualBitwise) {
     Tensor two = zeros(Shape{2, sh.H}, DType::BF16, d);
     EXPECT_FALSE(ops::moe_experts_add_fusable(two, sh.k, g, w)) << tag << ": two tokens";
   }
+}
+
+namespace {
+// Forces the one-token router's top-k (rank or rounds) for one test; the environment's choice
+// comes back when it ends, however it ends.
+struct RouterTopkScope {
+  explicit RouterTopkScope(cuda::RouterTopk t) { cuda::set_router_topk_override(t); }
+  ~RouterTopkScope() { cuda::set_router_topk_override(cuda::RouterTopk::kEnv); }
+};
+
+struct RouterOut {
+  std::vector<float> x, logits, weights;
+  std::vector<int32_t> ids, slot_rows, sorted, blocks, counts;
+};
+
+RouterOut router_out(const ops::MoeRouted& r) {
+  RouterOut o;
+  if (r.x.defined()) o.x = to_host_floats(r.x);
+  o.logits = to_host_floats(r.logits);
+  o.weights = to_host_vector<float>(r.routing.topk_weights);
+  o.ids = to_host_vector<int32_t>(r.routing.topk_ids);
+  o.slot_rows = to_host_vector<int32_t>(r.groups.slot_rows);
+  o.sorted = to_host_vector<int32_t>(r.groups.sorted_slots);
+  o.blocks = to_host_vector<int32_t>(r.groups.block_expert);
+  o.counts = to_host_vector<int32_t>(r.groups.expert_counts);
+  return o;
+}
+}  // namespace
+
+// The one-token router's ranked top-k (RouterTopk::kRank, the default) against the rounds of warp
+// argmax it replaced: logits, routing and groups bit for bit, with and without the norm in the
+// kernel, over qwen3-30b-a3b's shape, few experts, the 16-per-lane variant (7 and 16 ranking
+// warps), every expert chosen, 32 choices, one choice, a token routed nowhere, and ties: a zero
+// router (every probability equal: the lowest ids win) and pairs of equal router rows. The ids
+// also equal the CPU route of the kernel's logits.
+TEST(MoeFusedCuda, OneTokenRouterRankMatchesRoundsBitwise) {
+  REQUIRE_GPU();
+  if (!ops::moe_one_token_kernels_enabled()) GTEST_SKIP() << "GRAPHRT_MOE_ONE_TOKEN=0";
+  if (std::getenv("GRAPHRT_MOE_FUSED_MAX_TOKENS")) GTEST_SKIP() << "environment overrides the fused rule";
+  const Device d = Device::cuda(0), cpu = Device::cpu();
+  struct Case {
+    int E, k, H;
+    int pattern;  // 0 random router rows, 1 all zero, 2 rows 2i and 2i+1 equal
+  };
+  int runs = 0;
+  for (const Case& c : {Case{128, 8, 2048, 0}, Case{20, 4, 64, 0}, Case{200, 8, 2056, 0}, Case{512, 8, 512, 0},
+                        Case{8, 8, 256, 0}, Case{64, 32, 1024, 0}, Case{128, 1, 2048, 0}, Case{128, 8, 2048, 1},
+                        Case{128, 8, 2048, 2}, Case{40, 6, 512, 2}}) {
+    for (int real : {1, 0}) {
+      for (bool norm : {false, true}) {
+        const std::string tag = std::to_string(c.E) + "_" + std::to_string(c.k) + "_" + std::to_string(c.H) + "_p" +
+                                std::to_string(c.pattern) + "_r" + std::to_string(real) + (norm ? "_norm" : "");
+        auto res = bf16_round(randoms(("kres" + tag).c_str(), c.H, 50.0f));
+        auto nw = bf16_round(randoms(("knw" + tag).c_str(), c.H, 10.0f));
+        for (float& v : nw) v += 1.0f;
+        auto w = bf16_round(randoms(("krw" + tag).c_str(), int64_t{c.E} * c.H, 100.0f / std::sqrt(static_cast<float>(c.H))));
+        if (c.pattern == 1) std::fill(w.begin(), w.end(), 0.0f);
+        if (c.pattern == 2)
+          for (int e = 1; e < c.E; e += 2)
+            std::copy(w.begin() + int64_t{e - 1} * c.H, w.begin() + int64_t{e} * c.H, w.begin() + int64_t{e} * c.H);
+        Tensor rt = from_floats(res, Shape{1, c.H}, DType::BF16, d);
+        Tensor nwt = from_floats(nw, Shape{c.H}, DType::BF16, d);
+        Tensor router = from_floats(w, Shape{c.E, c.H}, DType::BF16, d);
+        Tensor n = from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d);
+        auto run = [&](cuda::RouterTopk t) {
+          RouterTopkScope scope(t);
+          return router_out(norm ? ops::moe_norm_route_group(rt, nwt, 1e-6f, router, c.k, true, n,
+                                                             ops::MoeFusedChoice::kFused)
+                                 : ops::moe_route_group(rt, router, c.k, true, n, ops::MoeFusedChoice::kFused));
+        };
+        const RouterOut a = run(cuda::RouterTopk::kRank), b = run(cuda::RouterTopk::kRounds);
+        EXPECT_EQ(a.x, b.x) << tag;
+        EXPECT_EQ(a.logits, b.logits) << tag;
+        EXPECT_EQ(a.ids, b.ids) << tag;
+        EXPECT_EQ(a.weights, b.weights) << tag;
+        EXPECT_EQ(a.slot_rows, b.slot_rows) << tag;
+        EXPECT_EQ(a.sorted, b.sorted) << tag;
+        EXPECT_EQ(a.blocks, b.blocks) << tag;
+        EXPECT_EQ(a.counts, b.counts) << tag;
+        auto rc = ops::moe_route(from_floats(a.logits, Shape{1, c.E}, DType::F32, cpu), c.k, true,
+                                 from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, cpu));
+        EXPECT_EQ(a.ids, to_host_vector<int32_t>(rc.topk_ids)) << tag << ": the CPU route of the logits";
+        if (c.pattern == 1 && real == 1)
+          for (int j = 0; j < c.k; ++j) EXPECT_EQ(a.ids[static_cast<size_t>(j)], j) << tag << ": ties, lowest ids";
+        ++runs;
+      }
+    }
+  }
+  std::printf("[ one token, router top-k ] rank equals rounds bit for bit in %d cases\n", runs);
+}
+
+// The one-token experts added into the residual and normalized by the last down block
+// (moe_experts_combine_add_norm_) against moe_experts_combine followed by fused_add_rms_norm_: the
+// residual and the normalized row bit for bit, over qwen3-30b-a3b's proportions, 32 choices, the
+// widest row (8192: 4 of the norm's virtual warps a real warp), rows of 17 and 125 chunks (a
+// partial virtual warp), a token routed nowhere, with each way gate_up streams (both zero the
+// block counter) and either PDL trigger of down1, and the block captured in a graph: each replay
+// equals the eager op.
+TEST(MoeFusedCuda, OneTokenExpertsAddNormMatchesFusedAddNormBitwise) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS") || std::getenv("GRAPHRT_MOE_FUSED_MAX_TOKENS"))
+    GTEST_SKIP() << "environment overrides the fused rules";
+  if (!ops::moe_one_token_kernels_enabled() || !ops::moe_fused_experts_enabled())
+    GTEST_SKIP() << "GRAPHRT_MOE_ONE_TOKEN=0 or GRAPHRT_MOE_FUSED without experts";
+  struct Shape4 {
+    int E, k, H, I;
+  };
+  const Device d = Device::cuda(0);
+  const float eps = 1e-6f;
+  int runs = 0;
+  for (cuda::GateUp1Copy gu_copy : {cuda::GateUp1Copy::kLoads, cuda::GateUp1Copy::kBulk}) {
+    OneTokenCopyScope scope(cuda::Down1Copy::kBulk, gu_copy);
+    for (const Shape4& sh : {Shape4{16, 8, 1024, 384}, Shape4{48, 32, 512, 96}, Shape4{128, 8, 2048, 64},
+                             Shape4{8, 2, 8192, 64}, Shape4{4, 1, 136, 8}, Shape4{12, 3, 1000, 40}}) {
+      const std::string tag = "an" + std::to_string(sh.E) + "_" + std::to_string(sh.k) + "_" + std::to_string(sh.H);
+      Tensor g = from_floats(bf16_round(randoms(("gu" + tag).c_str(), int64_t{sh.E} * 2 * sh.I * sh.H, 5.0f)),
+                             Shape{sh.E, 2 * sh.I, sh.H}, DType::BF16, d);
+      Tensor w = from_floats(bf16_round(randoms(("dn" + tag).c_str(), int64_t{sh.E} * sh.H * sh.I, 5.0f)),
+                             Shape{sh.E, sh.H, sh.I}, DType::BF16, d);
+      auto nw = bf16_round(randoms(("nw" + tag).c_str(), sh.H, 10.0f));
+      for (float& v : nw) v += 1.0f;
+      Tensor nwt = from_floats(nw, Shape{sh.H}, DType::BF16, d);
+      for (int round = 0; round < 3; ++round) {
+        const std::string rt = tag + "_" + std::to_string(round);
+        const int real = round == 2 ? 0 : 1;
+        Tensor xt = from_floats(bf16_round(randoms(("x" + rt).c_str(), sh.H, 50.0f)), Shape{1, sh.H}, DType::BF16, d);
+        auto res = bf16_round(randoms(("res" + rt).c_str(), sh.H, 30.0f));
+        Tensor l = from_floats(randoms(("l" + rt).c_str(), sh.E, 100.0f), Shape{1, sh.E}, DType::F32, d);
+        Tensor n = from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d);
+        auto r = ops::moe_route(l, sh.k, true, n);
+        auto groups = ops::moe_group(r, sh.E);
+        ASSERT_TRUE(ops::moe_experts_add_norm_fusable(xt, sh.k, g, w, nwt)) << rt;
+        Tensor out = ops::moe_experts_combine(xt, groups, r, g, w, ops::MoeFusedChoice::kFused);
+        Tensor want_res = from_floats(res, Shape{1, sh.H}, DType::BF16, d);
+        ops::fused_add_rms_norm_(out, want_res, nwt, eps);
+        for (bool late : {true, false}) {  // where down1 lets the next kernel launch: the same bits
+          Tensor got_res = from_floats(res, Shape{1, sh.H}, DType::BF16, d);
+          Tensor got = ops::moe_experts_combine_add_norm_(xt, groups, r, g, w, got_res, nwt, eps, late);
+          EXPECT_EQ(to_host_floats(got_res), to_host_floats(want_res)) << rt << ": the residual, late " << late;
+          EXPECT_EQ(to_host_floats(got), to_host_floats(out)) << rt << ": the normalized row, late " << late;
+          ++runs;
+        }
+      }
+      Tensor two = zeros(Shape{2, sh.H}, DType::BF16, d);
+      EXPECT_FALSE(ops::moe_experts_add_norm_fusable(two, sh.k, g, w, nwt)) << tag << ": two tokens";
+      EXPECT_FALSE(ops::moe_experts_add_norm_fusable(zeros(Shape{1, sh.H}, DType::BF16, d), sh.k, g, w, Tensor()))
+          << tag << ": no norm weight";
+    }
+  }
+  // Captured: a graph of the add+norm over a residual buffer, replayed over new tokens.
+  const int E = 32, k = 8, H = 2048, I = 64;
+  Tensor g = from_floats(bf16_round(randoms("cang", int64_t{E} * 2 * I * H, 5.0f)), Shape{E, 2 * I, H}, DType::BF16, d);
+  Tensor w = from_floats(bf16_round(randoms("canw", int64_t{E} * H * I, 5.0f)), Shape{E, H, I}, DType::BF16, d);
+  Tensor nwt = from_floats(bf16_round(randoms("cann", H, 1.0f)), Shape{H}, DType::BF16, d);
+  Tensor xt = zeros(Shape{1, H}, DType::BF16, d), resid = zeros(Shape{1, H}, DType::BF16, d);
+  Tensor l = zeros(Shape{1, E}, DType::F32, d);
+  Tensor n = from_vector(std::vector<int32_t>{1}, Shape{1}, DType::I32, d);
+  auto block = [&](const Tensor& x, const Tensor& logits, const Tensor& num, const Tensor& residual) {
+    auto r = ops::moe_route(logits, k, true, num);
+    auto groups = ops::moe_group(r, E);
+    return ops::moe_experts_combine_add_norm_(x, groups, r, g, w, residual, nwt, eps);
+  };
+  auto s = new_stream(d);
+  StreamGuard guard(*s);
+  block(xt, l, n, resid);
+  s->synchronize();
+  Tensor y;
+  auto graph = capture_in_pool(*s, [&] { y = block(xt, l, n, resid); });
+  for (int round = 0; round < 4; ++round) {
+    const std::string rt = "can" + std::to_string(round);
+    auto x = bf16_round(randoms(("x" + rt).c_str(), H, 50.0f));
+    auto res = bf16_round(randoms(("r" + rt).c_str(), H, 30.0f));
+    auto lg = randoms(("l" + rt).c_str(), E, 100.0f);
+    const int real = round == 3 ? 0 : 1;
+    ops::copy_(xt, from_floats(x, Shape{1, H}, DType::BF16, d));
+    ops::copy_(resid, from_floats(res, Shape{1, H}, DType::BF16, d));
+    ops::copy_(l, from_floats(lg, Shape{1, E}, DType::F32, d));
+    ops::copy_(n, from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d));
+    graph.exec->launch(*s);
+    auto got = to_host_floats(y), got_res = to_host_floats(resid);
+    Tensor re = from_floats(res, Shape{1, H}, DType::BF16, d);
+    auto eager = to_host_floats(block(from_floats(x, Shape{1, H}, DType::BF16, d), from_floats(lg, Shape{1, E}, DType::F32, d),
+                                      from_vector(std::vector<int32_t>{real}, Shape{1}, DType::I32, d), re));
+    EXPECT_EQ(got, eager) << rt;
+    EXPECT_EQ(got_res, to_host_floats(re)) << rt;
+  }
+  std::printf("[ one token, down add + norm ] equals moe_experts_combine + fused_add_rms_norm_ bit for bit in %d runs\n",
+              runs);
 }

@@ -47,6 +47,32 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// The softmax numerators of route_row: v[i] = exp(row[e] - max) for expert e = lane + 32 * i
+// (-1 past `experts`); returns their sum over the warp (every lane gets it). Every caller gets
+// route_row's bits.
+template <typename T, int kPerLane>
+__device__ __forceinline__ float softmax_numerators(const T* row, int experts, float (&v)[kPerLane]) {
+  const int lane = threadIdx.x % 32;
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    v[i] = e < experts ? dense::to_float(row[e]) : -INFINITY;
+    m = fmaxf(m, v[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float sum = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    v[i] = lane + 32 * i < experts ? expf(v[i] - m) : -1.0f;  // -1: no expert / taken
+    sum += v[i] > 0 ? v[i] : 0.0f;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  return sum;
+}
+
 // One warp routes one token: softmax over `experts` logits in float32 (held in registers), the
 // top_k largest (ties: the lower expert index), renormalised when asked. `real` false: the token
 // routes nowhere (ids -1, weights 0). ids / weights point at the token's top_k entries.
@@ -65,23 +91,7 @@ __device__ __forceinline__ int route_row(const T* row, bool real, int32_t* ids, 
     return -1;
   }
   float v[kPerLane];
-  float m = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int e = lane + 32 * i;
-    v[i] = e < experts ? dense::to_float(row[e]) : -INFINITY;
-    m = fmaxf(m, v[i]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  float sum = 0;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    v[i] = lane + 32 * i < experts ? expf(v[i] - m) : -1.0f;  // -1: no expert / taken
-    sum += v[i] > 0 ? v[i] : 0.0f;
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const float sum = softmax_numerators<T, kPerLane>(row, experts, v);
   float picked = 0, my_w = 0;
   int my_id = -1;
   for (int j = 0; j < top_k; ++j) {

@@ -23,6 +23,7 @@
 #include <array>
 #include <atomic>
 
+#include "core/env_switch.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/moe_common.cuh"
 #include "ops/cuda/moe_cuda.h"
@@ -112,6 +113,63 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(ops::MoeRouterAr
 #endif
 }
 
+// The routing and grouping of router1_kernel's token by ranks (RouterTopk::kRank): warps 0..W-1
+// of block 0 (W = ceil(E / 32), the warps that hold the logits) each compute route_row's softmax
+// numerators (the same code: the same bits), lane l of warp w takes expert e = l + 32 w and counts
+// the experts before it in route_row's order (larger numerator, or equal with a lower index): that
+// count is its choice j when below top_k. Two barriers of the W warps instead of route_row's
+// top_k dependent rounds of warp argmax: the chosen lanes then sum the chosen probabilities in
+// choice order (route_row's `picked`, the same additions) and find their group block as the rank
+// of their id among the chosen (the rounds version's r). Equal to route_row bit for bit, except
+// that a NaN numerator ranks after every number (route_row never picks one: it then writes an
+// out-of-range id). Returns this lane's expert when chosen, else -1.
+template <int kPerLane>
+__device__ __forceinline__ int route_group_ranked(const float* slog, const ops::MoeRouterArgs& a, int W) {
+  __shared__ __align__(16) float key[32 * kPerLane];
+  __shared__ float chosen_p[32];
+  __shared__ unsigned chosen_mask[kPerLane];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int E = static_cast<int>(a.route.experts), k = static_cast<int>(a.route.top_k);
+  float v[kPerLane];
+  const float sum = moe::softmax_numerators<float, kPerLane>(slog, E, v);
+  float x = -1.0f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    if (i == warp) x = v[i];
+  const int e = lane + 32 * warp;
+  const float kx = x != x ? -0.5f : x;  // NaN: after every number, before the -1 of no expert
+  key[e] = kx;
+  asm volatile("bar.sync 1, %0;" ::"r"(W * 32) : "memory");
+  int before = 0;
+  for (int i = 0; i < W * 32; i += 4) {
+    const float4 q = *reinterpret_cast<const float4*>(key + i);
+    before += (q.x > kx) | ((q.x == kx) & (i < e));
+    before += (q.y > kx) | ((q.y == kx) & (i + 1 < e));
+    before += (q.z > kx) | ((q.z == kx) & (i + 2 < e));
+    before += (q.w > kx) | ((q.w == kx) & (i + 3 < e));
+  }
+  const bool chosen = e < E && before < k;
+  const float p = x / sum;  // route_row's `best / sum`
+  if (chosen) chosen_p[before] = p;
+  const unsigned mask = __ballot_sync(0xffffffffu, chosen);
+  if (lane == 0) chosen_mask[warp] = mask;
+  asm volatile("bar.sync 1, %0;" ::"r"(W * 32) : "memory");
+  if (!chosen) return -1;
+  float picked = 0;
+  for (int j = 0; j < k; ++j) picked += chosen_p[j];
+  int r = __popc(mask & ((1u << lane) - 1u));  // chosen experts of lower id
+  for (int w = 0; w < warp; ++w) r += __popc(chosen_mask[w]);
+  const ops::MoeGroupArgs& g = a.group;
+  const int j = before, row = r * static_cast<int>(g.block_rows);
+  a.route.topk_ids[j] = e;
+  a.route.topk_weights[j] = a.route.renormalize ? p / picked : p;
+  g.slot_rows[j] = row;
+  g.sorted_slots[row] = j;
+  g.block_expert[r] = e;
+  g.expert_counts[e] = 1;
+  return e;
+}
+
 // One token (moe_one_token_kernels_enabled, top_k <= 32): the same router rows and logits, but
 // each warp stores its logit straight into block 0's shared memory (one cluster barrier instead
 // of two and no gather), block 0 fills the group tables' padding while the logits come, and one
@@ -192,33 +250,42 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
   }
   const ops::MoeGroupArgs& g = a.group;
   bool real = true;
-  if (rank == 0) {  // the tables' padding, before the barrier that orders it before warp 0's rows
+  if (rank == 0) {  // the tables' padding, before the barrier that orders it before the routing's rows
     for (int64_t r = threadIdx.x; r < g.max_rows; r += blockDim.x) g.sorted_slots[r] = -1;
     for (int64_t b = threadIdx.x; b < g.max_rows / g.block_rows; b += blockDim.x) g.block_expert[b] = -1;
     for (int e = threadIdx.x; e < E; e += blockDim.x) g.expert_counts[e] = 0;
-    if (warp == 0 && a.route.num_real) real = *a.route.num_real > 0;
+    if (a.route.num_real) real = *a.route.num_real > 0;
   }
   cluster.sync();
-  if (rank != 0 || warp != 0) return;
-  const int k = static_cast<int>(a.route.top_k);
-  const int id = moe::route_row<float, kPerLane>(slog, real, a.route.topk_ids, a.route.topk_weights, E, k,
-                                                 a.route.renormalize);
-  const bool valid = id >= 0 && id < E;
-  int r = 0;  // rank of this lane's expert among the token's valid choices
-  for (int i = 0; i < k; ++i) {
-    const int o = __shfl_sync(0xffffffffu, id, i);
-    r += o >= 0 && o < E && o < id;
-  }
-  if (lane < k) {
-    const int row = valid ? r * static_cast<int>(g.block_rows) : -1;
-    g.slot_rows[lane] = row;
-    if (valid) {
-      g.sorted_slots[row] = lane;
-      g.block_expert[r] = id;
-      g.expert_counts[id] = 1;
+  if (rank != 0) return;
+  int id = -1;  // this lane's chosen expert, for the prefetch below
+  if (a.rank_topk && real) {
+    const int W = (E + 31) / 32;
+    if (warp >= W) return;
+    id = route_group_ranked<kPerLane>(slog, a, W);
+  } else {
+    if (warp != 0) return;
+    const int k = static_cast<int>(a.route.top_k);
+    id = moe::route_row<float, kPerLane>(slog, real, a.route.topk_ids, a.route.topk_weights, E, k,
+                                         a.route.renormalize);
+    const bool valid = id >= 0 && id < E;
+    int r = 0;  // rank of this lane's expert among the token's valid choices
+    for (int i = 0; i < k; ++i) {
+      const int o = __shfl_sync(0xffffffffu, id, i);
+      r += o >= 0 && o < E && o < id;
+    }
+    if (lane < k) {
+      const int row = valid ? r * static_cast<int>(g.block_rows) : -1;
+      g.slot_rows[lane] = row;
+      if (valid) {
+        g.sorted_slots[row] = lane;
+        g.block_expert[r] = id;
+        g.expert_counts[id] = 1;
+      }
     }
   }
-  if (a.prefetch_mode == 1 && lane < k && valid) {  // fire and forget: nothing waits for these
+  const bool valid = id >= 0 && id < E;
+  if (a.prefetch_mode == 1 && valid) {  // fire and forget: nothing waits for these
     const auto prefetch = [&](const void* base, int64_t bytes) {
       const char* p = static_cast<const char*>(base) + static_cast<int64_t>(id) * bytes;
       for (int64_t o = 0; o < bytes; o += ops::kMoeRouterPrefetchStride)
@@ -227,7 +294,7 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
     };
     prefetch(a.prefetch_gate_up, a.gate_up_expert_bytes);
     prefetch(a.prefetch_down, a.down_expert_bytes);
-  } else if (a.prefetch_mode == 2 && lane < k && valid) {  // bytes: a multiple of 16 (host)
+  } else if (a.prefetch_mode == 2 && valid) {  // bytes: a multiple of 16 (host)
     uint64_t keep;
     asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
     const char* p = static_cast<const char*>(a.prefetch_down) + static_cast<int64_t>(id) * a.down_expert_bytes;
@@ -318,7 +385,21 @@ __global__ void __launch_bounds__(kDcThreads)
   pdl_trigger();
 }
 
+std::atomic<int> g_router_topk_override{static_cast<int>(RouterTopk::kEnv)};
+
+// Whether the one-token router ranks its experts (RouterTopk, moe_one_token.h).
+bool router_topk_rank() {
+  auto t = static_cast<RouterTopk>(g_router_topk_override.load());
+  if (t == RouterTopk::kEnv) {
+    static const int v = env_choice("GRAPHRT_MOE_ROUTER_TOPK", {"rank", "rounds"}, 0);
+    t = v == 0 ? RouterTopk::kRank : RouterTopk::kRounds;
+  }
+  return t == RouterTopk::kRank;
+}
+
 }  // namespace
+
+void set_router_topk_override(RouterTopk t) { g_router_topk_override.store(static_cast<int>(t)); }
 
 bool moe_route_group_supported(Device d) {
   static std::array<std::atomic<int>, 64> known{};  // per device: 0 unknown, 1 yes, 2 no
@@ -354,9 +435,11 @@ void moe_route_group(Device d, const ops::MoeRouterArgs& a) {
   if (a.one_token && T == 1 && a.route.top_k <= 32) {
     const auto kernel = E <= 128 ? (norm ? router1_kernel<4, true> : router1_kernel<4, false>)
                                  : (norm ? router1_kernel<moe::kMaxPerLane, true> : router1_kernel<moe::kMaxPerLane, false>);
-    (void)launch_pdl(d.index, kernel, dim3(kRouterCluster), dim3(kRouterThreads), 0, s, kRouterCluster, a);
-    GRT_CUDA_CHECK_LAUNCH("moe_route_group (one token) experts={} hidden={} top_k={} norm={}", E, a.hidden,
-                          a.route.top_k, norm);
+    ops::MoeRouterArgs b = a;
+    b.rank_topk = router_topk_rank();
+    (void)launch_pdl(d.index, kernel, dim3(kRouterCluster), dim3(kRouterThreads), 0, s, kRouterCluster, b);
+    GRT_CUDA_CHECK_LAUNCH("moe_route_group (one token) experts={} hidden={} top_k={} norm={} rank={}", E, a.hidden,
+                          a.route.top_k, norm, b.rank_topk);
     return;
   }
   const size_t smem = static_cast<size_t>(T * E) * sizeof(float);

@@ -102,9 +102,11 @@ __device__ __forceinline__ uint4 load_weight_row(const uint4* p, uint64_t policy
 template <int kLoad>
 __global__ void __launch_bounds__(kGuThreads, 4)
     gate_up1_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ ids, const bf16* __restrict__ w,
-                    bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_warp) {
+                    bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_warp,
+                    int32_t* __restrict__ done) {
   pdl_wait();     // x and ids come from the kernels before
   pdl_trigger();  // down1's blocks start copying their weights now
+  if (done && blockIdx.x == 0 && threadIdx.x == 0) *done = 0;  // down1's block count (add + norm)
   const int lane = threadIdx.x % 32;
   const int gw = blockIdx.x * kGuWarps + threadIdx.x / 32;
   int id = lane < top_k ? ids[lane] : -1;
@@ -160,12 +162,13 @@ constexpr int kGuMaxDepth = 8;
 __global__ void __launch_bounds__(kGuThreads, 1)
     gate_up1_bulk_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ ids, const bf16* __restrict__ w,
                          bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_block, int tile,
-                         int depth) {
+                         int depth, int32_t* __restrict__ done) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int sid[32];
   __shared__ __align__(8) uint64_t full[kGuMaxDepth];
   pdl_wait();     // x and ids come from the kernels before
   pdl_trigger();  // down1's blocks may be scheduled as these leave their SMs
+  if (done && blockIdx.x == 0 && threadIdx.x == 0) *done = 0;  // down1's block count (add + norm)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int chunks = K / 8, units = top_k * I;
   auto* xs = reinterpret_cast<uint4*>(smem);
@@ -242,16 +245,85 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
 
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
+// The RMSNorm of fused_add_rms_norm_kernel (norm.cu) over the summed residual row `res` (H
+// wide, H / 8 <= kDnNormMaxChunks), computed by this block's kDnThreads threads as that kernel's
+// T = dense::row_threads(H / 8) threads would, bit for bit: virtual thread vt = (warp + kDnWarps
+// * i) * 32 + lane holds chunk vt (T >= H / 8 chunks: at most one chunk each), sums its squares
+// in the same order, and the sums meet by the same xor-tree warp sums into partial[virtual warp]
+// and the same xor tree over the T / 32 partials as dense::block_sum. The residual was written
+// by other blocks: read at L2.
+constexpr int kDnNormMaxChunks = static_cast<int>(ops::kMoeDown1NormMaxChunks);
+constexpr int kDnNormPerThread = kDnNormMaxChunks / kDnThreads;
+__device__ __forceinline__ void down1_norm_row(const bf16* res, const bf16* nw, bf16* out, int H, float eps) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int chunks = H / 8;
+  const int vwarps = min(max((chunks + 31) / 32, 1), 32);  // dense::row_threads(chunks) / 32
+  const auto* r4 = reinterpret_cast<const uint4*>(res);
+  uint4 v[kDnNormPerThread];
+#pragma unroll
+  for (int i = 0; i < kDnNormPerThread; ++i) {
+    const int vt = (warp + kDnWarps * i) * 32 + lane;
+    v[i] = vt < chunks ? __ldcg(r4 + vt) : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int i = 0; i < kDnNormPerThread; ++i) {
+    const int vw = warp + kDnWarps * i;
+    if (vw >= vwarps) continue;  // warp-uniform
+    const bf16* e = reinterpret_cast<const bf16*>(&v[i]);
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float b = __bfloat162float(e[j]);
+      ss += b * b;  // fused_add_rms_norm_kernel's expression (contracted the same way)
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (lane == 0) partial[vw] = ss;
+  }
+  __syncthreads();
+  float t = lane < vwarps ? partial[lane] : 0.0f;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+  const float inv = rsqrtf(t / static_cast<float>(H) + eps);
+  const auto* w4 = reinterpret_cast<const uint4*>(nw);
+  auto* o4 = reinterpret_cast<uint4*>(out);
+#pragma unroll
+  for (int i = 0; i < kDnNormPerThread; ++i) {
+    const int vt = (warp + kDnWarps * i) * 32 + lane;
+    if (vt >= chunks) continue;
+    const uint4 wr = __ldg(w4 + vt);
+    const bf16* we = reinterpret_cast<const bf16*>(&wr);
+    const bf16* e = reinterpret_cast<const bf16*>(&v[i]);
+    uint4 o;
+    bf16* oe = reinterpret_cast<bf16*>(&o);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      oe[j] = __float2bfloat16_rn(__bfloat162float(we[j]) * dense::round_to<bf16>(__bfloat162float(e[j]) * inv));
+    o4[vt] = o;
+  }
+}
+
 // Shared memory (dynamic): the weights [top_k][R][chunks] (uint4), then act as float32 in two
 // halves per chunk, [top_k][2][chunks] (float4): consecutive lanes read consecutive 16 bytes.
 // kBulk: the k runs of weight rows come by TMA bulk copies (one per expert, issued by thread 0,
 // completed on one mbarrier) instead of 16-byte cp.async by every thread: no L1 lines or
 // instructions per 16 bytes, so the SM's whole 192 KB of them can be in flight at once.
+// norm_out set (with residual and done): after adding its rows into the residual, each block
+// counts itself in *done (zeroed by gate_up1 after its wait); the last to arrive normalizes the
+// whole summed row into norm_out (down1_norm_row): fused_add_rms_norm_'s work without its kernel.
+// One block computes the row in a fixed order, so the bits do not depend on which block is last.
+// trigger_late: the PDL trigger after the block's rows instead of right after the wait. Measured
+// with the early trigger (H100, qwen3-30b-a3b bs 1, bench/results/h100_2026-11-24_s11_moe): +0.17
+// ms a step, down1 +5.9 us and qkv +1.3 us a layer, lm_head +56 us: the next GEMV's blocks launched
+// while down1 still streamed its weights and held 128 SMs (the fused add+norm kernel it replaced
+// had kept them back until down1 ended). Late: they launch as the last block starts the norm.
 template <bool kBulk>
 __global__ void __launch_bounds__(kDnThreads, 4)
     down1_kernel(const bf16* __restrict__ act, const int32_t* __restrict__ ids, const float* __restrict__ weights,
                  const bf16* __restrict__ w, bf16* __restrict__ out, bf16* __restrict__ residual, int top_k,
-                 int experts, int N, int K, int R) {
+                 int experts, int N, int K, int R, const bf16* __restrict__ norm_w, bf16* __restrict__ norm_out,
+                 float eps, int32_t* __restrict__ done, bool trigger_late) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int sid[32];
   __shared__ float swt[32];
@@ -270,6 +342,8 @@ __global__ void __launch_bounds__(kDnThreads, 4)
   }
   __syncthreads();
   const auto* w4 = reinterpret_cast<const uint4*>(w);
+  // The norm weight is a weight: its lines into the L2 now, for whichever block comes last.
+  if (norm_out && blockIdx.x == 0 && threadIdx.x * 64 < N) dense::prefetch_l2(norm_w + threadIdx.x * 64);
   if constexpr (kBulk) {
     if (threadIdx.x == 0) {
       uint32_t total = 0;
@@ -292,7 +366,7 @@ __global__ void __launch_bounds__(kDnThreads, 4)
     }
   }
   pdl_wait();  // gate_up's act rows are written
-  pdl_trigger();
+  if (!trigger_late) pdl_trigger();
   const auto* a4 = reinterpret_cast<const uint4*>(act);
   // kDnActLoads loads of act in flight per thread before the first is converted: after the wait
   // this is on the critical path (qwen3-30b-a3b: 768 chunks, 3 a thread, one round trip).
@@ -355,6 +429,16 @@ __global__ void __launch_bounds__(kDnThreads, 4)
       }
     }
   }
+  if (trigger_late) pdl_trigger();  // only the last block's norm remains: the next kernel's blocks get the SMs
+  if (norm_out == nullptr) return;
+  __shared__ int last;
+  __threadfence();  // this block's residual rows are visible device-wide before it is counted
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(done, 1) == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;  // block-uniform
+  __threadfence();
+  down1_norm_row(residual, norm_w, norm_out, N, eps);
 }
 
 struct OneTokenInfo {
@@ -475,6 +559,12 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
       !moe_one_token_shape_supported(d, k, I, H, a.num_experts, a.one_token_shared_carveout))
     return false;
   if (!aligned16(e.x) || !aligned16(e.gate_up) || !aligned16(e.down) || !aligned16(e.act)) return false;
+  const bool norm = a.norm_out != nullptr;
+  GRT_CHECK(!norm || (a.residual && a.norm_weight && a.done_blocks && H / 8 <= kDnNormMaxChunks &&
+                      aligned16(a.residual) && aligned16(a.norm_weight) && aligned16(a.norm_out)),
+            "moe_experts_combine (one token) with the norm: needs the residual, the norm weight and the block "
+            "counter, hidden <= {} and 16-byte aligned rows (hidden {})",
+            8 * kDnNormMaxChunks, H);
   const OneTokenInfo info = one_token_info(d.index, a.one_token_shared_carveout);
   const int64_t act_bytes = k * I * 4, row_bytes = k * I * 2;
   const int64_t budget = info.down_smem - act_bytes;
@@ -496,7 +586,7 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
     (void)launch_pdl(d.index, gate_up1_bulk_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGuThreads), gsmem, s,
                      1, static_cast<const bf16*>(e.x), a.topk_ids, static_cast<const bf16*>(e.gate_up),
                      static_cast<bf16*>(e.act), static_cast<int>(k), static_cast<int>(a.num_experts),
-                     static_cast<int>(I), static_cast<int>(H), static_cast<int>(upb), tile, depth);
+                     static_cast<int>(I), static_cast<int>(H), static_cast<int>(upb), tile, depth, a.done_blocks);
     GRT_CUDA_CHECK_LAUNCH(
         "moe_experts_combine (one token) gate_up (bulk) blocks={} units/block={} tile={} depth={} smem={} hidden={}",
         blocks, upb, tile, depth, gsmem, H);
@@ -504,7 +594,7 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
   (void)launch_pdl(d.index, gate_up1_kernel_from_env(), dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
                    static_cast<const bf16*>(e.x), a.topk_ids, static_cast<const bf16*>(e.gate_up),
                    static_cast<bf16*>(e.act), static_cast<int>(k), static_cast<int>(a.num_experts),
-                   static_cast<int>(I), static_cast<int>(H), static_cast<int>(per_warp));
+                   static_cast<int>(I), static_cast<int>(H), static_cast<int>(per_warp), a.done_blocks);
   GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) gate_up blocks={} hidden={} inter={} top_k={}", gu_blocks, H,
                         I, k);
   }
@@ -513,9 +603,11 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
   (void)launch_pdl(d.index, bulk ? down1_kernel<true> : down1_kernel<false>, dim3(static_cast<unsigned>(down_blocks)), dim3(kDnThreads), smem, s, 1,
                    static_cast<const bf16*>(e.act), a.topk_ids, a.topk_weights, static_cast<const bf16*>(e.down),
                    static_cast<bf16*>(a.out), static_cast<bf16*>(a.residual), static_cast<int>(k),
-                   static_cast<int>(a.num_experts), static_cast<int>(H), static_cast<int>(I), static_cast<int>(R));
-  GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) down blocks={} rows={} smem={} hidden={} inter={} bulk={}",
-                        down_blocks, R, smem, H, I, bulk);
+                   static_cast<int>(a.num_experts), static_cast<int>(H), static_cast<int>(I), static_cast<int>(R),
+                   static_cast<const bf16*>(a.norm_weight), static_cast<bf16*>(a.norm_out), a.norm_eps, a.done_blocks,
+                   a.norm_out != nullptr && a.norm_trigger_late);
+  GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) down blocks={} rows={} smem={} hidden={} inter={} bulk={} norm={}",
+                        down_blocks, R, smem, H, I, bulk, a.norm_out != nullptr);
   return true;
 }
 

@@ -41,4 +41,14 @@ void set_down1_copy_override(Down1Copy c);
 enum class GateUp1Copy { kEnv, kLoads, kBulk };
 void set_gate_up1_copy_override(GateUp1Copy c);
 
+// How the one-token router (moe_fused.cu) picks its token's top_k experts: kRank, every expert's
+// rank counted in parallel by the warps holding the logits (two barriers), or kRounds, top_k
+// dependent rounds of warp argmax by one warp (moe::route_row, before session 11). kEnv:
+// GRAPHRT_MOE_ROUTER_TOPK (read once): unset, "" or "rank": kRank; "rounds": kRounds; anything else
+// is an error. Same bits either way (NaN logits aside: moe_fused.cu). Measured on an H100
+// (qwen3-30b-a3b bs 1, bench/results/h100_2026-11-24_s11_moe): 3.754 against 3.797 ms a step (means
+// of 4 interleaved rounds), router1's advance 6.91 -> 6.08 us a layer in the graph timeline.
+enum class RouterTopk { kEnv, kRank, kRounds };
+void set_router_topk_override(RouterTopk t);
+
 }  // namespace grt::cuda
