@@ -49,11 +49,12 @@ ab() {  # label, preload, max elapsed to start, timeout, args...
   local r=$?
   echo "$label preload $pre rc $r at $(el)s: $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(' '.join(f\"bs{r['bs']} {r['graph_ms']:.4f}\" for r in j['decode']))" $W/ab/${label}_p${pre}.json 2>/dev/null)" >>$W/ab.txt
 }
-for round in 1 2; do
-  if [ $round = 1 ]; then order="0 1"; else order="1 0"; fi
-  for p in $order; do ab qwen_r$round $p 300 30 $QW; done
-  for p in $order; do ab moe_r$round $p 290 45 $MO; done
-  for p in $order; do ab llama_r$round $p 300 30 $LL; done
+for round in 1 2 3; do  # (round 3 only if the build was quick)
+  if [ $round = 2 ]; then order="1 0"; else order="0 1"; fi
+  lim=300; [ $round = 3 ] && lim=235
+  for p in $order; do ab qwen_r$round $p $lim 30 $QW; done
+  for p in $order; do ab moe_r$round $p $lim 45 $MO; done
+  for p in $order; do ab llama_r$round $p $lim 30 $LL; done
 done
 for p in 1 0; do
   if [ "$(el)" -lt 310 ]; then
