@@ -627,7 +627,7 @@ using WarpPipeScope = SwitchScope<&cuda::decode_mma_warp_pipe, &cuda::set_decode
 using EarlyTriggerScope = SwitchScope<&cuda::decode_mma_early_trigger, &cuda::set_decode_mma_early_trigger>;
 // The transposed tile math of the wide geometry: 0 off, 1 on where it applies, 2 auto.
 using SwapScope = SwitchScope<&cuda::decode_mma_swap, &cuda::set_decode_mma_swap>;
-// The small-batch mma kernels' K/V preload before pdl_wait (0 off, 1 on).
+// The small-batch mma kernels' K/V preload before pdl_wait (0 off, 1 on wherever it applies, 2 auto).
 using PreloadScope = SwitchScope<&cuda::decode_mma_preload, &cuda::set_decode_mma_preload>;
 // The legacy path's merge: -1 by batch, 0 the combine kernel, 8 / 16 the cluster merge.
 using LegacyClusterScope = SwitchScope<&cuda::decode_legacy_cluster, &cuda::set_decode_legacy_cluster>;
@@ -1362,6 +1362,7 @@ TEST(OpsAttentionCuda, DecodeMmaPreloadEqualsNoPreloadBitForBit) {
         const std::vector<float> off = run(s, tg, 0);
         for (float x : off) ASSERT_TRUE(std::isfinite(x));
         EXPECT_EQ(run(s, tg, 1), off) << "the preload changed bits";
+        EXPECT_EQ(run(s, tg, 2), off) << "the preload (auto) changed bits";
       }
     }
     PreloadScope preload(1);

@@ -142,8 +142,10 @@ bool decode_mma_early_trigger();  // in force
 
 // Whether the small-batch mma kernels (batch x kv heads below the SM count) copy their first K/V
 // tile before pdl_wait (DecodeMmaParams::preload): -1 the environment's GRAPHRT_DECODE_MMA_PRELOAD
-// (0, 1; default 0), 0 off, 1 on. The same bits either way. For tests and A/B; process-wide.
+// (0, 1, auto; default auto), 0 off, 1 on wherever it applies, 2 auto (where the grid is one wave:
+// the measured rule, attention_decode.cu launch_mma). The same bits either way. For tests and A/B;
+// process-wide.
 void set_decode_mma_preload(int mode);
-bool decode_mma_preload();  // in force
+int decode_mma_preload();  // in force (0, 1, 2 auto)
 
 }  // namespace grt::cuda
