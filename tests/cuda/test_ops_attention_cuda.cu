@@ -27,6 +27,8 @@
 #include "ops/cuda/attention_cuda.h"
 #include "ops/cuda/attention_decode_mma.h"
 #include "ops/cuda/attention_extend_params.h"
+#include "device/cuda/cuda_stream.h"
+#include "ops/cuda/pdl.cuh"
 #include "ops/kv_store.h"
 #include "ops/sampling.h"
 
@@ -625,6 +627,8 @@ using WarpPipeScope = SwitchScope<&cuda::decode_mma_warp_pipe, &cuda::set_decode
 using EarlyTriggerScope = SwitchScope<&cuda::decode_mma_early_trigger, &cuda::set_decode_mma_early_trigger>;
 // The transposed tile math of the wide geometry: 0 off, 1 on where it applies, 2 auto.
 using SwapScope = SwitchScope<&cuda::decode_mma_swap, &cuda::set_decode_mma_swap>;
+// The small-batch mma kernels' K/V preload before pdl_wait (0 off, 1 on wherever it applies, 2 auto).
+using PreloadScope = SwitchScope<&cuda::decode_mma_preload, &cuda::set_decode_mma_preload>;
 // The legacy path's merge: -1 by batch, 0 the combine kernel, 8 / 16 the cluster merge.
 using LegacyClusterScope = SwitchScope<&cuda::decode_legacy_cluster, &cuda::set_decode_legacy_cluster>;
 
@@ -868,6 +872,20 @@ TEST(OpsAttentionCuda, DecodeGraphReplaysWithChangedSeqLensAndTable) {
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 40, {1, 700, 2049}, 27, {16, 8, 128});
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 1, {1030}, 28, {16, 8, 128});
     check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 4, {1, 700, 2049, 4100}, 29, {32, 4, 128});
+  }
+  // The K/V preload before pdl_wait (small batch): clusters of 16 (bs 1, qwen3-0.6b and MoE
+  // shapes), the global merge with and without carry (bs 8 / 16: 64 / 128 pairs), clusters of 8
+  // with carry (2 splits a block).
+  {
+    PreloadScope preload(1);
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 1, {1030}, 36, {16, 8, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 1, {4097}, 37, {32, 4, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 8, {1, 7, 64, 1000, 4097}, 38, {32, 8, 128});
+    check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 16, {1, 700, 2049, 4100}, 39, {16, 8, 128});
+    if (clusters_launch()) {
+      ClusterScope cluster(8);
+      check_decode_graph_replays(cuda::DecodeAttentionPath::mma, 2, {4097, 17}, 40, {32, 4, 128});
+    }
   }
   // The legacy path's merges: the combine kernel and the cluster merge (16 and 8 blocks), at
   // batch 1 and 2 (group 4: two head chunks) and at the qwen3-0.6b shape (group 2).
@@ -1293,6 +1311,213 @@ TEST(OpsAttentionCuda, DecodeMmaWarpPipeEqualsSwapAndCpu) {
   WarpPipeScope pipe(1);
   expect_padding_changes_no_real_row({Shape3{32, 8, 128}, Shape3{16, 8, 128}, Shape3{64, 8, 64}}, 1710);
   expect_repeated_launches_stable(mixed, 1720);
+}
+
+// ---- decode mma: K/V preload before pdl_wait (s11-dattn1) ------------------------------------
+
+// The preload ("Preload" in attention_decode_mma.cu: below SMs pairs the block's first K/V tile is
+// copied before pdl_wait, except the new token's row and rows on slot 0) against the kernel
+// without it: same tiles and arithmetic, so bit for bit the same output, at the qwen3-0.6b /
+// llama-3.1-8b / qwen3-30b-a3b head layouts (groups 2, 4, 8 at head_dim 128; group 2 at 64), batch
+// 1 at lengths 1..4097 and batches 2..16 of mixed lengths with an empty request and a padding row
+// (request -1: the sink slot 0 at every position, length 5), for every small-batch kernel: the
+// global merge with and without carry, clusters by batch (16), clusters of 8 with carry and of 4
+// without. And the CPU op within tolerance with the preload on.
+TEST(OpsAttentionCuda, DecodeMmaPreloadEqualsNoPreloadBitForBit) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  const std::vector<int32_t> single = {1, 2, 17, 63, 64, 65, 1024, 1025, 4097};
+  const std::vector<int32_t> mixed = {1, 2, 7, 63, 64, 65, 129, 700, 1024, 1025, 2049, 4097};
+  struct Mode {
+    int cluster, carry;
+  };
+  std::vector<Mode> modes = {{0, 0}, {0, 1}};
+  if (clusters_launch()) modes.insert(modes.end(), {{-1, 1}, {-1, 0}, {8, 1}, {4, 0}});
+  const auto run = [](const DecodeSetup& s, const testing::PagedTensors& tg, int preload) {
+    PreloadScope p(preload);
+    const PagedCase& c = s.c;
+    return to_host_floats(
+        ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, s.seq_lens, kGpu), c.nq, c.nkv, c.hd, 0.088f));
+  };
+  for (Shape3 sh : {Shape3{16, 8, 128}, Shape3{32, 8, 128}, Shape3{32, 4, 128}, Shape3{16, 8, 64}}) {
+    std::vector<DecodeSetup> setups;
+    for (int32_t len : single)
+      setups.push_back(decode_setup(sh, 1, {len}, 1400 + static_cast<uint32_t>(len + sh.nq + sh.hd)));
+    for (int batch : {2, 5, 8, 16}) {
+      DecodeSetup s = decode_setup(sh, batch, mixed, 1500 + static_cast<uint32_t>(batch + sh.nq + sh.hd));
+      if (batch >= 5) {
+        s.seq_lens[1] = 0;
+        s.c.req_idx[static_cast<size_t>(batch - 1)] = -1;
+        s.seq_lens[static_cast<size_t>(batch - 1)] = 5;
+      }
+      setups.push_back(std::move(s));
+    }
+    for (const DecodeSetup& s : setups) {
+      auto tg = upload(s.c, DType::BF16, kGpu);
+      for (Mode m : modes) {
+        ClusterScope cluster(m.cluster);
+        CarryScope carry(m.carry);
+        SCOPED_TRACE("heads " + std::to_string(sh.nq) + "/" + std::to_string(sh.nkv) + " hd " + std::to_string(sh.hd) +
+                     " batch " + std::to_string(s.seq_lens.size()) + " first len " + std::to_string(s.seq_lens[0]) +
+                     " cluster " + std::to_string(m.cluster) + " carry " + std::to_string(m.carry));
+        const std::vector<float> off = run(s, tg, 0);
+        for (float x : off) ASSERT_TRUE(std::isfinite(x));
+        EXPECT_EQ(run(s, tg, 1), off) << "the preload changed bits";
+        EXPECT_EQ(run(s, tg, 2), off) << "the preload (auto) changed bits";
+      }
+    }
+    PreloadScope preload(1);
+    SCOPED_TRACE("against the CPU op, heads " + std::to_string(sh.nq) + "/" + std::to_string(sh.nkv));
+    expect_decode_matches(setups.back(), DType::BF16, 0.088f);
+    expect_decode_matches(setups[6], DType::F16, 0.088f);  // batch 1, 1024 tokens
+  }
+}
+
+bool pdl_hardware() {
+  int major = 0;
+  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, kGpu.index) == cudaSuccess && major >= 9;
+}
+
+// A predecessor as prepare_qkv is to decode attention, but late: it lets its dependents launch at
+// once (PDL), spins `spin` clock cycles, then stores `rows` K and V rows (row_elems 16-bit
+// elements each) from k_src / v_src at cache slots slots[i].
+__global__ void late_kv_writer(uint16_t* k, uint16_t* v, const uint16_t* k_src, const uint16_t* v_src,
+                               const int32_t* slots, int rows, int64_t row_elems, long long spin) {
+  cuda::pdl_wait();
+  cuda::pdl_trigger();
+  const long long t0 = clock64();
+  while (clock64() - t0 < spin) {
+  }
+  for (int64_t e = threadIdx.x; e < rows * row_elems; e += blockDim.x) {
+    const int64_t i = e / row_elems, j = e % row_elems;
+    k[static_cast<int64_t>(slots[i]) * row_elems + j] = k_src[e];
+    v[static_cast<int64_t>(slots[i]) * row_elems + j] = v_src[e];
+  }
+}
+
+class PdlScope {
+ public:
+  explicit PdlScope(int mode) { cuda::set_pdl_override(mode); }
+  ~PdlScope() { cuda::set_pdl_override(-1); }
+  PdlScope(const PdlScope&) = delete;
+  PdlScope& operator=(const PdlScope&) = delete;
+};
+
+// What the preload must never read early: the new token's K/V row (position len - 1), written by
+// the kernel launched just before the attention (PDL), here late_kv_writer: it triggers at once
+// and writes after ~100 us of spinning, while the attention's blocks are resident and preloading.
+// The rows hold NaN until then. The attention must equal the CPU op and the kernel without
+// preload bit for bit, eagerly and as a replayed graph (programmatic edge writer -> attention),
+// at batch 1 (clusters of 16) and 4 / 16 (global merge; 16 x 8 pairs: carry), groups 2, 4, 8. A
+// control writes position len - 2 late instead (which the contract lets the preload read early):
+// it prints how often the preload then saw the NaN, i.e. whether the overlap this test relies on
+// happened (informational: scheduling decides it).
+TEST(OpsAttentionCuda, DecodeMmaPreloadReadsTheNewRowOnlyAfterItsWriter) {
+  if (!pdl_hardware()) GTEST_SKIP() << "no PDL before sm_90: nothing runs early";
+  PdlScope pdl(1);
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  struct Case {
+    Shape3 sh;
+    int batch;
+    std::vector<int32_t> lens;
+  };
+  const std::vector<Case> cases = {{{16, 8, 128}, 1, {1025}},
+                                   {{32, 4, 128}, 1, {1024}},
+                                   {{32, 8, 128}, 4, {1025, 64, 2, 700}},
+                                   {{16, 8, 128}, 16, {1, 65, 1024, 4097}}};
+  int control_runs = 0, control_early = 0;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& k = cases[ci];
+    SCOPED_TRACE("late writer case " + std::to_string(ci));
+    const DecodeSetup s = decode_setup(k.sh, k.batch, k.lens, 1800 + static_cast<uint32_t>(ci));
+    const PagedCase& c = s.c;
+    auto tc = upload(c, DType::F32, kCpu);
+    const std::vector<float> want = to_host_floats(
+        ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(c, s.seq_lens, kCpu), c.nq, c.nkv, c.hd, 0.088f));
+    auto tg = upload(c, DType::BF16, kGpu);
+    const ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);  // uploaded before any writer
+    const int64_t row_elems = c.kv_width(), row_bytes = row_elems * 2;
+    // back: 0 the new token's row (position len - 1), 1 the one before it (control).
+    const auto rows_at = [&](int back) {
+      std::vector<int32_t> slots;
+      for (int b = 0; b < k.batch; ++b) {
+        const int32_t len = s.seq_lens[static_cast<size_t>(b)];
+        if (len - 1 - back < 0) continue;
+        slots.push_back(c.table[static_cast<size_t>(c.req_idx[static_cast<size_t>(b)]) * c.max_context +
+                                static_cast<size_t>(len - 1 - back)]);
+      }
+      return slots;
+    };
+    for (int back : {0, 1}) {
+      if (back == 1 && ci != 0) continue;  // the control once
+      const std::vector<int32_t> slots = rows_at(back);
+      const int rows = static_cast<int>(slots.size());
+      Tensor dslots = from_vector(slots, Shape{rows}, DType::I32, kGpu);
+      Tensor k_src = empty(Shape{rows, row_elems}, DType::BF16, kGpu), v_src = empty(Shape{rows, row_elems}, DType::BF16, kGpu);
+      auto* kc = static_cast<char*>(tg.k_cache.data());
+      auto* vc = static_cast<char*>(tg.v_cache.data());
+      for (int i = 0; i < rows; ++i) {
+        const int64_t off = static_cast<int64_t>(slots[static_cast<size_t>(i)]) * row_bytes;
+        ASSERT_EQ(cudaMemcpy(static_cast<char*>(k_src.data()) + i * row_bytes, kc + off, row_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(static_cast<char*>(v_src.data()) + i * row_bytes, vc + off, row_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+      }
+      const auto poison = [&] {
+        for (int i = 0; i < rows; ++i) {
+          const int64_t off = static_cast<int64_t>(slots[static_cast<size_t>(i)]) * row_bytes;
+          ASSERT_EQ(cudaMemset(kc + off, 0xff, row_bytes), cudaSuccess);  // NaN in every element
+          ASSERT_EQ(cudaMemset(vc + off, 0xff, row_bytes), cudaSuccess);
+        }
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      };
+      const auto writer = [&](Stream& st) {
+        ASSERT_EQ(cuda::launch_pdl(kGpu.index, late_kv_writer, dim3(1), dim3(256), 0, cuda::native_stream(st), 1u,
+                                   static_cast<uint16_t*>(tg.k_cache.data()), static_cast<uint16_t*>(tg.v_cache.data()),
+                                   static_cast<const uint16_t*>(k_src.data()), static_cast<const uint16_t*>(v_src.data()),
+                                   static_cast<const int32_t*>(dslots.data()), rows, row_elems, 200'000LL),
+                  cudaSuccess);
+      };
+      const auto eager = [&](int preload) {
+        poison();
+        writer(current_stream(kGpu));
+        PreloadScope p(preload);
+        return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, c.nq, c.nkv, c.hd, 0.088f));
+      };
+      const std::vector<float> plain = eager(0);
+      for (float x : plain) ASSERT_TRUE(std::isfinite(x)) << "the kernel without preload read a row before its writer";
+      ASSERT_LT(max_abs_diff(plain, want), tolerance(DType::BF16));
+      for (int round = 0; round < 3; ++round) {
+        const std::vector<float> pre = eager(1);
+        if (back == 1) {
+          ++control_runs;
+          if (pre != plain) ++control_early;
+          continue;
+        }
+        EXPECT_EQ(pre, plain) << "the preload read the new token's row before its writer finished (round " << round << ")";
+      }
+      if (back == 1) continue;
+      // The same pair captured (a programmatic edge between them) and replayed.
+      PreloadScope p(1);
+      auto stream = new_stream(kGpu);
+      StreamGuard guard(*stream);
+      auto pool = GraphPool::create(kGpu);
+      std::unique_ptr<Graph> graph;
+      Tensor out;
+      stream->begin_capture();
+      {
+        PoolCaptureScope cap(pool, *stream);
+        writer(*stream);
+        out = ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, c.nq, c.nkv, c.hd, 0.088f);
+        graph = stream->end_capture();
+      }
+      auto exec = graph->instantiate();
+      for (int replay = 0; replay < 3; ++replay) {
+        poison();
+        exec->launch(*stream);
+        EXPECT_EQ(to_host_floats(out), plain) << "replay " << replay;
+      }
+    }
+  }
+  std::printf("[   INFO   ] control (position len - 2 written late): the preload read it early in %d of %d runs\n",
+              control_early, control_runs);
 }
 
 // ---- argmax and sampling ----------------------------------------------------------------------

@@ -429,7 +429,8 @@ int sm_count(Device device) {
 // 512; for A/B) and GRAPHRT_DECODE_MMA_SWAP (0, 1, auto: the transposed tile math in the wide
 // geometry; see mma_swap) and GRAPHRT_DECODE_MMA_WARP_PIPE (0, 1: the swapped kernel's per-warp copy
 // pipeline; same bits) and GRAPHRT_DECODE_MMA_EARLY_TRIGGER (0, 1: the mma kernel triggers its
-// dependents right after pdl_wait; same bits).
+// dependents right after pdl_wait; same bits) and GRAPHRT_DECODE_MMA_PRELOAD (0, 1, auto: below
+// SMs pairs the mma kernel copies its first K/V tile before pdl_wait; same bits; see launch_mma).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -453,6 +454,7 @@ struct DecodeKnobs {
   // s8-dattn2 run 1: slower wherever the next kernel is a PDL GEMV (qwen bs 1 / 8 +0.01..+0.07 ms,
   // llama bs 1 +0.04..+0.06, qwen3-30b-a3b bs 1 +0.06): off.
   int mma_early_trigger = 0;
+  int mma_preload = 2;  // 0 off, 1 below SMs pairs, 2 auto (default): where the grid is one wave; see launch_mma
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -481,6 +483,7 @@ DecodeKnobs read_knobs() {
   k.mma_swap = env_choice("GRAPHRT_DECODE_MMA_SWAP", {"0", "1", "auto"}, k.mma_swap);  // (index = mode)
   k.mma_warp_pipe = env_int("GRAPHRT_DECODE_MMA_WARP_PIPE", k.mma_warp_pipe, 0, 1);
   k.mma_early_trigger = env_int("GRAPHRT_DECODE_MMA_EARLY_TRIGGER", k.mma_early_trigger, 0, 1);
+  k.mma_preload = env_choice("GRAPHRT_DECODE_MMA_PRELOAD", {"0", "1", "auto"}, k.mma_preload);  // (index = mode)
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -501,6 +504,7 @@ std::atomic<int> g_kv_group_override{-1};  // -1: the environment's GRAPHRT_DECO
 std::atomic<int> g_swap_override{-1};      // -1: the environment's GRAPHRT_DECODE_MMA_SWAP
 std::atomic<int> g_warp_pipe_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_WARP_PIPE
 std::atomic<int> g_early_trigger_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_EARLY_TRIGGER
+std::atomic<int> g_preload_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_PRELOAD
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -699,15 +703,31 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.swap = plain_wide && p.kv_per_block == 1 && mma_swap(decode_mma_swap(), p.group);
   p.warp_pipe = p.swap && decode_mma_warp_pipe();
   p.early_trigger = decode_mma_early_trigger();
+  // Preload (GRAPHRT_DECODE_MMA_PRELOAD; "Preload" in attention_decode_mma.cu): below SMs pairs,
+  // where the kernel is a short chain of dependent memory trips (qwen3-0.6b bs 1 ctx 1024: 16 x 8
+  // blocks of one 64-token tile each), the first tile's K/V copies overlap the predecessor
+  // (prepare_qkv) instead of following its completion. Not in the wide geometry (bandwidth
+  // bound; its own kernels). Same bits either way. Mode 1: wherever it applies; auto (default):
+  // where the whole grid is resident at once (kOcc blocks an SM), so every block can preload while
+  // prepare_qkv runs. Measured (H100, bench/results/h100_2026-11-24_s11_dattn1, ctx 1024, graph
+  // ms, three interleaved rounds, mode 1 vs 0): qwen3-0.6b bs 1 -0.019 / -0.021 / -0.030, llama-3.1-8b
+  // bs 1 -0.003 / -0.025 / -0.042, qwen3-30b-a3b bs 1 -0.021 / -0.015 / +0.002 (grids of 128, 128,
+  // 64 blocks); qwen3-0.6b bs 8 (1024 blocks, 2.6 waves: only the first preloads) +0.023 / +0.014 /
+  // -0.005: auto leaves it out.
+  const int preload = decode_mma_preload();
+  const int64_t blocks = grid_x * (p.nkv / p.kv_per_block) * d.batch;
+  const bool one_wave = blocks <= static_cast<int64_t>(decode_mma_blocks_per_sm(p.hd)) * sms;
+  p.preload = preload != 0 && pairs < sms && p.kv_per_block == 1 && !p.swap && (preload == 1 || one_wave);
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv / p.kv_per_block),
                          static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
       "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
-      "early {}, head cluster {}, kv heads a block {}, swap {}, warp pipe {}, early trigger {})",
+      "early {}, head cluster {}, kv heads a block {}, swap {}, warp pipe {}, early trigger {}, preload {})",
       d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
-      p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.swap ? 1 : 0, p.warp_pipe ? 1 : 0, p.early_trigger ? 1 : 0);
+      p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.swap ? 1 : 0, p.warp_pipe ? 1 : 0, p.early_trigger ? 1 : 0,
+      p.preload ? 1 : 0);
 }
 
 template <typename T, bool kFused>
@@ -977,6 +997,17 @@ void set_decode_mma_early_trigger(int mode) {
 bool decode_mma_early_trigger() {
   const int o = g_early_trigger_override.load(std::memory_order_relaxed);
   return (o < 0 ? knobs().mma_early_trigger : o) != 0;
+}
+
+void set_decode_mma_preload(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 2, "set_decode_mma_preload({}): -1 (environment), 0 (off), 1 (on) or 2 (auto)",
+            mode);
+  g_preload_override.store(mode, std::memory_order_relaxed);
+}
+
+int decode_mma_preload() {
+  const int o = g_preload_override.load(std::memory_order_relaxed);
+  return o < 0 ? knobs().mma_preload : o;
 }
 
 }  // namespace grt::cuda

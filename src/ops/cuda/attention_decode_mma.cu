@@ -84,6 +84,40 @@
 //    same arithmetic: the same bits as the swapped kernel without it. On by default: measured a
 //    small gain (bench/results/h100_2026-11-24_s8_dattn2: llama bs 64 107.0 -> 105.9 us isolated,
 //    graph -0.02 ms on average at llama and qwen bs 64); the block start and merge are untouched.
+//  - Preload (p.preload / kPreload; GRAPHRT_DECODE_MMA_PRELOAD, s11-dattn1; the small-batch
+//    kernels only: one kv head a block, no swap, batch x kv heads below the SM count): before
+//    pdl_wait a block reads the metadata (as "Early") and issues the K/V copies of its first tile
+//    (the carry kernel: of its tile stream), except two kinds of rows, copied after the wait into
+//    the same shared rows with Q: the request's last position len - 1 and any row on slot 0. At bs 1
+//    (ctx 1024: 16 splits of one 64-token tile) that is every K/V byte of the block, so the KV
+//    trip overlaps prepare_qkv instead of following it. A second exception to point 1 of pdl.cuh's
+//    contract, which holds because nothing that may still run writes those rows:
+//    (a) who may run: only the kernel launched just before this one (pdl.cuh point 2: every kernel
+//        waits before it triggers, so all earlier kernels have completed). In the decode forward
+//        (model/decoder_model.cpp) that is prepare_qkv; in a MIXED step's decode tail
+//        (ops/attention.cpp) the extend attention or its output memset, which write only `out`,
+//        with prepare_qkv before them (complete). Eager and graph runs launch the same sequence;
+//        the host's metadata and table uploads are copies before the forward's kernels (no kernel
+//        writes seq_lens, req_pool_indices or req_to_token: see "Early").
+//    (b) what it writes: prepare_qkv stores one K/V row per token row at out_cache_loc. Decode
+//        attention takes one query row per request (the op's shape: q is [batch, heads x hd]),
+//        whose new token is position len - 1 (len = the length after this step, as seq_lens
+//        holds): every position < len - 1 was stored by an earlier step's kernel (a prefill, or
+//        an earlier decode), whose slot the allocator handed out then and does not hand out again
+//        while the request lives (shared prefixes are read-only). A row that extends by more than
+//        one token is not a decode row: it goes through extend attention, never here.
+//    (c) padded rows (decode graphs: request slot = the padding request, seq_len 1, out_cache_loc
+//        0) write the sink slot 0 every step; tables of invalid or padding requests, and invalid
+//        entries (kv_slot), point at it. So rows on slot 0 are never preloaded, whatever their
+//        position: real requests never hold slot 0 (runtime/batch_ranges.h), so this costs them
+//        nothing, and a padded row's bits stay those of the kernel without preload.
+//    q (prepared in place by prepare_qkv) is read after the wait. Same tiles, same arithmetic in
+//    the same order: the same bits as without it (two cp.async groups instead of one for the first
+//    tile; the loop's wait_group covers both). Measured (bench/results/h100_2026-11-24_s11_dattn1):
+//    qwen3-0.6b / llama-3.1-8b / qwen3-30b-a3b bs 1 -0.02 / -0.02 / -0.01 ms a step; the window is
+//    small because the blocks land only when prepare_qkv triggers (after its own wait: ~1.3 us
+//    before it ends), and the metadata and table trips come first. On by default where the grid
+//    is one wave (launch_mma).
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
 //    loop, or right after pdl_wait with p.early_trigger ("Early trigger": GRAPHRT_DECODE_MMA_
 //    EARLY_TRIGGER=1, s8-dattn2): the next kernel (the o_proj GEMV at small batch) is scheduled
@@ -254,12 +288,17 @@ __device__ __forceinline__ void swap_tile(const T* k, const T* v, const uint32_t
 // kernel only (one kv head a block, global merge, no carry), groups of at most 8.
 // kWarpPipe (with kSwap only): each warp copies, waits for and frees its own 16-token slice of
 // every tile ("Warp pipe" in the header comment): no block barrier in the tile loop.
-template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, bool kSwap = false, bool kWarpPipe = false>
+// kPreload (KH = 1, no swap: the small-batch kernels): the block's first tile is copied before
+// pdl_wait, except the rows this step may write ("Preload" in the header comment).
+template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, bool kSwap = false, bool kWarpPipe = false,
+          bool kPreload = false>
 __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
   using C = MmaCfg<HD, KH>;
   static_assert(KH == 1 || (!kCluster && !kCarry));
   static_assert(!kSwap || (KH == 1 && !kCluster && !kCarry));
   static_assert(!kWarpPipe || kSwap);
+  static_assert(!kPreload || (KH == 1 && !kSwap));
+  static_assert(!kPreload || C::kKvRows <= 32);  // the deferred-row mask
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ float sh_m[C::kWarps][16], sh_l[C::kWarps][16];
   __shared__ float sh_wsum[16];
@@ -273,9 +312,10 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   float* keep = reinterpret_cast<float*>(smem_raw + C::kSmem);
   float* keep_lse = keep + static_cast<size_t>(p.cluster_slots) * 16 * HD;
 
-  // kCarry with p.early: the decode metadata (lengths, request slots, table) is read before
-  // pdl_wait (see "Early" in the header comment); everything else after it.
-  if constexpr (!kCarry) {
+  // kCarry with p.early, or kPreload: the decode metadata (lengths, request slots, table) is read
+  // before pdl_wait (see "Early" in the header comment); kPreload also the first tile's K/V rows
+  // that no kernel of this step writes ("Preload"); everything else after it.
+  if constexpr (!kCarry && !kPreload) {
     pdl_wait();
     if (p.early_trigger) pdl_trigger();  // ("Early trigger" in the header comment)
   }
@@ -288,7 +328,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   // Uniform over the block, and over a cluster (one request and kv head) when splits == 1.
   // Cluster blocks past the splits of a longer request stay for the cluster barriers below.
   const bool idle = static_cast<int>(blockIdx.x) >= splits;
-  if constexpr (!kCarry) {
+  if constexpr (!kCarry && !kPreload) {
     if (idle && (!kCluster || splits == 1)) return;
     if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
   }
@@ -328,7 +368,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
       cp_async16(smem_addr(qs + r * C::kQPitch + qchunk * 8), ok ? q + static_cast<int64_t>(r) * HD : q, ok);
     }
   };
-  if constexpr (!kCarry)
+  if constexpr (!kCarry && !kPreload)
     if (!idle) load_q();
 
   // Fragment ownership (mma layouts): this lane holds rows g and g + 8 (query heads), score
@@ -389,8 +429,82 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
       if (ns < splits && split_tokens(ns) == 0) ns = splits;  // trailing empty splits: no tiles
     }
   };
+  // kPreload: issue the tile (split s, tile t; slots loaded) into `stage` before pdl_wait, except
+  // its rows that this step's kernels may write: the request's last position len - 1 (the new
+  // token, written by prepare_qkv) and the padding sink slot 0 (written by padded rows, and where
+  // invalid table entries point): those are marked in `late` and issued by issue_late after the
+  // wait, into the same shared rows. Rows past the split are zero-filled as issue_tile does.
+  [[maybe_unused]] uint32_t late = 0;  // bit i: this thread's row crow + i * kRowStep of the preloaded tile
+  const auto issue_tile_pre = [&](int stage, int s, int t) {
+    T* ks = kvs + (2 * stage) * C::kTileElems;
+    T* vs = ks + C::kTileElems;
+    const int64_t pos0 = static_cast<int64_t>(s) * per_split + static_cast<int64_t>(t) * C::kBK;  // row 0's position
+#pragma unroll
+    for (int i = 0; i < C::kKvRows; ++i) {
+      const int r = crow + i * kRowStep;
+      const bool ok = slots[i] >= 0;
+      if (ok && (slots[i] == 0 || pos0 + r == len - 1)) {
+        late |= 1u << i;
+        continue;
+      }
+      const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
+      cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
+      cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, ok);
+    }
+  };
+  const auto issue_late = [&](int stage) {  // after pdl_wait; slots still those of the preloaded tile
+    T* ks = kvs + (2 * stage) * C::kTileElems;
+    T* vs = ks + C::kTileElems;
+#pragma unroll
+    for (int i = 0; i < C::kKvRows; ++i) {
+      if (((late >> i) & 1u) == 0) continue;
+      const int r = crow + i * kRowStep;
+      const int64_t off = static_cast<int64_t>(slots[i]) * width;
+      cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, true);
+      cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, true);
+    }
+  };
+  [[maybe_unused]] bool preloaded = false;  // !kCarry && kPreload: the block's first split has its preamble done
+  if constexpr (!kCarry && kPreload) {
+    // Two cp.async groups where the kernel without preload has one (Q and tile 0): the tile's
+    // preloaded rows, then Q and the deferred rows; tile 0's wait_group<1> in the loop (after
+    // tile 1's group) waits for both. Same shared-memory contents, same arithmetic: same bits.
+    const int s0 = static_cast<int>(blockIdx.x);
+    const int n0 = idle ? 0 : split_tokens(s0);
+    if (n0 > 0) {
+      load_slots_of(s0, 0);
+      issue_tile_pre(0, s0, 0);
+    }
+    cp_async_commit();
+    pdl_wait();
+    if (p.early_trigger) pdl_trigger();
+    if (idle && (!kCluster || splits == 1)) return;
+    if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
+    if (!idle) load_q();
+    issue_late(0);
+    cp_async_commit();
+    if (n0 > C::kBK) load_slots_of(s0, 1);
+    preloaded = true;
+  }
   int ct = 0;  // kCarry: tiles of the stream computed so far
-  if constexpr (kCarry) {
+  if constexpr (kCarry && kPreload) {
+    // As above, for the block's tile stream: its first tile before the wait (two groups).
+    if (ns < splits && split_tokens(ns) == 0) ns = splits;
+    if (ns < splits) {
+      load_slots_of(ns, nt);
+      issue_tile_pre(0, ns, nt);
+    }
+    cp_async_commit();
+    pdl_wait();
+    if (p.early_trigger) pdl_trigger();
+    if (idle && (!kCluster || splits == 1)) return;
+    if (idle && !p.early_trigger) pdl_trigger();
+    if (!idle) load_q();
+    issue_late(0);
+    if (ns < splits) next_tile();
+    cp_async_commit();
+    if (ns < splits) load_slots_of(ns, nt);
+  } else if constexpr (kCarry) {
     if (ns < splits && split_tokens(ns) == 0) ns = splits;
     if (p.early && ns < splits) load_slots_of(ns, nt);  // the first tile's table entries, before the wait
     pdl_wait();
@@ -421,12 +535,15 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     for (int j = 0; j < kOT; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
     if constexpr (!kCarry) {
-      if (num_tiles > 0) {
-        load_slots_of(split, 0);
-        issue_tile(0);
+      if (!preloaded) {
+        if (num_tiles > 0) {
+          load_slots_of(split, 0);
+          issue_tile(0);
+        }
+        cp_async_commit();  // (Q and) tile 0
+        if (num_tiles > 1) load_slots_of(split, 1);
       }
-      cp_async_commit();  // (Q and) tile 0
-      if (num_tiles > 1) load_slots_of(split, 1);
+      preloaded = false;
     }
 
     for (int t = 0; t < num_tiles; ++t) {
@@ -728,7 +845,12 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
   auto kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true> : decode_mma_kernel<T, HD, true, false>)
                         : (p.carry ? decode_mma_kernel<T, HD, false, true> : decode_mma_kernel<T, HD, false, false>);
   size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
-  if (p.swap) {  // global merge, no carry, one kv head a block (checked in launch_decode_mma)
+  if (p.preload) {  // one kv head a block, no swap (checked in launch_decode_mma)
+    kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true>
+                                : decode_mma_kernel<T, HD, true, false, 1, false, false, true>)
+                     : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true>
+                                : decode_mma_kernel<T, HD, false, false, 1, false, false, true>);
+  } else if (p.swap) {  // global merge, no carry, one kv head a block (checked in launch_decode_mma)
     kernel = p.warp_pipe ? decode_mma_kernel<T, HD, false, false, 1, true, true>
                          : decode_mma_kernel<T, HD, false, false, 1, true>;
   } else if (p.kv_per_block == 2) {  // kv groups: global merge, no carry (checked in launch_decode_mma)
@@ -862,6 +984,10 @@ void launch_decode_mma(int dev, cudaStream_t stream, const DecodeMmaParams& p, D
             "attention_decode mma: the transposed (swap) kernel takes groups of at most 8 query heads (here {}), one "
             "kv head a block (here {}), the global merge and no carry or early read (cluster {}, carry {}, early {})",
             p.group, kvpb, p.cluster, p.carry ? 1 : 0, p.early ? 1 : 0);
+  GRT_CHECK(!p.preload || (kvpb == 1 && !p.swap),
+            "attention_decode mma: the K/V preload runs only with one kv head a block (here {}) and the untransposed "
+            "tile math (swap {})",
+            kvpb, p.swap ? 1 : 0);
   GRT_CHECK(!p.warp_pipe || p.swap, "attention_decode mma: the per-warp copy pipeline (warp_pipe) runs only with the "
             "transposed (swap) kernel");
   GRT_CHECK(carveout >= -2 && carveout <= 100,

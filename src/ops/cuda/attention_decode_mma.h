@@ -66,6 +66,11 @@ struct DecodeMmaParams {
   // attention_decode_mma.cu), so the next kernel's blocks land and read weights during this one.
   // The same bits either way.
   bool early_trigger;
+  // One kv head a block, no swap (the small-batch kernels: cluster merge, carry, global merge):
+  // the block's first tile of K/V rows is copied before pdl_wait, except the request's last
+  // position (the new token) and rows on the padding sink slot 0, copied after it ("Preload" in
+  // attention_decode_mma.cu; decode rows only: one new token a request). The same bits either way.
+  bool preload;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -134,5 +139,13 @@ bool decode_mma_warp_pipe();  // in force
 // off, 1 on. The same bits either way. For tests and A/B; process-wide.
 void set_decode_mma_early_trigger(int mode);
 bool decode_mma_early_trigger();  // in force
+
+// Whether the small-batch mma kernels (batch x kv heads below the SM count) copy their first K/V
+// tile before pdl_wait (DecodeMmaParams::preload): -1 the environment's GRAPHRT_DECODE_MMA_PRELOAD
+// (0, 1, auto; default auto), 0 off, 1 on wherever it applies, 2 auto (where the grid is one wave:
+// the measured rule, attention_decode.cu launch_mma). The same bits either way. For tests and A/B;
+// process-wide.
+void set_decode_mma_preload(int mode);
+int decode_mma_preload();  // in force (0, 1, 2 auto)
 
 }  // namespace grt::cuda
