@@ -189,6 +189,11 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
   __shared__ float slog[32 * kPerLane];  // block 0's: every logit (as the bf16 Linear rounds it)
   __shared__ uint4 xs[kNorm ? ops::kMoeRouterNormMaxChunks : 1];  // kNorm: the normalized row
   cg::cluster_group cluster = cg::this_cluster();
+  // The logits below are stored into block 0's shared memory, which is only allowed once every
+  // block of the cluster has started (CUDA's rule for distributed shared memory; racecheck: "a
+  // block that might not have entered yet"): arrive now, wait just before the first such store,
+  // so the barrier's latency hides under the weight loads and the dot products.
+  cluster.barrier_arrive();
   const int rank = static_cast<int>(cluster.block_rank());
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int gw = rank * kRouterWarps + warp;
@@ -231,6 +236,7 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
   }
   float* slog0 = cluster.map_shared_rank(slog, 0);
   auto* logits = static_cast<bf16*>(const_cast<void*>(a.route.logits));  // the output here
+  bool entered = false;  // whether this thread has waited for the cluster's blocks (above)
   for (int e = gw; e < E; e += kRouterRowWarps) {  // router_kernel's sums for token 0, bit for bit
     if (e != gw) load_router_row(w, e, E, chunks, lane, pre);
     const uint4* we = reinterpret_cast<const uint4*>(w) + static_cast<int64_t>(e) * chunks;
@@ -242,12 +248,17 @@ __global__ void __launch_bounds__(kRouterThreads) router1_kernel(ops::MoeRouterA
     }
     for (int c = lane + 32 * kRouterPre; c < chunks; c += 32) acc = dot8(__ldg(we + c), x4[c], acc);
     acc = warp_sum(acc);
+    if (!entered) {  // warp-uniform: every lane of the warp runs the same rows
+      cluster.barrier_wait();
+      entered = true;
+    }
     if (lane == 0) {
       const float v = dense::round_to<bf16>(acc);
       slog0[e] = v;
       logits[e] = __float2bfloat16_rn(v);
     }
   }
+  if (!entered) cluster.barrier_wait();  // warps with no router row still complete the barrier's phase
   const ops::MoeGroupArgs& g = a.group;
   bool real = true;
   if (rank == 0) {  // the tables' padding, before the barrier that orders it before the routing's rows
