@@ -38,41 +38,12 @@ bool available() { return cuda::gate_up_swiglu_decode_device_ok(); }
 
 using swiglu_test::bf16_values;
 using swiglu_test::reference_row;
+using swiglu_test::worst_error;
 
-// The worst |got - ref| / (|ref| + mean |ref|); NaN (an unwritten output) counts as infinite.
-double worst_error(const float* got, const float* ref, size_t n) {
-  double mean = 0, worst = 0;
-  for (size_t i = 0; i < n; ++i) mean += std::fabs(ref[i]);
-  mean = n == 0 ? 0 : mean / static_cast<double>(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (std::isnan(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(double(got[i]) - ref[i]) / (std::fabs(ref[i]) + mean + 1e-30));
-  }
-  return worst;
-}
-
-// x [64, k] and w [2 * inter, k] of one shape, made once (llama's w is 235 MB).
-struct Operands {
-  int64_t inter, k;
-  std::vector<float> xv, wv;
-  Tensor x, w;
-};
-const Operands& operands(int64_t inter, int64_t k) {
-  static std::vector<std::unique_ptr<Operands>> made;
-  for (const auto& o : made)
-    if (o->inter == inter && o->k == k) return *o;
-  auto o = std::make_unique<Operands>();
-  o->inter = inter;
-  o->k = k;
-  // Scales keep the sums O(1..10): silu's curved part and its tails are both exercised.
-  o->xv = bf16_values(static_cast<size_t>(64 * k), 7, -1.0f, 1.0f);
-  const float ws = 3.0f / std::sqrt(static_cast<float>(k));
-  o->wv = bf16_values(static_cast<size_t>(2 * inter * k), 8, -ws, ws);
-  o->x = from_floats(o->xv, Shape{64, k}, DType::BF16, kGpu);
-  o->w = from_floats(o->wv, Shape{2 * inter, k}, DType::BF16, kGpu);
-  made.push_back(std::move(o));
-  return *made.back();
-}
+// x [64, k] and w [2 * inter, k] of one shape, made once. Scales keep the sums O(1..10): silu's
+// curved part and its tails are both exercised.
+using Operands = swiglu_test::GemmOperands;
+const Operands& operands(int64_t inter, int64_t k) { return swiglu_test::gemm_operands(2 * inter, k, 3.0f, kGpu); }
 
 // Every decode kernel the tests cover.
 constexpr DecodeSwiglu kKernels[] = {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128, DecodeSwiglu::kTma};

@@ -35,20 +35,9 @@ const Device kGpu = Device::cuda(0);
 using ops::SkinnyPlan;
 using swiglu_test::bf16_values;
 using swiglu_test::round_bf16;
+using swiglu_test::worst_error;
 
 bool available() { return cuda::skinny_gemm_device_ok(); }
-
-// The worst |got - ref| / (|ref| + mean |ref|); NaN (an unwritten output) counts as infinite.
-double worst_error(const float* got, const float* ref, size_t n) {
-  double mean = 0, worst = 0;
-  for (size_t i = 0; i < n; ++i) mean += std::fabs(ref[i]);
-  mean = n == 0 ? 0 : mean / static_cast<double>(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(double(got[i]) - ref[i]) / (std::fabs(ref[i]) + mean + 1e-30));
-  }
-  return worst;
-}
 
 // Output row r of x [rows, k] · w [n, k]ᵀ: double sums rounded to bf16.
 std::vector<float> reference_row(const std::vector<float>& x, const std::vector<float>& w, int64_t r, int64_t n,
@@ -64,27 +53,9 @@ std::vector<float> reference_row(const std::vector<float>& x, const std::vector<
   return out;
 }
 
-// x [64, k] and w [n, k] of one shape, made once (llama's down weights are 117 MB).
-struct Operands {
-  int64_t n, k;
-  std::vector<float> xv, wv;
-  Tensor x, w;
-};
-const Operands& operands(int64_t n, int64_t k) {
-  static std::vector<std::unique_ptr<Operands>> made;
-  for (const auto& o : made)
-    if (o->n == n && o->k == k) return *o;
-  auto o = std::make_unique<Operands>();
-  o->n = n;
-  o->k = k;
-  o->xv = bf16_values(static_cast<size_t>(64 * k), 7, -1.0f, 1.0f);
-  const float ws = 2.0f / std::sqrt(static_cast<float>(k));  // sums O(1)
-  o->wv = bf16_values(static_cast<size_t>(n * k), 8, -ws, ws);
-  o->x = from_floats(o->xv, Shape{64, k}, DType::BF16, kGpu);
-  o->w = from_floats(o->wv, Shape{n, k}, DType::BF16, kGpu);
-  made.push_back(std::move(o));
-  return *made.back();
-}
+// x [64, k] and w [n, k] of one shape, made once (sums O(1)).
+using Operands = swiglu_test::GemmOperands;
+const Operands& operands(int64_t n, int64_t k) { return swiglu_test::gemm_operands(n, k, 2.0f, kGpu); }
 
 struct Case {
   int64_t rows, n, k;
@@ -107,8 +78,8 @@ std::vector<Case> cases() {
 void check_product(const std::vector<float>& got, const Tensor& x, const Operands& o, int64_t rows,
                    const std::string& what) {
   for (int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
-    const std::vector<float> ref = reference_row(o.xv, o.wv, r, o.n, o.k);
-    EXPECT_LE(worst_error(got.data() + r * o.n, ref.data(), ref.size()), 1e-2) << what << " row " << r;
+    const std::vector<float> ref = reference_row(o.xv, o.wv, r, o.w_rows, o.k);
+    EXPECT_LE(worst_error(got.data() + r * o.w_rows, ref.data(), ref.size()), 1e-2) << what << " row " << r;
   }
   const std::vector<float> other = to_host_floats(ops::linear(x, o.w));
   EXPECT_LE(worst_error(got.data(), other.data(), got.size()), 2e-2) << what << " vs linear";
@@ -174,8 +145,8 @@ TEST(SkinnyGemmCudaPlans, XRingDepthKeepsTheBits) {
   for (SkinnyPlan plan : {SkinnyPlan{64, 1}, SkinnyPlan{64, 8}, SkinnyPlan{128, 2}}) {
     std::vector<std::vector<float>> got;
     for (int xs : {1, 3, 8}) {
-      Tensor out = empty(Shape{rows, o.n}, DType::BF16, kGpu);
-      cuda::skinny_gemm(kGpu, x.data(), o.k, o.w.data(), out.data(), rows, o.n, o.k, plan.tile_n, plan.split,
+      Tensor out = empty(Shape{rows, o.w_rows}, DType::BF16, kGpu);
+      cuda::skinny_gemm(kGpu, x.data(), o.k, o.w.data(), out.data(), rows, o.w_rows, o.k, plan.tile_n, plan.split,
                         {xs, xs == 8});  // the largest carveout with the deepest ring
       got.push_back(to_host_floats(out));
     }
