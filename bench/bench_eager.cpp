@@ -64,7 +64,7 @@ nlohmann::json attention_bandwidth(ModelRunner& r, int bs, int ctx, double copy_
   Device d = m.device();
   Shape sb{bs};
   ops::DecodeAttentionMeta meta{r.req_pool().table(), from_vector(std::vector<int32_t>(occ.slots.begin(), occ.slots.end()), sb, DType::I32, d),
-                                from_vector(lens, sb, DType::I32, d)};
+                                from_vector(lens, sb, DType::I32, d), Tensor()};
   Tensor q = empty(Shape{bs, static_cast<int64_t>(c.num_attention_heads) * c.head_dim}, m.dtype(), d);
   ops::fill_hash_uniform_(q, 5, 0.0f, 1.0f);
   const LayerKvCache& kv = r.kv_pool().layers()[0];

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 
 #include "bench/bench_batches.h"
 #include "bench/bench_common.h"
@@ -39,8 +40,18 @@ void run_prefill(const PrefillOpts& o) {
   args.context_length = max_tok + 8;
   args.max_total_tokens = max_tok + 8;
   args.max_running_requests = std::max(args.max_running_requests, 1);
-  args.disable_cuda_graph = true;  // the pool holds piecewise graphs only
   args.piecewise_cuda_graph_max_tokens = o.max_tokens;
+  // Decode graphs only for the token counts that replay one as rows (runtime/extend_rows.h):
+  // the runtime's path for them ("graph_ms"), beside the piecewise graph of the same count.
+  std::vector<int> row_sizes;
+  for (int t : toks)
+    if (t <= args.decode_graph_extend_max_tokens) row_sizes.push_back(t);
+  std::sort(row_sizes.begin(), row_sizes.end());
+  row_sizes.erase(std::unique(row_sizes.begin(), row_sizes.end()), row_sizes.end());
+  args.disable_cuda_graph = row_sizes.empty();
+  args.cuda_graph_bs = row_sizes;
+  // Decode graphs are capped at the request slots (a decode batch has a row per request).
+  if (!row_sizes.empty()) args.max_running_requests = std::max(args.max_running_requests, row_sizes.back());
   // --tp-size: rank 0 measures; the others build the same two runners and run its batches.
   const TpMember group = join_tp(args);
   const Device d = group.device;
@@ -59,6 +70,7 @@ void run_prefill(const PrefillOpts& o) {
   {
     ModelRunnerOptions ro = args.runner_options();
     ro.piecewise_cuda_graph_tokens = {o.max_tokens};
+    ro.disable_cuda_graph = true;  // the largest piecewise graph alone
     ro.capture_progress = false;
     ro.communicator = group.comm;
     ModelRunner alone(model, ro);
@@ -71,13 +83,13 @@ void run_prefill(const PrefillOpts& o) {
   ro.communicator = group.comm;
   ModelRunner runner(model, ro);
   if (!group.leader()) return runner.follow();
-  const ForwardGraphs* pg = runner.piecewise_graphs();
+  ForwardGraphs* pg = runner.graphs(ForwardMode::EXTEND);
   GRT_CHECK(pg && pg->runner().max_shape() >= *std::max_element(toks.begin(), toks.end()),
             "bench prefill: no piecewise graph holds {} tokens", *std::max_element(toks.begin(), toks.end()));
   const ShapeGraphRunner& gr = pg->runner();
   size_t nodes = 0;
   for (const auto& s : gr.stats()) nodes += s.nodes;
-  const size_t whole = runner.graph_memory()->physical_bytes();
+  const size_t whole = runner.graph_memory()->physical_bytes();  // with the decode graphs of row_sizes (small)
   j["capture"] = {{"token_counts", gr.shapes()},
                   {"sizes", gr.shapes().size()},
                   {"pieces", gr.stats().front().segments},
@@ -87,38 +99,48 @@ void run_prefill(const PrefillOpts& o) {
                   {"graph_bytes", whole},
                   {"largest_alone_bytes", largest_alone},
                   {"largest_alone_capture_seconds", largest_alone_s},
-                  {"memory_vs_largest", static_cast<double>(whole) / static_cast<double>(largest_alone)}};
+                  {"memory_vs_largest", static_cast<double>(whole) / static_cast<double>(largest_alone)},
+                  {"decode_graph_sizes_for_rows", row_sizes}};
   if (small && anchor.contains("pcg_shared_desc")) j["capture"]["torch"] = anchor["pcg_shared_desc"];
   for (int t : toks) {
     bench::Occupancy occ(runner, 1, t);
     ForwardBatch b = bench::prefill_batch(occ, t, vocab);
     const int iters = t >= 2048 ? std::max(3, o.iters / 4) : o.iters;
-    const uint64_t before = pg->replay_count();
+    const uint64_t before = pg->replay_count(), rows_before = runner.extend_row_steps();
+    const std::string rows_refused = runner.extend_rows_refusal(b);
     // Host time to issue the forward (before sampling waits for it): near piecewise_ms, the step
     // is bound by the host (graph launches and the eager steps between pieces), not the device.
     std::vector<double> issue;
-    const std::vector<double> ms = bench::interleaved_medians_ms(
-        d, 2, iters,
-        {[&] { runner.sample(b, runner.forward_eager(b)); },
-         [&] {
-           const auto a = std::chrono::steady_clock::now();
-           const Tensor logits = runner.forward(b);
-           issue.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-           runner.sample(b, logits);
-         }});
+    std::vector<std::function<void()>> variants = {
+        [&] { runner.sample(b, runner.forward_eager(b)); },
+        [&] {
+          const auto a = std::chrono::steady_clock::now();
+          const Tensor logits = pg->forward(b);  // the piecewise graph, whatever the runtime would pick
+          issue.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+          runner.sample(b, logits);
+        }};
+    if (rows_refused.empty()) variants.push_back([&] { runner.sample(b, runner.forward(b)); });
+    const std::vector<double> ms = bench::interleaved_medians_ms(d, 2, iters, variants);
     const double eager = ms[0], graph = ms[1];
     issue.erase(issue.begin(), issue.begin() + 2);  // the warm-up runs
     std::sort(issue.begin(), issue.end());
     GRT_CHECK(pg->replay_count() > before, "bench prefill: {} tokens did not run on a piecewise graph", t);
+    GRT_CHECK(rows_refused.empty() == (runner.extend_row_steps() > rows_before),
+              "bench prefill: {} tokens {} on a decode graph as rows", t, rows_refused.empty() ? "did not run" : "ran");
     bench::profiled_step(d, [&] { runner.sample(b, profile_graph ? runner.forward(b) : runner.forward_eager(b)); });
+    // graph_ms: what the runtime runs (ModelRunner::forward): decode rows where they apply.
+    const double runtime_ms = rows_refused.empty() ? ms[2] : graph;
     nlohmann::json row = {{"tokens", t}, {"padded", gr.padded_size(t)}, {"eager_ms", eager}, {"piecewise_ms", graph},
                           {"piecewise_issue_ms", issue[issue.size() / 2]},
-                          {"speedup", eager / graph}};
+                          {"speedup", eager / graph},
+                          {"graph_ms", runtime_ms},
+                          {"graph_path", rows_refused.empty() ? "decode graph rows" : "piecewise"},
+                          {"rows_refused", rows_refused}};
     if (small) {
       const double te = bench::anchor_value(anchor, "small_prefill_eager_vs_pcg", t, "eager_ms");
       const double tp = bench::anchor_value(anchor, "small_prefill_eager_vs_pcg", t, "pcg_ms");
       if (te > 0) row["torch_eager_ms"] = te;
-      if (tp > 0) row["torch_pcg_ms"] = tp, row["speedup_vs_torch_pcg"] = tp / graph;
+      if (tp > 0) row["torch_pcg_ms"] = tp, row["speedup_vs_torch_pcg"] = tp / runtime_ms;
     }
     j["prefill"].push_back(row);
   }
@@ -144,9 +166,11 @@ void run_prefill(const PrefillOpts& o) {
               gr.stats().front().segments, gr.capture_seconds(), whole / 1048576.0, largest_alone / 1048576.0);
   std::printf("capture phases: %s\n", capture_phases_text(gr).c_str());
   for (const auto& r : j["prefill"])
-    std::printf("prefill %5d tokens: eager %8.3f ms, piecewise %8.3f ms (x%.2f; host issues the forward in %.3f ms)\n",
+    std::printf("prefill %5d tokens: eager %8.3f ms, piecewise %8.3f ms (x%.2f; host issues the forward in %.3f ms), "
+                "graph %8.3f ms (%s)\n",
                 r["tokens"].get<int>(), r["eager_ms"].get<double>(), r["piecewise_ms"].get<double>(),
-                r["speedup"].get<double>(), r["piecewise_issue_ms"].get<double>());
+                r["speedup"].get<double>(), r["piecewise_issue_ms"].get<double>(), r["graph_ms"].get<double>(),
+                r["graph_path"].get<std::string>().c_str());
 }
 
 }  // namespace

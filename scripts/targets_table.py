@@ -52,11 +52,14 @@ def main(path, capture_path=None):
     if j:
         small = [r for r in j["prefill"] if 4 <= r["tokens"] <= 256]
         if small:
-            # the served path: piecewise graphs (eager beside)
-            worst = max(small, key=lambda r: r["piecewise_ms"])
-            best = worst["piecewise_ms"]
+            # the served path (ModelRunner::forward: decode graph rows where they apply, else piecewise);
+            # the piecewise graph beside
+            served = lambda r: r.get("graph_ms", r["piecewise_ms"])
+            worst = max(small, key=served)
+            best = served(worst)
             rows.append((f"prefill qwen3-0.6b 4..256 (worst: {worst['tokens']})", best, 1.0, "ms", best <= 1.0,
-                         ", ".join(f"{r['tokens']}: {r['piecewise_ms']:.3f}" for r in small) + " (piecewise)"))
+                         ", ".join(f"{r['tokens']}: {served(r):.3f}" for r in small) + " (served); piecewise " +
+                         ", ".join(f"{r['piecewise_ms']:.3f}" for r in small)))
         r = next((r for r in j["prefill"] if r["tokens"] == 4096), None)
         if r:
             best = r["piecewise_ms"]

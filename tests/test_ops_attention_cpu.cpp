@@ -267,7 +267,7 @@ TEST(OpsAttentionCpu, DecodeZeroSeqLenIsZeroAndSinkRowIsFinite) {
   std::vector<int32_t> req = {c.req_idx[0], 0};  // table row 0 is all zeros (never a request)
   ops::DecodeAttentionMeta meta{from_vector(c.table, Shape{c.max_reqs, c.max_context}, DType::I32, kCpu),
                                 from_vector(req, Shape{2}, DType::I32, kCpu),
-                                from_vector(std::vector<int32_t>{0, 1}, Shape{2}, DType::I32, kCpu)};
+                                from_vector(std::vector<int32_t>{0, 1}, Shape{2}, DType::I32, kCpu), Tensor()};
   std::vector<float> got =
       to_host_floats(ops::attention_decode(t.q.narrow(0, 0, 2), t.k_cache, t.v_cache, meta, 4, 2, 16, 0.5f));
   for (int64_t i = 0; i < c.q_width(); ++i) EXPECT_EQ(got[static_cast<size_t>(i)], 0.0f);

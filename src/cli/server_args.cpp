@@ -68,6 +68,11 @@ void ServerArgs::add_to(CLI::App& app) {
                  "token counts to capture, ascending, e.g. 4,8,16 (default: 4-32 step 4, 48-256 step 16, 288-512 "
                  "step 32, 576-1024 step 64, 1280-4096 step 256, then step 512)")
       ->delimiter(',');
+  app.add_option("--decode-graph-extend-max-tokens", decode_graph_extend_max_tokens,
+                 "extends (prompts, chunks, mixed steps) of at most this many tokens replay a decode graph with one "
+                 "row per token, when their rows read at most 65536 cached positions in all (0: off; others take the "
+                 "piecewise graphs)")
+      ->capture_default_str();
   app.add_flag("--moe-dispatch-split-op", moe_dispatch_split_op,
                "MoE models: make each MoE block a split op of piecewise graphs (run eagerly between pieces, as "
                "SGLang splits at MoE dispatch) instead of capturing it inside them");
@@ -147,6 +152,8 @@ void ServerArgs::check() const {
   GRT_CHECK(piecewise_cuda_graph_max_tokens >= 0,
             "--piecewise-cuda-graph-max-tokens {} is not allowed: must be >= 1 (or 0: the default)",
             piecewise_cuda_graph_max_tokens);
+  GRT_CHECK(decode_graph_extend_max_tokens >= 0,
+            "--decode-graph-extend-max-tokens {} is not allowed: must be >= 0 (0: off)", decode_graph_extend_max_tokens);
   parse_graph_memory_mode(graph_memory);
   GRT_CHECK(!(enforce_piecewise_cuda_graph && disable_piecewise_cuda_graph),
             "--enforce-piecewise-cuda-graph and --disable-piecewise-cuda-graph contradict each other: give one");
@@ -197,6 +204,8 @@ void ServerArgs::warn_no_effect() const {
   if (debug_cuda_graph && disable_cuda_graph) GRT_WARN("--debug-cuda-graph has no effect with --disable-cuda-graph");
   if (disable_cuda_graph && (!cuda_graph_bs.empty() || cuda_graph_max_bs > 0))
     GRT_WARN("--cuda-graph-bs / --cuda-graph-max-bs have no effect with --disable-cuda-graph");
+  if (disable_cuda_graph && decode_graph_extend_max_tokens != kDefaultExtendRowsMaxTokens)
+    GRT_WARN("--decode-graph-extend-max-tokens has no effect with --disable-cuda-graph (extends replay decode graphs)");
   if (disable_piecewise_cuda_graph && (!piecewise_cuda_graph_tokens.empty() || piecewise_cuda_graph_max_tokens > 0))
     GRT_WARN("--piecewise-cuda-graph-tokens / --piecewise-cuda-graph-max-tokens have no effect with "
              "--disable-piecewise-cuda-graph");
@@ -247,6 +256,7 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.enforce_piecewise_cuda_graph = enforce_piecewise_cuda_graph;
   o.moe_dispatch_split_op = moe_dispatch_split_op;
   o.piecewise_cuda_graph_max_tokens = piecewise_cuda_graph_max_tokens;
+  o.decode_graph_extend_max_tokens = decode_graph_extend_max_tokens;
   if (o.piecewise_cuda_graph_max_tokens > chunked_prefill_size) {
     // No extend step holds more than --chunked-prefill-size tokens, so larger graphs would never
     // replay; capturing them was an unbounded start-up (3x per doubling on the CPU backend).

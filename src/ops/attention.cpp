@@ -77,6 +77,10 @@ void decode_into(const char* op, const Tensor& q, const Tensor& k_cache, const T
   if (b == 0) return;
   dargs.a.out = out.data();
   dargs.seq_lens = meta.seq_lens.data_as<int32_t>();
+  if (meta.kv_new_from.defined()) {
+    check_index_vector(op, "kv_new_from", meta.kv_new_from, b, d);
+    dargs.kv_new_from = meta.kv_new_from.data_as<int32_t>();
+  }
   dargs.batch = static_cast<int>(b);
   Stream& s = current_stream(d);
   if (d.is_cuda()) {
@@ -186,7 +190,7 @@ void attention_extend_out_(const Tensor& out, const Tensor& q, const Tensor& k_c
   if (tail > 0) {
     const int64_t r0 = meta.decode_first_row, b0 = extend_reqs;
     DecodeAttentionMeta dm{meta.req_to_token, meta.req_pool_indices.slice(0, b0, meta.num_reqs),
-                           meta.seq_lens.slice(0, b0, meta.num_reqs)};
+                           meta.seq_lens.slice(0, b0, meta.num_reqs), Tensor()};
     decode_into(op, q.slice(0, r0, r0 + tail), k_cache, v_cache, dm, num_q_heads, num_kv_heads, head_dim, scale,
                 out.slice(0, r0, r0 + tail));
   }

@@ -65,9 +65,17 @@ struct DecodeAttentionMeta {
   Tensor req_to_token;      // i32 [max_reqs, max_context]
   Tensor req_pool_indices;  // i32 [B]
   Tensor seq_lens;          // i32 [B]: tokens in the cache including the current one
+  // Optional i32 [B]: the first position of row b's request that this step writes (its prefix
+  // length). Undefined: seq_lens[b] - 1 (a decode: one new token a request). Set when the rows
+  // are the tokens of extends (several rows of one request, each attending to its prefix and
+  // itself: runtime/extend_rows.h), so the CUDA kernels that copy old K/V before their PDL wait
+  // leave every position this step stores for after it.
+  Tensor kv_new_from;
 };
 
-// Row b attends to positions 0 .. seq_lens[b] - 1 of request slot req_pool_indices[b].
+// Row b attends to positions 0 .. seq_lens[b] - 1 of request slot req_pool_indices[b]. Rows may
+// share a request slot (an extend's tokens as rows, meta.kv_new_from set); their K/V must all be
+// in the cache before the call.
 // CUDA-graph capturable: seq lens and indices are read only on the device, and the launch
 // depends only on B, the head counts, head_dim and req_to_token's width, so a captured call
 // replays correctly with changed seq_lens / req_to_token contents. seq_lens[b] <= 0 gives a zero

@@ -48,6 +48,7 @@ struct DecodeArgs {
   PagedAttentionArgs a;
   const int32_t* seq_lens;
   int batch;
+  const int32_t* kv_new_from = nullptr;  // DecodeAttentionMeta::kv_new_from (null: seq_lens - 1)
 };
 
 struct SampleArgs {

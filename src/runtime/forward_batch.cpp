@@ -86,7 +86,8 @@ ForwardInputs upload_inputs(const ForwardBatch& batch, const Tensor& req_to_toke
   in.kv_cache = &kv_cache;
   Tensor req = upload(batch.req_pool_indices, d);
   if (in.is_decode) {
-    in.decode = {req_to_token, req, upload(batch.seq_lens, d)};
+    in.decode = {req_to_token, req, upload(batch.seq_lens, d), Tensor()};
+    if (!batch.prefix_lens.empty()) in.decode.kv_new_from = upload(batch.prefix_lens, d);  // an extend's rows
   } else {
     in.extend.req_to_token = req_to_token;
     in.extend.req_pool_indices = req;

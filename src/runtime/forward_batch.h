@@ -21,7 +21,9 @@ struct ForwardBatch {
   // Per request.
   std::vector<int32_t> req_pool_indices;
   std::vector<int32_t> seq_lens;          // tokens in the cache after this step
-  std::vector<int32_t> prefix_lens;       // EXTEND: tokens cached before this step
+  // EXTEND: tokens cached before this step. DECODE: empty (each row stores its position
+  // seq_len - 1), or per row its request's prefix (an extend's tokens as rows: extend_rows.h).
+  std::vector<int32_t> prefix_lens;
   std::vector<int32_t> extend_lens;       // EXTEND: new tokens of this step
   std::vector<int32_t> extend_start_loc;  // EXTEND: row of the request's first new token
   std::vector<SamplingParams> sampling;

@@ -26,6 +26,7 @@ class DecodeSchema final : public GraphInputSchema {
     out_cache_loc_ = inputs_.add_i32("out_cache_loc", max_bs, 0);
     req_pool_indices_ = inputs_.add_i32("req_pool_indices", max_bs, req_pool_.padding_slot());
     seq_lens_ = inputs_.add_i32("seq_lens", max_bs, 1);
+    kv_new_from_ = inputs_.add_i32("kv_new_from", max_bs, 0);
     num_real_ = inputs_.add_i32("num_token_non_padded", 1, 0);
     logit_rows_ = inputs_.add_i32("logit_rows", max_bs, 0);
     inputs_.allocate();
@@ -43,7 +44,8 @@ class DecodeSchema final : public GraphInputSchema {
     return {};
   }
   void prepare_dummy(int n, Stream& stream) override {
-    for (int id : {input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_}) inputs_.set(id, {}, n);
+    for (int id : {input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, kv_new_from_})
+      inputs_.set(id, {}, n);
     inputs_.set(num_real_, {}, 1);
     inputs_.upload(stream);
   }
@@ -53,6 +55,14 @@ class DecodeSchema final : public GraphInputSchema {
     inputs_.set(out_cache_loc_, b.out_cache_loc, padded);
     inputs_.set(req_pool_indices_, b.req_pool_indices, padded);
     inputs_.set(seq_lens_, b.seq_lens, padded);
+    // The first position each row's request stores this step: its own (seq len - 1) for a
+    // decode, the request's prefix for an extend's rows (runtime/extend_rows.h).
+    std::vector<int32_t> fresh = b.prefix_lens;
+    if (fresh.empty())
+      for (int32_t len : b.seq_lens) fresh.push_back(len - 1);
+    GRT_CHECK(fresh.size() == b.seq_lens.size(), "decode batch of {} rows has {} prefix lens", b.seq_lens.size(),
+              fresh.size());
+    inputs_.set(kv_new_from_, fresh, padded);
     inputs_.set(num_real_, {b.batch_size()}, 1);
     const std::vector<int32_t> rows = b.logit_rows();
     inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
@@ -63,7 +73,8 @@ class DecodeSchema final : public GraphInputSchema {
     in.input_ids = inputs_.view(input_ids_, n);
     in.positions = inputs_.view(positions_, n);
     in.out_cache_loc = inputs_.view(out_cache_loc_, n);
-    in.decode = {req_pool_.table(), inputs_.view(req_pool_indices_, n), inputs_.view(seq_lens_, n)};
+    in.decode = {req_pool_.table(), inputs_.view(req_pool_indices_, n), inputs_.view(seq_lens_, n),
+                 inputs_.view(kv_new_from_, n)};
     in.kv_cache = &kv_pool_.layers();
     in.graph_break_layers = graph_break_layers_;
     in.num_real_tokens = inputs_.view(num_real_, 1);
@@ -78,7 +89,7 @@ class DecodeSchema final : public GraphInputSchema {
   TokenToKVPool& kv_pool_;
   std::vector<int> graph_break_layers_;
   bool moe_eager_routing_;
-  int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, num_real_;
+  int input_ids_, positions_, out_cache_loc_, req_pool_indices_, seq_lens_, kv_new_from_, num_real_;
 };
 
 class ExtendSchema final : public GraphInputSchema {

@@ -50,8 +50,11 @@ class GraphInputSchema {
   int logit_rows_ = -1;  // declared by each schema, read after replay by the gather only
 };
 
-// Decode: one token per request. Padding rows: token 0 at position 0 of the dummy request
-// (the padding slot, seq len 1, KV written into slot 0, the sink).
+// Decode: one row per token, one token per request — or, for an extend run as rows
+// (extend_rows.h), several rows of one request, each with its own seq len and the request's
+// prefix staged as `kv_new_from` (the first position the step stores; seq len - 1 for a decode
+// row). Padding rows: token 0 at position 0 of the dummy request (the padding slot, seq len 1,
+// KV written into slot 0, the sink).
 // Every schema also holds `num_token_non_padded` (i32 [1], ForwardInputs::num_real_tokens): the
 // real rows of the replayed batch, so MoE layers route none of the padding rows.
 // moe_eager_routing: MoE routing is a breakable mark (eager_on_graph) inside each sparse layer.

@@ -61,21 +61,30 @@ void add_request(ForwardBatch& b, int slot, int seq_len) {
   b.logit_requests.push_back(static_cast<int32_t>(b.logit_requests.size()));
 }
 
-// A decode batch of `bs` requests with 1..4 tokens each, random tokens.
+// A decode batch of `bs` rows, random tokens: requests with 1..4 tokens each, one row a request;
+// from bs 2 on, the first 2..4 rows are instead the new tokens of one request's extend (after a
+// prefix of 0..3), as an extend runs on decode graphs (extend_rows.h).
 std::optional<ForwardBatch> decode_batch(HeldSlots& h, int bs, int vocab, std::mt19937& rng) {
   const int context = h.runner.req_pool().max_context();
-  std::vector<int> lens(static_cast<size_t>(bs));
+  const int extend_rows = bs >= 2 && context >= 8 ? uniform(rng, 2, std::min(bs, 4)) : 0;
+  const int extend_prefix = extend_rows > 0 ? uniform(rng, 0, 3) : 0;
+  std::vector<int> lens(static_cast<size_t>(bs - std::max(extend_rows - 1, 0)));
   for (int& l : lens) l = uniform(rng, 1, std::min(4, context));
-  if (h.runner.kv_pool().available() < 4LL * bs) std::fill(lens.begin(), lens.end(), 1);
+  if (h.runner.kv_pool().available() < 4LL * bs + 8) std::fill(lens.begin(), lens.end(), 1);
+  if (extend_rows > 0) lens[0] = extend_prefix + extend_rows;
   auto kv = hold(h, lens);
   if (!kv) return std::nullopt;
   ForwardBatch b;
   b.mode = ForwardMode::DECODE;
   for (size_t i = 0; i < lens.size(); ++i) {
-    b.input_ids.push_back(uniform(rng, 0, vocab - 1));
-    b.positions.push_back(lens[i] - 1);
-    b.out_cache_loc.push_back((*kv)[i].kv.back());
-    add_request(b, (*kv)[i].slot, lens[i]);
+    const int first = i == 0 && extend_rows > 0 ? extend_prefix : lens[i] - 1;  // the first position stored now
+    for (int pos = first; pos < lens[i]; ++pos) {
+      b.input_ids.push_back(uniform(rng, 0, vocab - 1));
+      b.positions.push_back(pos);
+      b.out_cache_loc.push_back((*kv)[i].kv[static_cast<size_t>(pos)]);
+      b.prefix_lens.push_back(first);
+      add_request(b, (*kv)[i].slot, pos + 1);
+    }
   }
   return b;
 }

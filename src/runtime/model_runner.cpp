@@ -54,6 +54,10 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   const Device d = model_->device();
   GRT_CHECK(opt.mem_fraction_static > 0 && opt.mem_fraction_static <= 1, "--mem-fraction-static {} is not in (0, 1]",
             opt.mem_fraction_static);
+  GRT_CHECK(opt.decode_graph_extend_max_tokens >= 0,
+            "--decode-graph-extend-max-tokens {} must be >= 0 (0: extends never replay decode graphs)",
+            opt.decode_graph_extend_max_tokens);
+  extend_rows_ = {opt.decode_graph_extend_max_tokens, kDefaultExtendRowsMaxPositions};
   GRT_CHECK(opt.max_running_requests >= 0,
             "--max-running-requests {} is not allowed: must be >= 1 (or 0: sized from the KV cache)",
             opt.max_running_requests);
@@ -357,7 +361,24 @@ Tensor ModelRunner::forward(const ForwardBatch& batch) {
   return dispatch(batch);
 }
 
+std::string ModelRunner::extend_rows_refusal(const ForwardBatch& batch) const {
+  if (!decode_graphs_) return "decode graphs are off";
+  std::string why = grt::extend_rows_refusal(batch, extend_rows_);
+  if (why.empty()) why = decode_graphs_->refusal(extend_as_decode_rows(batch));
+  return why;
+}
+
 Tensor ModelRunner::dispatch(const ForwardBatch& batch) {
+  if (decode_graphs_ && batch.mode == ForwardMode::EXTEND && grt::extend_rows_refusal(batch, extend_rows_).empty()) {
+    const ForwardBatch rows = extend_as_decode_rows(batch);
+    if (const int fresh = decode_graphs_->prepare(rows); fresh > 0 && verify_) verify_lazy(*decode_graphs_, fresh);
+    const std::string why = decode_graphs_->refusal(rows);
+    if (why.empty()) {
+      ++extend_row_steps_;
+      return decode_graphs_->forward(rows);
+    }
+    GRT_DEBUG("extend of {} tokens does not run as decode rows: {}", batch.num_tokens(), why);
+  }
   if (decode_graphs_ && batch.mode == ForwardMode::DECODE) {
     if (const int fresh = decode_graphs_->prepare(batch); fresh > 0 && verify_) verify_lazy(*decode_graphs_, fresh);
     const std::string why = decode_graphs_->refusal(batch);

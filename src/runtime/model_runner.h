@@ -16,6 +16,7 @@
 
 #include "device/communicator.h"
 #include "model/decoder_model.h"
+#include "runtime/extend_rows.h"
 #include "runtime/forward_batch.h"
 #include "runtime/forward_graphs.h"
 #include "runtime/kv_cache.h"
@@ -52,6 +53,11 @@ struct ModelRunnerOptions {
   bool enforce_piecewise_cuda_graph = false;
   int piecewise_cuda_graph_max_tokens = 0;
   std::vector<int> piecewise_cuda_graph_tokens;
+  // Extends (prompts, chunks, mixed steps) of at most this many tokens, whose rows read at most
+  // kDefaultExtendRowsMaxPositions cached positions, replay a decode graph with one row per token
+  // (runtime/extend_rows.h; --decode-graph-extend-max-tokens; 0: off, every extend takes the
+  // piecewise graphs). Needs decode graphs of that batch size; others go on to piecewise graphs.
+  int decode_graph_extend_max_tokens = kDefaultExtendRowsMaxTokens;
   // MoE models: each MoE block is a split op of piecewise graphs (--moe-dispatch-split-op).
   bool moe_dispatch_split_op = false;
   // MoE routing is a breakable mark (eager_on_graph) in decode and piecewise graphs: with
@@ -96,7 +102,8 @@ class ModelRunner {
   // Checks the batch's fields agree (ForwardBatch::validate) and every value is in range for this
   // model and these pools (check_batch_ranges); forward() and forward_eager() call it first.
   void check_batch(const ForwardBatch& batch) const;
-  // Runs the batch — on a decode graph when one can serve it, else eagerly; returns float32
+  // Runs the batch — on a graph when one can serve it (a decode batch, or a small extend as
+  // decode rows, on a decode graph; an extend on a piecewise graph), else eagerly; returns float32
   // logits [rows, vocab] for batch.logit_rows() (empty when none). Leader of a group: sends the
   // batch to the followers first. Error on a follower (they only follow()).
   Tensor forward(const ForwardBatch& batch);
@@ -125,6 +132,10 @@ class ModelRunner {
   const ForwardGraphs* decode_graphs() const { return decode_graphs_.get(); }
   // Piecewise graphs, or nullptr when disabled.
   const ForwardGraphs* piecewise_graphs() const { return piecewise_graphs_.get(); }
+  // Extend steps served by a decode graph as rows (extend_rows.h) so far.
+  uint64_t extend_row_steps() const { return extend_row_steps_; }
+  // Why `batch` would not replay a decode graph as rows ("" when it would).
+  std::string extend_rows_refusal(const ForwardBatch& batch) const;
   // The graphs of `mode` (DECODE or EXTEND), nullptr when off; mutable for verification and tests.
   ForwardGraphs* graphs(ForwardMode mode);
   // Replays every captured shape of both modes on a random valid batch against the eager
@@ -161,6 +172,8 @@ class ModelRunner {
   bool verify_ = false;  // --verify-cuda-graph: also each lazily captured shape
   std::unique_ptr<ForwardGraphs> decode_graphs_;
   std::unique_ptr<ForwardGraphs> piecewise_graphs_;
+  ExtendRowsLimits extend_rows_;
+  uint64_t extend_row_steps_ = 0;
 };
 
 }  // namespace grt

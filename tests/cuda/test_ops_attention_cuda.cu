@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <numeric>
@@ -540,7 +541,7 @@ DecodeSetup decode_setup(Shape3 s, int batch, const std::vector<int32_t>& lens, 
 ops::DecodeAttentionMeta decode_meta(const PagedCase& c, const std::vector<int32_t>& lens, Device d) {
   const int64_t n = static_cast<int64_t>(lens.size());
   return {from_vector(c.table, Shape{c.max_reqs, c.max_context}, DType::I32, d),
-          from_vector(c.req_idx, Shape{n}, DType::I32, d), from_vector(lens, Shape{n}, DType::I32, d)};
+          from_vector(c.req_idx, Shape{n}, DType::I32, d), from_vector(lens, Shape{n}, DType::I32, d), Tensor()};
 }
 
 void expect_decode_matches(const DecodeSetup& s, DType dt, float scale) {
@@ -1402,6 +1403,79 @@ class PdlScope {
   PdlScope& operator=(const PdlScope&) = delete;
 };
 
+// Cache rows at `slots` that a PDL predecessor writes late: their true values are saved at
+// construction; poison() sets them to NaN (and waits), launch() enqueues late_kv_writer, which
+// triggers at once and restores them after ~100 us of spinning.
+class LateKvRows {
+ public:
+  LateKvRows(const testing::PagedTensors& tg, std::vector<int32_t> slots, int64_t row_elems)
+      : kc_(static_cast<char*>(tg.k_cache.data())),
+        vc_(static_cast<char*>(tg.v_cache.data())),
+        slots_(std::move(slots)),
+        rows_(static_cast<int>(slots_.size())),
+        row_elems_(row_elems),
+        row_bytes_(row_elems * 2),
+        dslots_(from_vector(slots_, Shape{rows_}, DType::I32, kGpu)),
+        k_src_(empty(Shape{rows_, row_elems}, DType::BF16, kGpu)),
+        v_src_(empty(Shape{rows_, row_elems}, DType::BF16, kGpu)) {
+    for (int i = 0; i < rows_; ++i) {
+      const int64_t off = static_cast<int64_t>(slots_[static_cast<size_t>(i)]) * row_bytes_;
+      EXPECT_EQ(cudaMemcpy(static_cast<char*>(k_src_.data()) + i * row_bytes_, kc_ + off, row_bytes_,
+                           cudaMemcpyDeviceToDevice), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(static_cast<char*>(v_src_.data()) + i * row_bytes_, vc_ + off, row_bytes_,
+                           cudaMemcpyDeviceToDevice), cudaSuccess);
+    }
+  }
+  void poison() const {
+    for (int i = 0; i < rows_; ++i) {
+      const int64_t off = static_cast<int64_t>(slots_[static_cast<size_t>(i)]) * row_bytes_;
+      ASSERT_EQ(cudaMemset(kc_ + off, 0xff, row_bytes_), cudaSuccess);  // NaN in every element
+      ASSERT_EQ(cudaMemset(vc_ + off, 0xff, row_bytes_), cudaSuccess);
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  void launch(Stream& st) const {
+    ASSERT_EQ(cuda::launch_pdl(kGpu.index, late_kv_writer, dim3(1), dim3(256), 0, cuda::native_stream(st), 1u,
+                               reinterpret_cast<uint16_t*>(kc_), reinterpret_cast<uint16_t*>(vc_),
+                               static_cast<const uint16_t*>(k_src_.data()), static_cast<const uint16_t*>(v_src_.data()),
+                               static_cast<const int32_t*>(dslots_.data()), rows_, row_elems_, 200'000LL),
+              cudaSuccess);
+  }
+
+ private:
+  char* kc_;
+  char* vc_;
+  std::vector<int32_t> slots_;
+  int rows_;
+  int64_t row_elems_, row_bytes_;
+  Tensor dslots_, k_src_, v_src_;
+};
+
+// The late writer and `attend` (returns the attention output) captured as one graph (a
+// programmatic edge between them), replayed 3 times on poisoned rows: each replay must give `want`.
+void expect_late_writer_graph_gives(const LateKvRows& late, const std::function<Tensor()>& attend,
+                                    const std::vector<float>& want) {
+  PreloadScope p(1);
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  auto pool = GraphPool::create(kGpu);
+  std::unique_ptr<Graph> graph;
+  Tensor out;
+  stream->begin_capture();
+  {
+    PoolCaptureScope cap(pool, *stream);
+    late.launch(*stream);
+    out = attend();
+    graph = stream->end_capture();
+  }
+  auto exec = graph->instantiate();
+  for (int replay = 0; replay < 3; ++replay) {
+    late.poison();
+    exec->launch(*stream);
+    EXPECT_EQ(to_host_floats(out), want) << "replay " << replay;
+  }
+}
+
 // What the preload must never read early: the new token's K/V row (position len - 1), written by
 // the kernel launched just before the attention (PDL), here late_kv_writer: it triggers at once
 // and writes after ~100 us of spinning, while the attention's blocks are resident and preloading.
@@ -1435,7 +1509,7 @@ TEST(OpsAttentionCuda, DecodeMmaPreloadReadsTheNewRowOnlyAfterItsWriter) {
         ops::attention_decode(tc.q, tc.k_cache, tc.v_cache, decode_meta(c, s.seq_lens, kCpu), c.nq, c.nkv, c.hd, 0.088f));
     auto tg = upload(c, DType::BF16, kGpu);
     const ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);  // uploaded before any writer
-    const int64_t row_elems = c.kv_width(), row_bytes = row_elems * 2;
+    const int64_t row_elems = c.kv_width();
     // back: 0 the new token's row (position len - 1), 1 the one before it (control).
     const auto rows_at = [&](int back) {
       std::vector<int32_t> slots;
@@ -1449,35 +1523,10 @@ TEST(OpsAttentionCuda, DecodeMmaPreloadReadsTheNewRowOnlyAfterItsWriter) {
     };
     for (int back : {0, 1}) {
       if (back == 1 && ci != 0) continue;  // the control once
-      const std::vector<int32_t> slots = rows_at(back);
-      const int rows = static_cast<int>(slots.size());
-      Tensor dslots = from_vector(slots, Shape{rows}, DType::I32, kGpu);
-      Tensor k_src = empty(Shape{rows, row_elems}, DType::BF16, kGpu), v_src = empty(Shape{rows, row_elems}, DType::BF16, kGpu);
-      auto* kc = static_cast<char*>(tg.k_cache.data());
-      auto* vc = static_cast<char*>(tg.v_cache.data());
-      for (int i = 0; i < rows; ++i) {
-        const int64_t off = static_cast<int64_t>(slots[static_cast<size_t>(i)]) * row_bytes;
-        ASSERT_EQ(cudaMemcpy(static_cast<char*>(k_src.data()) + i * row_bytes, kc + off, row_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(static_cast<char*>(v_src.data()) + i * row_bytes, vc + off, row_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
-      }
-      const auto poison = [&] {
-        for (int i = 0; i < rows; ++i) {
-          const int64_t off = static_cast<int64_t>(slots[static_cast<size_t>(i)]) * row_bytes;
-          ASSERT_EQ(cudaMemset(kc + off, 0xff, row_bytes), cudaSuccess);  // NaN in every element
-          ASSERT_EQ(cudaMemset(vc + off, 0xff, row_bytes), cudaSuccess);
-        }
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      };
-      const auto writer = [&](Stream& st) {
-        ASSERT_EQ(cuda::launch_pdl(kGpu.index, late_kv_writer, dim3(1), dim3(256), 0, cuda::native_stream(st), 1u,
-                                   static_cast<uint16_t*>(tg.k_cache.data()), static_cast<uint16_t*>(tg.v_cache.data()),
-                                   static_cast<const uint16_t*>(k_src.data()), static_cast<const uint16_t*>(v_src.data()),
-                                   static_cast<const int32_t*>(dslots.data()), rows, row_elems, 200'000LL),
-                  cudaSuccess);
-      };
+      const LateKvRows late(tg, rows_at(back), row_elems);
       const auto eager = [&](int preload) {
-        poison();
-        writer(current_stream(kGpu));
+        late.poison();
+        late.launch(current_stream(kGpu));
         PreloadScope p(preload);
         return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, c.nq, c.nkv, c.hd, 0.088f));
       };
@@ -1495,28 +1544,78 @@ TEST(OpsAttentionCuda, DecodeMmaPreloadReadsTheNewRowOnlyAfterItsWriter) {
       }
       if (back == 1) continue;
       // The same pair captured (a programmatic edge between them) and replayed.
-      PreloadScope p(1);
-      auto stream = new_stream(kGpu);
-      StreamGuard guard(*stream);
-      auto pool = GraphPool::create(kGpu);
-      std::unique_ptr<Graph> graph;
-      Tensor out;
-      stream->begin_capture();
-      {
-        PoolCaptureScope cap(pool, *stream);
-        writer(*stream);
-        out = ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, c.nq, c.nkv, c.hd, 0.088f);
-        graph = stream->end_capture();
-      }
-      auto exec = graph->instantiate();
-      for (int replay = 0; replay < 3; ++replay) {
-        poison();
-        exec->launch(*stream);
-        EXPECT_EQ(to_host_floats(out), plain) << "replay " << replay;
-      }
+      expect_late_writer_graph_gives(
+          late, [&] { return ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, c.nq, c.nkv, c.hd, 0.088f); },
+          plain);
     }
   }
   std::printf("[   INFO   ] control (position len - 2 written late): the preload read it early in %d of %d runs\n",
+              control_early, control_runs);
+}
+
+// An extend's tokens as decode rows (runtime/extend_rows.h): T rows of one request after a prefix
+// P, row j with seq len P + j + 1 and kv_new_from = P. (1) The rows equal the extend attention of
+// the same tokens (CPU reference, bf16 tolerance): decode attention computes the extend's causal
+// attention. (2) Every new row P .. P + T - 1 is written late by late_kv_writer (PDL, NaN until
+// then): with kv_new_from the preload leaves them for after its wait, so preload on == off bit for
+// bit, eagerly and replayed as a graph. A control without kv_new_from (rows P .. P + T - 2 would
+// then count as old) prints how often the preload read a NaN row early: whether the overlap this
+// test relies on happened (informational: scheduling decides it).
+TEST(OpsAttentionCuda, DecodeRowsOfOneExtendEqualExtendAndPreloadWaitsForTheirRows) {
+  if (!pdl_hardware()) GTEST_SKIP() << "no PDL before sm_90: nothing runs early";
+  PdlScope pdl(1);
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  struct Case {
+    Shape3 sh;
+    int32_t prefix, tokens;
+  };
+  const std::vector<Case> cases = {{{16, 8, 128}, 0, 4}, {{16, 8, 128}, 37, 16}, {{32, 4, 128}, 1000, 3},
+                                   {{32, 8, 128}, 5, 64}, {{16, 8, 64}, 200, 8}};
+  int control_runs = 0, control_early = 0;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& k = cases[ci];
+    SCOPED_TRACE("extend rows case " + std::to_string(ci));
+    PagedCase c = make_case(k.sh.nq, k.sh.nkv, k.sh.hd, {k.prefix}, {k.tokens}, 0, 2100 + static_cast<uint32_t>(ci));
+    round_to_bf16(c);
+    auto tc = upload(c, DType::F32, kCpu);
+    const std::vector<float> want = to_host_floats(
+        ops::attention_extend(tc.q, tc.k_cache, tc.v_cache, tc.extend, c.nq, c.nkv, c.hd, 0.088f));
+    auto tg = upload(c, DType::BF16, kGpu);
+    std::vector<int32_t> req(static_cast<size_t>(k.tokens), c.req_idx[0]), lens, fresh(static_cast<size_t>(k.tokens), k.prefix);
+    for (int32_t j = 0; j < k.tokens; ++j) lens.push_back(k.prefix + j + 1);
+    const Shape rs{k.tokens};
+    ops::DecodeAttentionMeta meta{tg.extend.req_to_token, from_vector(req, rs, DType::I32, kGpu),
+                                  from_vector(lens, rs, DType::I32, kGpu), from_vector(fresh, rs, DType::I32, kGpu)};
+    ops::DecodeAttentionMeta old_rule = meta;  // the control: only len - 1 counts as new
+    old_rule.kv_new_from = Tensor();
+    std::vector<int32_t> slots;
+    for (int32_t j = 0; j < k.tokens; ++j)
+      slots.push_back(c.table[static_cast<size_t>(c.req_idx[0]) * c.max_context + static_cast<size_t>(k.prefix + j)]);
+    const LateKvRows late(tg, slots, c.kv_width());
+    const auto eager = [&](int preload, const ops::DecodeAttentionMeta& m) {
+      late.poison();
+      late.launch(current_stream(kGpu));
+      PreloadScope p(preload);
+      return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, m, c.nq, c.nkv, c.hd, 0.088f));
+    };
+    const std::vector<float> plain = eager(0, meta);
+    for (float x : plain) ASSERT_TRUE(std::isfinite(x)) << "the kernel without preload read a row before its writer";
+    ASSERT_LT(max_abs_diff(plain, want), tolerance(DType::BF16)) << "decode rows differ from the extend attention";
+    for (int round = 0; round < 3; ++round)
+      EXPECT_EQ(eager(1, meta), plain) << "the preload read a row of this extend before its writer (round " << round << ")";
+    if (k.tokens >= 2) {
+      for (int round = 0; round < 3; ++round) {
+        ++control_runs;
+        if (eager(1, old_rule) != plain) ++control_early;
+      }
+    }
+    // Captured (a programmatic edge writer -> attention) and replayed.
+    expect_late_writer_graph_gives(
+        late, [&] { return ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, meta, c.nq, c.nkv, c.hd, 0.088f); },
+        plain);
+  }
+  std::printf("[   INFO   ] control (extend rows without kv_new_from): the preload read a new row early in %d of %d "
+              "runs\n",
               control_early, control_runs);
 }
 

@@ -6,6 +6,7 @@
 
 #include "device/device.h"
 #include "graph_checks.h"
+#include "extend_rows_checks.h"
 #include "piecewise_model_checks.h"
 
 namespace grt {
@@ -48,6 +49,12 @@ TEST(PiecewiseGraphsCuda, VmmBudgetExhaustionKeepsEarlierGraphs) {
 TEST(PiecewiseGraphsCuda, OverLargeAndLogprobBatchesFallBack) {
   REQUIRE_GPU();
   testing::check_piecewise_fallbacks(kGpu, kTol);
+}
+// Small extends on decode graphs as rows (runtime/extend_rows.h): decode attention computes the
+// extend's causal attention, within the tolerance of the eager extend.
+TEST(PiecewiseGraphsCuda, SmallExtendsReplayDecodeGraphsAndMatchTheEagerExtend) {
+  REQUIRE_GPU();
+  testing::check_small_extends_on_decode_graphs(kGpu, kTol);
 }
 TEST(PiecewiseGraphsCuda, WholeScheduleCostsLittleMoreThanTheLargest) {
   REQUIRE_GPU();

@@ -651,6 +651,7 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   const ops::PagedAttentionArgs& a = d.a;
   DecodeMmaParams p{};
   set_common_params(p, d);
+  p.kv_new_from = d.kv_new_from;
   p.group = a.num_q_heads / a.num_kv_heads;
   const int64_t pairs = static_cast<int64_t>(d.batch) * p.nkv;
   // Wide (default; GRAPHRT_DECODE_MMA_WIDE=0 for the session-6 geometry): from SMs pairs on,

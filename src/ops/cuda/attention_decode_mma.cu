@@ -88,7 +88,8 @@
 //    kernels only: one kv head a block, no swap, batch x kv heads below the SM count): before
 //    pdl_wait a block reads the metadata (as "Early") and issues the K/V copies of its first tile
 //    (the carry kernel: of its tile stream), except two kinds of rows, copied after the wait into
-//    the same shared rows with Q: the request's last position len - 1 and any row on slot 0. At bs 1
+//    the same shared rows with Q: the positions this step stores (the last, len - 1, for a decode
+//    row; from kv_new_from on for an extend's row) and any row on slot 0. At bs 1
 //    (ctx 1024: 16 splits of one 64-token tile) that is every K/V byte of the block, so the KV
 //    trip overlaps prepare_qkv instead of following it. A second exception to point 1 of pdl.cuh's
 //    contract, which holds because nothing that may still run writes those rows:
@@ -99,13 +100,14 @@
 //        with prepare_qkv before them (complete). Eager and graph runs launch the same sequence;
 //        the host's metadata and table uploads are copies before the forward's kernels (no kernel
 //        writes seq_lens, req_pool_indices or req_to_token: see "Early").
-//    (b) what it writes: prepare_qkv stores one K/V row per token row at out_cache_loc. Decode
-//        attention takes one query row per request (the op's shape: q is [batch, heads x hd]),
-//        whose new token is position len - 1 (len = the length after this step, as seq_lens
-//        holds): every position < len - 1 was stored by an earlier step's kernel (a prefill, or
-//        an earlier decode), whose slot the allocator handed out then and does not hand out again
-//        while the request lives (shared prefixes are read-only). A row that extends by more than
-//        one token is not a decode row: it goes through extend attention, never here.
+//    (b) what it writes: prepare_qkv stores one K/V row per token row at out_cache_loc. A decode
+//        row's new token is position len - 1 (len = the length after this step, as seq_lens
+//        holds); the rows of an extend run as decode rows (runtime/extend_rows.h: one row per
+//        token, several rows of one request) store positions prefix .. len - 1 of their request,
+//        and p.kv_new_from gives that prefix per row. Every position before it (len - 1 without
+//        kv_new_from) was stored by an earlier step's kernel (a prefill, or an earlier decode),
+//        whose slot the allocator handed out then and does not hand out again while the request
+//        lives (shared prefixes are read-only).
 //    (c) padded rows (decode graphs: request slot = the padding request, seq_len 1, out_cache_loc
 //        0) write the sink slot 0 every step; tables of invalid or padding requests, and invalid
 //        entries (kv_slot), point at it. So rows on slot 0 are never preloaded, whatever their
@@ -430,11 +432,16 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     }
   };
   // kPreload: issue the tile (split s, tile t; slots loaded) into `stage` before pdl_wait, except
-  // its rows that this step's kernels may write: the request's last position len - 1 (the new
-  // token, written by prepare_qkv) and the padding sink slot 0 (written by padded rows, and where
-  // invalid table entries point): those are marked in `late` and issued by issue_late after the
-  // wait, into the same shared rows. Rows past the split are zero-filled as issue_tile does.
+  // its rows that this step's kernels may write: the request's positions from `fresh` on (the new
+  // tokens, written by prepare_qkv: len - 1 for a decode row, the prefix length for an extend's
+  // row, p.kv_new_from) and the padding sink slot 0 (written by padded rows, and where invalid
+  // table entries point): those are marked in `late` and issued by issue_late after the wait,
+  // into the same shared rows. Rows past the split are zero-filled as issue_tile does.
   [[maybe_unused]] uint32_t late = 0;  // bit i: this thread's row crow + i * kRowStep of the preloaded tile
+  [[maybe_unused]] int64_t fresh = len - 1;
+  if constexpr (kPreload) {
+    if (p.kv_new_from) fresh = min(static_cast<int64_t>(p.kv_new_from[b]), len - 1);  // host-written, like seq_lens
+  }
   const auto issue_tile_pre = [&](int stage, int s, int t) {
     T* ks = kvs + (2 * stage) * C::kTileElems;
     T* vs = ks + C::kTileElems;
@@ -443,7 +450,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     for (int i = 0; i < C::kKvRows; ++i) {
       const int r = crow + i * kRowStep;
       const bool ok = slots[i] >= 0;
-      if (ok && (slots[i] == 0 || pos0 + r == len - 1)) {
+      if (ok && (slots[i] == 0 || pos0 + r >= fresh)) {
         late |= 1u << i;
         continue;
       }

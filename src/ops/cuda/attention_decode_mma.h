@@ -69,8 +69,12 @@ struct DecodeMmaParams {
   // One kv head a block, no swap (the small-batch kernels: cluster merge, carry, global merge):
   // the block's first tile of K/V rows is copied before pdl_wait, except the request's last
   // position (the new token) and rows on the padding sink slot 0, copied after it ("Preload" in
-  // attention_decode_mma.cu; decode rows only: one new token a request). The same bits either way.
+  // attention_decode_mma.cu). The same bits either way.
   bool preload;
+  // With preload: per row, the first position of its request that this step writes
+  // (ops::DecodeAttentionMeta::kv_new_from: an extend's tokens as rows); every position from it on
+  // is copied after the wait. Null: the row's last position (seq_lens - 1) only, a decode.
+  const int32_t* kv_new_from;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
