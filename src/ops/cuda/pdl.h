@@ -17,4 +17,18 @@ bool pdl_enabled(int index);
 // environment. Affects launches made after the call (captured graphs keep what they captured).
 void set_pdl_override(int mode);
 
+// Kernels that may let their dependents launch BEFORE their own griddepcontrol.wait ("trigger
+// first", ops/cuda/pdl.cuh point 3), chosen by GRAPHRT_PDL_TRIGGER_FIRST (read once):
+//  0: none (every kernel waits, then triggers); prepare: prepare_qkv's kernels, so the decode
+//  attention's blocks launch while the qkv GEMV still runs and do their pre-wait part (metadata,
+//  the K/V preload of old positions) under it; norms: the RMSNorm kernels (rms_norm,
+//  fused_add_rms_norm_), so the next GEMV's weight reads start under the norm's predecessor;
+//  all: both.
+enum class TriggerFirstSite { prepare = 1, norms = 2 };
+bool pdl_trigger_first(TriggerFirstSite site);
+
+// Tests: a GRAPHRT_PDL_TRIGGER_FIRST mode (0 none, 1 prepare, 2 norms, 3 all) for launches made
+// after the call, or -1 back to the environment.
+void set_pdl_trigger_first(int mode);
+
 }  // namespace grt::cuda
