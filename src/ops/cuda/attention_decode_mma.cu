@@ -123,8 +123,12 @@
 //    qwen3-0.6b / llama-3.1-8b / qwen3-30b-a3b bs 1 -0.02 / -0.02 / -0.01 ms a step; the window is
 //    small because the blocks land only when prepare_qkv triggers (after its own wait: ~1.3 us
 //    before it ends), and the metadata and table trips come first. On by default where the grid
-//    is one wave (launch_mma). GRAPHRT_PDL_TRIGGER_FIRST=prepare (pdl.cuh point 3, s12-pdlfirst)
-//    widens the window: prepare_qkv triggers at entry, so the blocks land during the qkv GEMV.
+//    is one wave (launch_mma). GRAPHRT_PDL_TRIGGER_FIRST=prepare (the default; pdl.cuh point 3,
+//    s12-pdlfirst) widens the window: prepare_qkv triggers at entry, so the blocks may land during
+//    the qkv GEMV, as far as registers allow: at qwen3-0.6b bs 1 its 256 blocks of 256 threads
+//    (2 a SM) hold the whole register file of 124 SMs, so they land as those leave (gap -1.28 ->
+//    -2.56 us, advance 8.19 -> 7.17 us, traced with =all); qwen3-30b-a3b's 160 leave room (gap
+//    -1.54 -> -9.2 us). Step: bs 1 -0.018 / -0.054 / -0.033 ms (qwen / MoE / llama).
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
 //    loop, or right after pdl_wait with p.early_trigger ("Early trigger": GRAPHRT_DECODE_MMA_
 //    EARLY_TRIGGER=1, s8-dattn2): the next kernel (the o_proj GEMV at small batch) is scheduled

@@ -58,7 +58,8 @@ void set_pdl_override(int mode) { g_override.store(mode < 0 ? -1 : (mode ? 1 : 0
 
 bool pdl_trigger_first(TriggerFirstSite site) {
   // The mode's bits are the sites: 1 prepare, 2 norms, 3 all (env_choice's index is the mask).
-  static const int env = env_choice("GRAPHRT_PDL_TRIGGER_FIRST", {"0", "prepare", "norms", "all"}, 0);
+  // Default prepare: measured best (ops/cuda/pdl.h).
+  static const int env = env_choice("GRAPHRT_PDL_TRIGGER_FIRST", {"0", "prepare", "norms", "all"}, 1);
   const int o = g_first_override.load(std::memory_order_relaxed);
   return ((o >= 0 ? o : env) & static_cast<int>(site)) != 0;
 }

@@ -13,7 +13,7 @@
 //     (GRAPHRT_GEMV_EARLY_TRIGGER=0: after its main loop), attention after its main loop
 //     (the mma kernel with GRAPHRT_DECODE_MMA_EARLY_TRIGGER=1: right after its wait).
 //     Trigger first (pdl_enter(true); GRAPHRT_PDL_TRIGGER_FIRST, ops/cuda/pdl.h): prepare_qkv's
-//     and the RMSNorm kernels may trigger BEFORE their wait. Then the next kernel's pre-wait part
+//     (by default) and the RMSNorm kernels (opt-in, measured slower) may trigger BEFORE their wait. Then the next kernel's pre-wait part
 //     can overlap not only this kernel but also this kernel's predecessor (and, were that one to
 //     trigger first too, the one before it, and so on back to the nearest kernel that waits before
 //     it triggers: that kernel's predecessor has completed). So a kernel K may trigger first only

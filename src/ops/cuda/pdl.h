@@ -23,7 +23,12 @@ void set_pdl_override(int mode);
 //  attention's blocks launch while the qkv GEMV still runs and do their pre-wait part (metadata,
 //  the K/V preload of old positions) under it; norms: the RMSNorm kernels (rms_norm,
 //  fused_add_rms_norm_), so the next GEMV's weight reads start under the norm's predecessor;
-//  all: both.
+//  all: both. Default prepare: measured on the H100 (bench/results/h100_2026-11-24_s12_pdlfirst,
+//  graph step, three interleaved rounds against 0): qwen3-0.6b bs 1 / 8 / 64 -0.018 / +0.004 (one
+//  outlier process aside) / -0.007 ms, qwen3-30b-a3b bs 1 -0.054, llama-3.1-8b bs 1 -0.033. norms
+//  measured slower (MoE bs 1 +0.120, llama +0.049, qwen +0.004: a GEMV launched under a
+//  bandwidth-bound predecessor slows both, the lm_head most), so it stays off, and all lost
+//  with it (MoE +0.185).
 enum class TriggerFirstSite { prepare = 1, norms = 2 };
 bool pdl_trigger_first(TriggerFirstSite site);
 

@@ -28,7 +28,8 @@
 //    dense::rope_rotate, the very function apply_rope_'s kernel uses;
 //  - K and V reach the caches as the dtype's bits (store_kv copies bytes).
 // On the decode path: PDL contract of ops/cuda/pdl.cuh (wait, then let attention launch).
-// Trigger first (GRAPHRT_PDL_TRIGGER_FIRST=prepare|all, pdl.cuh point 3): every kernel here lets
+// Trigger first (GRAPHRT_PDL_TRIGGER_FIRST=prepare, the default, or all; pdl.cuh point 3; measured
+// figures in ops/cuda/pdl.h): every kernel here lets
 // its dependent launch at entry, before its wait, so the decode attention's blocks land while the
 // qkv GEMV still runs (not ~1.3 us before this kernel ends) and do their pre-wait part under it:
 // the metadata and table reads and the preload of old K/V rows (attention_decode_mma.cu, "Early"
