@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../attention_test_util.h"
+#include "../capture_in_pool.h"
 #include "../qkv_test_util.h"
 #include "core/dtype.h"
 #include "device/device.h"
@@ -31,6 +32,10 @@
 #include "device/cuda/cuda_stream.h"
 #include "ops/cuda/pdl.cuh"
 #include "ops/kv_store.h"
+#include "ops/linear.h"
+#include "ops/prepare_qkv.h"
+#include "ops/rms_norm.h"
+#include "ops/rope.h"
 #include "ops/sampling.h"
 
 namespace grt {
@@ -520,6 +525,13 @@ const std::vector<int32_t> kWideDecodeLens = {1, 7, 15, 16, 17, 31, 33, 63, 64, 
 struct DecodeSetup {
   PagedCase c;
   std::vector<int32_t> seq_lens;
+};
+
+// A decode test point: head layout, batch, and the lengths the requests cycle through.
+struct BatchCase {
+  Shape3 sh;
+  int batch;
+  std::vector<int32_t> lens;
 };
 
 // B requests, one query each, seq lens cycling through `lens`; the table is wider than needed
@@ -1051,11 +1063,7 @@ TEST(OpsAttentionCuda, DecodeMmaClusterMergeEqualsGlobalMergeBitForBit) {
 TEST(OpsAttentionCuda, DecodeMmaCarryEqualsNoCarryBitForBit) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   WideScope narrow(0);
-  struct Case {
-    Shape3 sh;
-    int batch;
-    std::vector<int32_t> lens;
-  };
+  using Case = BatchCase;
   const std::vector<int32_t> mixed = {1, 7, 63, 64, 65, 255, 256, 257, 700, 1024, 1025, 2049, 4097};
   const std::vector<Case> cases = {
       {{32, 2, 128}, 40, mixed},                                        // group 16, chunk 64
@@ -1395,13 +1403,18 @@ __global__ void late_kv_writer(uint16_t* k, uint16_t* v, const uint16_t* k_src, 
   }
 }
 
-class PdlScope {
+// Sets a PDL host switch for its lifetime, then gives it back to the environment (-1).
+template <void (*Set)(int)>
+class OverrideScope {
  public:
-  explicit PdlScope(int mode) { cuda::set_pdl_override(mode); }
-  ~PdlScope() { cuda::set_pdl_override(-1); }
-  PdlScope(const PdlScope&) = delete;
-  PdlScope& operator=(const PdlScope&) = delete;
+  explicit OverrideScope(int mode) { Set(mode); }
+  ~OverrideScope() { Set(-1); }
+  OverrideScope(const OverrideScope&) = delete;
+  OverrideScope& operator=(const OverrideScope&) = delete;
 };
+using PdlScope = OverrideScope<&cuda::set_pdl_override>;
+// GRAPHRT_PDL_TRIGGER_FIRST: 0 none, 1 prepare, 2 norms, 3 all.
+using TriggerFirstScope = OverrideScope<&cuda::set_pdl_trigger_first>;
 
 // Cache rows at `slots` that a PDL predecessor writes late: their true values are saved at
 // construction; poison() sets them to NaN (and waits), launch() enqueues late_kv_writer, which
@@ -1489,11 +1502,7 @@ TEST(OpsAttentionCuda, DecodeMmaPreloadReadsTheNewRowOnlyAfterItsWriter) {
   if (!pdl_hardware()) GTEST_SKIP() << "no PDL before sm_90: nothing runs early";
   PdlScope pdl(1);
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
-  struct Case {
-    Shape3 sh;
-    int batch;
-    std::vector<int32_t> lens;
-  };
+  using Case = BatchCase;
   const std::vector<Case> cases = {{{16, 8, 128}, 1, {1025}},
                                    {{32, 4, 128}, 1, {1024}},
                                    {{32, 8, 128}, 4, {1025, 64, 2, 700}},
@@ -1617,6 +1626,225 @@ TEST(OpsAttentionCuda, DecodeRowsOfOneExtendEqualExtendAndPreloadWaitsForTheirRo
   std::printf("[   INFO   ] control (extend rows without kv_new_from): the preload read a new row early in %d of %d "
               "runs\n",
               control_early, control_runs);
+}
+
+// ---- trigger first (GRAPHRT_PDL_TRIGGER_FIRST, s12-pdlfirst) ---------------------------------
+
+// Up to 8 copies of 16-bit runs (dst[i][e] = src[i][e], e < elems[i]).
+struct LateCopies {
+  int count = 0;
+  uint16_t* dst[8] = {};
+  const uint16_t* src[8] = {};
+  int64_t elems[8] = {};
+  void add(void* d, const void* s, int64_t n) {
+    ASSERT_LT(count, 8);
+    dst[count] = static_cast<uint16_t*>(d);
+    src[count] = static_cast<const uint16_t*>(s);
+    elems[count++] = n;
+  }
+};
+
+// The kernel before a trigger-first kernel, made slow: it waits and triggers as every kernel does,
+// spins `spin` clock cycles, then stores its outputs (the copies). Stands for the qkv GEMV before
+// prepare_qkv, or the down projection before a fused add + norm.
+__global__ void late_copier(LateCopies c, long long spin) {
+  cuda::pdl_wait();
+  cuda::pdl_trigger();
+  const long long t0 = clock64();
+  while (clock64() - t0 < spin) {
+  }
+  for (int i = 0; i < c.count; ++i)
+    for (int64_t e = threadIdx.x; e < c.elems[i]; e += blockDim.x) c.dst[i][e] = c.src[i][e];
+}
+
+void launch_late_copier(Stream& st, const LateCopies& c) {
+  ASSERT_EQ(cuda::launch_pdl(kGpu.index, late_copier, dim3(1), dim3(256), 0, cuda::native_stream(st), 1u, c, 200'000LL),
+            cudaSuccess);
+}
+
+// prepare_qkv triggering before its wait (GRAPHRT_PDL_TRIGGER_FIRST=prepare; pdl.cuh point 3),
+// so the decode attention's blocks launch while the kernel before prepare_qkv still runs: here a
+// late writer of the qkv rows (the GEMV's output: NaN until it stores them after ~100 us), then
+// prepare_qkv_ (q/k norm, rope, K/V into the cache at the new position len - 1, whose rows are
+// NaN too until it stores them), then the mma decode attention with its K/V preload. The output
+// must equal the chain with the switch off bit for bit, and that chain the one without PDL at all,
+// eagerly and as a replayed graph, at the qwen3-0.6b / qwen3-30b-a3b / llama layouts (groups 2,
+// 8, 4), head_dim 128 and 64, batch 1 (clusters), 4 and 16 (global merge, carry). It fails if
+// the attention read q or the new row before prepare_qkv finished, or prepare_qkv the qkv rows
+// before the writer did. A control (batch 1) also has the writer store position len - 2's K/V
+// rows late, which the preload reads before its wait: with the switch off it must never see them
+// early (the attention launches only once prepare_qkv passed its wait, i.e. after the writer);
+// with it on it must, in some of 3 runs, or the overlap this test relies on did not happen.
+TEST(OpsAttentionCuda, PrepareQkvTriggerFirstKeepsDecodeAttentionBits) {
+  if (!pdl_hardware()) GTEST_SKIP() << "no PDL before sm_90: nothing runs early";
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  PreloadScope preload(1);
+  using Case = BatchCase;
+  const std::vector<Case> cases = {{{16, 8, 128}, 1, {1025}},           {{32, 4, 128}, 1, {1024}},
+                                   {{32, 8, 128}, 1, {300}},            {{16, 8, 64}, 1, {2049}},
+                                   {{32, 8, 128}, 4, {1025, 64, 2, 700}}, {{16, 8, 128}, 16, {1, 65, 1024, 4097}}};
+  int control_early_on = 0, control_runs_on = 0;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& k = cases[ci];
+    SCOPED_TRACE("trigger first case " + std::to_string(ci));
+    const DecodeSetup s = decode_setup(k.sh, k.batch, k.lens, 2100 + static_cast<uint32_t>(ci));
+    const PagedCase& c = s.c;
+    const int B = k.batch, hd = c.hd;
+    const int64_t qw = c.q_width(), kvw = c.kv_width(), W = qw + 2 * kvw;
+    auto tg = upload(c, DType::BF16, kGpu);
+    const ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);  // uploaded before any writer
+    std::mt19937 rng(2200 + static_cast<uint32_t>(ci));
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f), wu(0.5f, 1.5f);
+    std::vector<float> rows(static_cast<size_t>(B * W)), wq(static_cast<size_t>(hd)), wk(static_cast<size_t>(hd));
+    for (float& x : rows) x = u(rng);
+    for (float& x : wq) x = wu(rng);
+    for (float& x : wk) x = wu(rng);
+    Tensor src = from_floats(rows, Shape{B, W}, DType::BF16, kGpu);
+    Tensor qkv = empty(Shape{B, W}, DType::BF16, kGpu);
+    Tensor q = qkv.slice(1, 0, qw), kk = qkv.slice(1, qw, qw + kvw), vv = qkv.slice(1, qw + kvw, W);
+    Tensor q_norm = from_floats(wq, Shape{hd}, DType::BF16, kGpu), k_norm = from_floats(wk, Shape{hd}, DType::BF16, kGpu);
+    ops::RopeParams rp;
+    rp.head_dim = hd;
+    rp.theta = 1000000.0f;
+    const Tensor cos_sin = ops::rope_cos_sin_cache(rp, 4200, kGpu);
+    std::vector<int32_t> pos, loc, ctrl;  // ctrl: position len - 2's slots (the control's late rows)
+    for (int b = 0; b < B; ++b) {
+      const int32_t len = s.seq_lens[static_cast<size_t>(b)];
+      const size_t row = static_cast<size_t>(c.req_idx[static_cast<size_t>(b)]) * c.max_context;
+      pos.push_back(len - 1);
+      loc.push_back(c.table[row + static_cast<size_t>(len - 1)]);
+      if (len >= 2) ctrl.push_back(c.table[row + static_cast<size_t>(len - 2)]);
+    }
+    Tensor positions = from_vector(pos, Shape{B}, DType::I32, kGpu), locs = from_vector(loc, Shape{B}, DType::I32, kGpu);
+    const int64_t row_bytes = kvw * 2;
+    auto* kc = static_cast<char*>(tg.k_cache.data());
+    auto* vc = static_cast<char*>(tg.v_cache.data());
+    // The control's rows, saved before any poisoning (batch 1: one K and one V row).
+    const bool control = ci == 0;
+    Tensor ctrl_k = empty(Shape{1, kvw}, DType::BF16, kGpu), ctrl_v = empty(Shape{1, kvw}, DType::BF16, kGpu);
+    if (control) {
+      ASSERT_EQ(ctrl.size(), 1u);
+      const int64_t off = static_cast<int64_t>(ctrl[0]) * row_bytes;
+      ASSERT_EQ(cudaMemcpy(ctrl_k.data(), kc + off, row_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(ctrl_v.data(), vc + off, row_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+    }
+    const auto poison = [&](bool with_control) {
+      ASSERT_EQ(cudaMemset(qkv.data(), 0xff, static_cast<size_t>(B * W * 2)), cudaSuccess);  // NaN everywhere
+      std::vector<int32_t> slots = loc;
+      if (with_control) slots.push_back(ctrl[0]);
+      for (int32_t slot : slots) {
+        ASSERT_EQ(cudaMemset(kc + static_cast<int64_t>(slot) * row_bytes, 0xff, row_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemset(vc + static_cast<int64_t>(slot) * row_bytes, 0xff, row_bytes), cudaSuccess);
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    };
+    LateCopies copies;
+    copies.add(qkv.data(), src.data(), B * W);
+    LateCopies with_control = copies;
+    if (control) {
+      with_control.add(kc + static_cast<int64_t>(ctrl[0]) * row_bytes, ctrl_k.data(), kvw);
+      with_control.add(vc + static_cast<int64_t>(ctrl[0]) * row_bytes, ctrl_v.data(), kvw);
+    }
+    const auto chain = [&](Stream& st, const LateCopies& lc) {
+      launch_late_copier(st, lc);
+      ops::prepare_qkv_(q, kk, vv, q_norm, k_norm, 1e-6f, positions, cos_sin, hd, locs, tg.k_cache, tg.v_cache);
+      return ops::attention_decode(q, tg.k_cache, tg.v_cache, meta, c.nq, c.nkv, hd, 0.088f);
+    };
+    const auto eager = [&](int pdl, int first, bool ctl) {
+      PdlScope p(pdl);
+      TriggerFirstScope t(first);
+      poison(ctl);
+      return to_host_floats(chain(current_stream(kGpu), ctl ? with_control : copies));
+    };
+    const std::vector<float> serial = eager(0, 0, false);
+    for (float x : serial) ASSERT_TRUE(std::isfinite(x)) << "the chain without PDL gave a non-finite value";
+    const std::vector<float> plain = eager(1, 0, false);
+    ASSERT_EQ(plain, serial) << "PDL without trigger first changed bits";
+    for (int round = 0; round < 3; ++round)
+      EXPECT_EQ(eager(1, 1, false), plain) << "prepare_qkv triggering first changed bits (round " << round << ")";
+    EXPECT_EQ(eager(1, 3, false), plain) << "trigger first 'all' changed bits";
+    if (control) {
+      for (int round = 0; round < 3; ++round) {
+        EXPECT_EQ(eager(1, 0, true), plain) << "without trigger first the preload read a row before the writer ended";
+        ++control_runs_on;
+        if (eager(1, 1, true) != plain) ++control_early_on;
+      }
+    }
+    // The chain captured with trigger first (programmatic edges writer -> prepare -> attention), replayed.
+    PdlScope p(1);
+    TriggerFirstScope t(1);
+    auto stream = new_stream(kGpu);
+    StreamGuard guard(*stream);
+    Tensor out;
+    const testing::CapturedInPool cap = testing::capture_in_pool(*stream, [&] { out = chain(*stream, copies); });
+    for (int replay = 0; replay < 3; ++replay) {
+      poison(false);
+      cap.exec->launch(*stream);
+      EXPECT_EQ(to_host_floats(out), plain) << "replay " << replay;
+    }
+  }
+  std::printf("[   INFO   ] control (position len - 2 written late): with trigger first the preload read it early in %d of %d runs\n",
+              control_early_on, control_runs_on);
+  EXPECT_GT(control_early_on, 0) << "the attention never started before the writer ended: trigger first did not act";
+}
+
+// The RMSNorm kernels triggering before their wait (GRAPHRT_PDL_TRIGGER_FIRST=norms): the next
+// GEMV's blocks launch while the norm's predecessor (here a late writer of the norm's inputs, NaN
+// until then) still runs, and read only weights before their own wait. fused_add_rms_norm_ then
+// linear (the one-token MoE block's add + norm before the next qkv GEMV) and rms_norm then linear
+// (the final norm before lm_head), bf16, one row and four, at the qwen3-30b-a3b qkv and the
+// qwen3-0.6b lm_head-like widths: bit for bit the chain with the switch off and without PDL.
+TEST(OpsAttentionCuda, NormTriggerFirstKeepsGemvBits) {
+  if (!pdl_hardware()) GTEST_SKIP() << "no PDL before sm_90: nothing runs early";
+  struct Case {
+    int64_t rows, hidden, n;
+  };
+  for (const Case k : {Case{1, 2048, 5120}, Case{1, 1024, 16384}, Case{4, 1024, 4096}}) {
+    SCOPED_TRACE("rows " + std::to_string(k.rows) + " hidden " + std::to_string(k.hidden) + " n " + std::to_string(k.n));
+    std::mt19937 rng(static_cast<uint32_t>(k.hidden + k.n + k.rows));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f), wu(0.5f, 1.5f);
+    std::vector<float> xs(static_cast<size_t>(k.rows * k.hidden)), rs(xs.size()), nw(static_cast<size_t>(k.hidden)),
+        ws(static_cast<size_t>(k.n * k.hidden));
+    for (float& x : xs) x = u(rng);
+    for (float& x : rs) x = u(rng);
+    for (float& x : nw) x = wu(rng);
+    for (float& x : ws) x = 0.05f * u(rng);
+    const Shape rowsh{k.rows, k.hidden};
+    Tensor x_src = from_floats(xs, rowsh, DType::BF16, kGpu), r_src = from_floats(rs, rowsh, DType::BF16, kGpu);
+    Tensor x = empty(rowsh, DType::BF16, kGpu), r = empty(rowsh, DType::BF16, kGpu);
+    Tensor norm_w = from_floats(nw, Shape{k.hidden}, DType::BF16, kGpu), w = from_floats(ws, Shape{k.n, k.hidden}, DType::BF16, kGpu);
+    const size_t bytes = static_cast<size_t>(k.rows * k.hidden * 2);
+    for (int fused = 0; fused < 2; ++fused) {
+      SCOPED_TRACE(fused ? "fused_add_rms_norm_" : "rms_norm");
+      const auto run = [&](int pdl, int first) {
+        PdlScope p(pdl);
+        TriggerFirstScope t(first);
+        EXPECT_EQ(cudaMemset(x.data(), 0xff, bytes), cudaSuccess);
+        EXPECT_EQ(cudaMemset(r.data(), 0xff, bytes), cudaSuccess);
+        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        LateCopies lc;
+        lc.add(x.data(), x_src.data(), k.rows * k.hidden);
+        lc.add(r.data(), r_src.data(), k.rows * k.hidden);
+        launch_late_copier(current_stream(kGpu), lc);
+        Tensor y;
+        if (fused) {
+          ops::fused_add_rms_norm_(x, r, norm_w, 1e-6f);  // r += x; x = norm(r)
+          y = ops::linear(x, w);
+        } else {
+          y = ops::linear(ops::rms_norm(r, norm_w, 1e-6f), w);
+        }
+        return to_host_floats(y);
+      };
+      const std::vector<float> serial = run(0, 0);
+      for (float v : serial) ASSERT_TRUE(std::isfinite(v));
+      const std::vector<float> plain = run(1, 0);
+      ASSERT_EQ(plain, serial) << "PDL without trigger first changed bits";
+      for (int round = 0; round < 3; ++round) {
+        EXPECT_EQ(run(1, 2), plain) << "the norm triggering first changed bits (round " << round << ")";
+        EXPECT_EQ(run(1, 3), plain) << "trigger first 'all' changed bits (round " << round << ")";
+      }
+    }
+  }
 }
 
 // ---- argmax and sampling ----------------------------------------------------------------------

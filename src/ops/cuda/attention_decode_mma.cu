@@ -54,7 +54,8 @@
 //    the blocks are resident while prepare_qkv runs). An exception to point 1 of pdl.cuh's
 //    contract that holds because no kernel writes that metadata: the host copies it (eager
 //    uploads, replay-prepare into persistent buffers) before the forward's kernels, and only the
-//    immediate predecessor can still be running when this kernel starts (pdl.cuh point 2).
+//    immediate predecessor (with trigger first: also its predecessor, see "Preload" (a)) can still
+//    be running when this kernel starts (pdl.cuh points 2 and 3).
 //    q and the K/V cache (prepare_qkv writes the new token's) are read after the wait.
 //  - Kv groups (p.kv_per_block = KH 2 or 4; opt-in GRAPHRT_DECODE_MMA_KV_GROUP, wide geometry
 //    only): a block takes KH consecutive kv heads of one (request, split); a tile row is one
@@ -93,11 +94,16 @@
 //    (ctx 1024: 16 splits of one 64-token tile) that is every K/V byte of the block, so the KV
 //    trip overlaps prepare_qkv instead of following it. A second exception to point 1 of pdl.cuh's
 //    contract, which holds because nothing that may still run writes those rows:
-//    (a) who may run: only the kernel launched just before this one (pdl.cuh point 2: every kernel
-//        waits before it triggers, so all earlier kernels have completed). In the decode forward
-//        (model/decoder_model.cpp) that is prepare_qkv; in a MIXED step's decode tail
-//        (ops/attention.cpp) the extend attention or its output memset, which write only `out`,
-//        with prepare_qkv before them (complete). Eager and graph runs launch the same sequence;
+//    (a) who may run: the kernel launched just before this one, and the kernels before it back to
+//        the nearest one that waits before it triggers (pdl.cuh points 2 and 3: that one's
+//        predecessor has completed). In the decode forward (model/decoder_model.cpp) that is
+//        prepare_qkv; with GRAPHRT_PDL_TRIGGER_FIRST=prepare|all (prepare_qkv triggers before its
+//        wait) also the qkv projection before it (a GEMV that waits first, or a cuBLAS kernel,
+//        which never triggers: prepare_qkv's blocks only start as its blocks exit): it writes only
+//        its qkv output, whose q part this kernel reads after the wait. In a MIXED step's decode
+//        tail (ops/attention.cpp) the extend attention or its output memset (no PDL attribute: a
+//        full edge from prepare_qkv), which write only `out`, with prepare_qkv before them
+//        (complete). Eager and graph runs launch the same sequence;
 //        the host's metadata and table uploads are copies before the forward's kernels (no kernel
 //        writes seq_lens, req_pool_indices or req_to_token: see "Early").
 //    (b) what it writes: prepare_qkv stores one K/V row per token row at out_cache_loc. A decode
@@ -119,7 +125,12 @@
 //    qwen3-0.6b / llama-3.1-8b / qwen3-30b-a3b bs 1 -0.02 / -0.02 / -0.01 ms a step; the window is
 //    small because the blocks land only when prepare_qkv triggers (after its own wait: ~1.3 us
 //    before it ends), and the metadata and table trips come first. On by default where the grid
-//    is one wave (launch_mma).
+//    is one wave (launch_mma). GRAPHRT_PDL_TRIGGER_FIRST=prepare (the default; pdl.cuh point 3,
+//    s12-pdlfirst) widens the window: prepare_qkv triggers at entry, so the blocks may land during
+//    the qkv GEMV, as far as registers allow: at qwen3-0.6b bs 1 its 256 blocks of 256 threads
+//    (2 a SM) hold the whole register file of 124 SMs, so they land as those leave (gap -1.28 ->
+//    -2.56 us, advance 8.19 -> 7.17 us, traced with =all); qwen3-30b-a3b's 160 leave room (gap
+//    -1.54 -> -9.2 us). Step: bs 1 -0.018 / -0.054 / -0.033 ms (qwen / MoE / llama).
 //  - PDL (ops/cuda/pdl.cuh): everything else is read after pdl_wait; pdl_trigger after the main
 //    loop, or right after pdl_wait with p.early_trigger ("Early trigger": GRAPHRT_DECODE_MMA_
 //    EARLY_TRIGGER=1, s8-dattn2): the next kernel (the o_proj GEMV at small batch) is scheduled

@@ -1,7 +1,11 @@
 // RMSNorm kernels: one block per row, two passes over the row (sum of squares, then scale), the
 // second re-reading x from cache rather than holding a row of any length in registers. Both are on
 // the decode path and keep the PDL contract (ops/cuda/pdl.cuh): they wait first, then let the next
-// kernel (a GEMV streaming weights) launch at once.
+// kernel (a GEMV streaming weights) launch at once; with GRAPHRT_PDL_TRIGGER_FIRST=norms|all (opt-in:
+// measured slower, MoE bs 1 +0.12 ms a step, see ops/cuda/pdl.h) they
+// let it launch first, before their wait (pdl.cuh point 3), so its weight reads start under this
+// kernel's predecessor too (e.g. a one-token MoE block's down1 before the next layer's qkv GEMV).
+// Their PDL successors (GEMVs, the router) read only weights before their wait.
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/pdl.cuh"
@@ -13,10 +17,9 @@ using namespace dense;
 
 template <typename T>
 __global__ void rms_norm_kernel(const T* x, ops::RowLayout xl, T* out, ops::RowLayout ol, const T* w, int64_t n,
-                                float eps, bool vec) {
+                                float eps, bool vec, bool first) {
   constexpr int V = kChunk<T>;
-  pdl_wait();
-  pdl_trigger();
+  pdl_enter(first);
   const int64_t r = blockIdx.x;
   const T* xr = x + xl.row_offset(r);
   T* orow = out + ol.row_offset(r);
@@ -39,10 +42,9 @@ __global__ void rms_norm_kernel(const T* x, ops::RowLayout xl, T* out, ops::RowL
 
 template <typename T>
 __global__ void fused_add_rms_norm_kernel(T* x, int64_t xs, T* res, int64_t rs, const T* w, int64_t n, float eps,
-                                          bool vec) {
+                                          bool vec, bool first) {
   constexpr int V = kChunk<T>;
-  pdl_wait();
-  pdl_trigger();
+  pdl_enter(first);
   T* xr = x + static_cast<int64_t>(blockIdx.x) * xs;
   T* rr = res + static_cast<int64_t>(blockIdx.x) * rs;
   float a[V], b[V];
@@ -76,7 +78,8 @@ void launch_rms_norm(int dev, cudaStream_t s, const void* x, const ops::RowLayou
                    aligned16(out, ol.outer_stride, sizeof(T)) && aligned16(out, ol.inner_stride, sizeof(T)) &&
                    aligned16(w, 0, sizeof(T));
   (void)launch_pdl(dev, rms_norm_kernel<T>, dim3(static_cast<unsigned>(xl.rows)), dim3(row_threads((n + V - 1) / V)), 0,
-                   s, 1, static_cast<const T*>(x), xl, static_cast<T*>(out), ol, static_cast<const T*>(w), n, eps, vec);
+                   s, 1, static_cast<const T*>(x), xl, static_cast<T*>(out), ol, static_cast<const T*>(w), n, eps, vec,
+                   pdl_trigger_first(TriggerFirstSite::norms));
 }
 
 template <typename T>
@@ -86,7 +89,8 @@ void launch_fused(int dev, cudaStream_t s, void* x, int64_t xs, void* r, int64_t
   const bool vec = n % V == 0 && aligned16(x, xs, sizeof(T)) && aligned16(r, rs, sizeof(T)) && aligned16(w, 0, sizeof(T));
   (void)launch_pdl(dev, fused_add_rms_norm_kernel<T>, dim3(static_cast<unsigned>(rows)),
                    dim3(row_threads((n + V - 1) / V)), 0, s, 1, static_cast<T*>(x), xs, static_cast<T*>(r), rs,
-                   static_cast<const T*>(w), n, eps, vec);
+                   static_cast<const T*>(w), n, eps, vec,
+                   pdl_trigger_first(TriggerFirstSite::norms));
 }
 
 void check_rows(const char* op, int64_t rows) {

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env_switch.h"
+#include "core/error.h"
 #include "device/cuda/cuda_check.h"
 
 namespace grt::cuda {
@@ -14,6 +16,7 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 std::atomic<int> g_override{-1};
+std::atomic<int> g_first_override{-1};  // set_pdl_trigger_first
 
 bool env_allows() {
   static const bool allowed = [] {
@@ -52,5 +55,18 @@ bool pdl_enabled(int index) {
 }
 
 void set_pdl_override(int mode) { g_override.store(mode < 0 ? -1 : (mode ? 1 : 0), std::memory_order_relaxed); }
+
+bool pdl_trigger_first(TriggerFirstSite site) {
+  // The mode's bits are the sites: 1 prepare, 2 norms, 3 all (env_choice's index is the mask).
+  // Default prepare: measured best (ops/cuda/pdl.h).
+  static const int env = env_choice("GRAPHRT_PDL_TRIGGER_FIRST", {"0", "prepare", "norms", "all"}, 1);
+  const int o = g_first_override.load(std::memory_order_relaxed);
+  return ((o >= 0 ? o : env) & static_cast<int>(site)) != 0;
+}
+
+void set_pdl_trigger_first(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 3, "set_pdl_trigger_first: mode {} (expected -1..3)", mode);
+  g_first_override.store(mode, std::memory_order_relaxed);
+}
 
 }  // namespace grt::cuda

@@ -11,10 +11,30 @@
 //     block of this grid has issued it or exited. Small kernels issue it right after their wait,
 //     so the next GEMV's blocks load weights while they run; the GEMV (gemv.cu) does the same
 //     (GRAPHRT_GEMV_EARLY_TRIGGER=0: after its main loop), attention after its main loop
-//     (the mma kernel with GRAPHRT_DECODE_MMA_EARLY_TRIGGER=1: right after its wait). Every kernel waits before it triggers, so at most one kernel sits waiting
-//     ahead of the running one, and a kernel's early weight reads can only overlap the kernel
-//     launched just before it: that one must not write the weights (at load, a copy or a
-//     synchronisation always comes between).
+//     (the mma kernel with GRAPHRT_DECODE_MMA_EARLY_TRIGGER=1: right after its wait).
+//     Trigger first (pdl_enter(true); GRAPHRT_PDL_TRIGGER_FIRST, ops/cuda/pdl.h): prepare_qkv's
+//     (by default) and the RMSNorm kernels (opt-in, measured slower) may trigger BEFORE their wait. Then the next kernel's pre-wait part
+//     can overlap not only this kernel but also this kernel's predecessor (and, were that one to
+//     trigger first too, the one before it, and so on back to the nearest kernel that waits before
+//     it triggers: that kernel's predecessor has completed). So a kernel K may trigger first only
+//     where its successor's pre-wait reads (point 1 and the documented exceptions: decode
+//     attention's "Early" metadata and "Preload" K/V rows) are safe against the writes of K's
+//     predecessor too, not only K's. Weights are (no kernel writes them); the decode metadata is
+//     (the host copies it before the forward's kernels); the preloaded K/V rows are (only the
+//     step's prepare_qkv writes K/V, and it writes none of those rows). Never in a kernel whose
+//     successor reads, before its wait, what the predecessor computes: e.g. MoE gate_up1 keeps
+//     waiting first, as down1 reads the router's expert ids before its wait (moe_one_token.cu).
+//     Ordering is unchanged: every kernel still reaches its wait unconditionally (point 2), and a
+//     kernel completes only after its wait returned, i.e. after its predecessor completed; the
+//     successor's wait waits for this kernel's completion, hence for the whole chain before it.
+//     Scheduling: the trigger fires only once every block of this grid has issued it, so all of
+//     this grid's blocks (and of every earlier grid) are resident or done before any block of the
+//     next one is scheduled: early blocks never take SM slots ahead of an earlier kernel's blocks
+//     (no deadlock, no delayed launch), they only compete for bandwidth and issue slots.
+//     Without trigger first, every kernel waits before it triggers, so at most one kernel sits
+//     waiting ahead of the running one, and a kernel's early weight reads can only overlap the
+//     kernel launched just before it; with it, also that kernel's predecessor. None of them may
+//     write the weights (at load, a copy or a synchronisation always comes between).
 // Without the attribute (PDL off, pre-Hopper, or a predecessor that is not a kernel) the
 // instructions are no-ops and launches are ordinary stream order. cuBLASLt launches never carry
 // the attribute: edges into them stay full; an edge out of one into a PDL kernel is programmatic,
@@ -38,6 +58,14 @@ __device__ __forceinline__ void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+// A kernel's PDL entry: wait, then let the next kernel launch; or, with trigger_first (the host's
+// pdl_trigger_first for this kernel's site), let it launch first and then wait (point 3 above).
+__device__ __forceinline__ void pdl_enter(bool trigger_first) {
+  if (trigger_first) pdl_trigger();
+  pdl_wait();
+  if (!trigger_first) pdl_trigger();
 }
 
 // Launches kernel<<<grid, block, smem, stream>>>(args...) on device `index` (already current),

@@ -17,4 +17,23 @@ bool pdl_enabled(int index);
 // environment. Affects launches made after the call (captured graphs keep what they captured).
 void set_pdl_override(int mode);
 
+// Kernels that may let their dependents launch BEFORE their own griddepcontrol.wait ("trigger
+// first", ops/cuda/pdl.cuh point 3), chosen by GRAPHRT_PDL_TRIGGER_FIRST (read once):
+//  0: none (every kernel waits, then triggers); prepare: prepare_qkv's kernels, so the decode
+//  attention's blocks launch while the qkv GEMV still runs and do their pre-wait part (metadata,
+//  the K/V preload of old positions) under it; norms: the RMSNorm kernels (rms_norm,
+//  fused_add_rms_norm_), so the next GEMV's weight reads start under the norm's predecessor;
+//  all: both. Default prepare: measured on the H100 (bench/results/h100_2026-11-24_s12_pdlfirst,
+//  graph step, three interleaved rounds against 0): qwen3-0.6b bs 1 / 8 / 64 -0.018 / +0.004 (one
+//  outlier process aside) / -0.007 ms, qwen3-30b-a3b bs 1 -0.054, llama-3.1-8b bs 1 -0.033. norms
+//  measured slower (MoE bs 1 +0.120, llama +0.049, qwen +0.004: a GEMV launched under a
+//  bandwidth-bound predecessor slows both, the lm_head most), so it stays off, and all lost
+//  with it (MoE +0.185).
+enum class TriggerFirstSite { prepare = 1, norms = 2 };
+bool pdl_trigger_first(TriggerFirstSite site);
+
+// Tests: a GRAPHRT_PDL_TRIGGER_FIRST mode (0 none, 1 prepare, 2 norms, 3 all) for launches made
+// after the call, or -1 back to the environment.
+void set_pdl_trigger_first(int mode);
+
 }  // namespace grt::cuda

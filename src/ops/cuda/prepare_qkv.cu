@@ -28,6 +28,15 @@
 //    dense::rope_rotate, the very function apply_rope_'s kernel uses;
 //  - K and V reach the caches as the dtype's bits (store_kv copies bytes).
 // On the decode path: PDL contract of ops/cuda/pdl.cuh (wait, then let attention launch).
+// Trigger first (GRAPHRT_PDL_TRIGGER_FIRST=prepare, the default, or all; pdl.cuh point 3; measured
+// figures in ops/cuda/pdl.h): every kernel here lets
+// its dependent launch at entry, before its wait, so the decode attention's blocks land while the
+// qkv GEMV still runs (not ~1.3 us before this kernel ends) and do their pre-wait part under it:
+// the metadata and table reads and the preload of old K/V rows (attention_decode_mma.cu, "Early"
+// and "Preload", whose case (a) covers this: what may run then is this kernel and the GEMV, which
+// writes only its qkv output). The other successors read nothing but weights before their wait,
+// or carry no PDL attribute (extend attention: a full edge). Only a scheduling instruction moves:
+// the same bits.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -70,6 +79,7 @@ Path chosen_path() {
 }
 constexpr int64_t kTileMinTokens = 512;
 bool one_block_per_token() { return chosen_path() == Path::token; }
+bool trigger_first() { return pdl_trigger_first(TriggerFirstSite::prepare); }
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
 
@@ -133,10 +143,9 @@ __device__ void prepare_head(const T* src, T* dst, const T* w, int64_t hd, float
 }
 
 template <typename T>
-__global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k, bool vec_v) {
+__global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k, bool vec_v, bool trigger_first) {
   extern __shared__ __align__(16) float smem[];
-  pdl_wait();
-  pdl_trigger();
+  pdl_enter(trigger_first);  // ("Trigger first" at the top of this file)
   const int64_t t = blockIdx.x, hd = a.head_dim, width = a.kv_heads * hd;
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int warps = static_cast<int>(blockDim.x / 32);
@@ -303,11 +312,11 @@ __device__ __forceinline__ void norm_rope_chunk(const uint4& raw, bool norm, con
 // not on its token's cache slot, so it leaves at once instead of one L2 round trip (the slot read)
 // later; a k/v chunk of a token whose slot is skipped is read and dropped (its source row exists).
 template <typename T, int L, bool kEarly>
-__global__ void __launch_bounds__(256) prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int per_token, int units) {
+__global__ void __launch_bounds__(256)
+    prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int per_token, int units, bool first) {
   using Unit = LaneUnit<T, L>;
   constexpr int V = Unit::V, hd = Unit::hd, half = hd / 2;
-  pdl_wait();
-  pdl_trigger();
+  pdl_enter(first);
   const int lane = static_cast<int>(threadIdx.x % 32), sub = lane % L, c = sub * V, j0 = c % half;
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
   const Unit un(a, warp * (32 / L) + lane / L, per_token, units);
@@ -367,6 +376,7 @@ struct CutArgs {
   uint32_t magic;  // unit / per_token == __umulhi(unit << 2, magic) >> shift for every unit < 2^30
   int shift;
   float eps;
+  bool trigger_first;  // pdl_enter's ("Trigger first" at the top of this file)
 };
 
 // Two values rounded to the dtype and back (round_to<T> of each: the same round-to-nearest, two
@@ -445,8 +455,7 @@ __device__ __forceinline__ void cut_norm_rope_chunk(const uint4& raw, bool norm,
 template <typename T, int L, bool kOneRow, bool kNext = false>
 __global__ void __launch_bounds__(256, kNext ? 6 : 0) prepare_qkv_cut_kernel(CutArgs<T> a) {
   constexpr int V = kChunk<T>, hd = L * V, half = hd / 2;
-  pdl_wait();
-  pdl_trigger();
+  pdl_enter(a.trigger_first);
   const int lane = static_cast<int>(threadIdx.x % 32), sub = lane % L, c = sub * V, j0 = c % half;
   // = warp * (32 / L) + lane / L; blockIdx.x * 256 could pass 2^32 (units < 2^30, L lanes each).
   const uint32_t u = blockIdx.x * (blockDim.x / L) + threadIdx.x / L;
@@ -508,10 +517,9 @@ __global__ void __launch_bounds__(256, kNext ? 6 : 0) prepare_qkv_cut_kernel(Cut
 // loads per lane stay in flight at about the registers of one unit plus 4 per extra round. Each
 // unit's arithmetic is the lanes kernel's, step for step: same bits.
 template <typename T, int L, int R>
-__global__ void __launch_bounds__(256) prepare_qkv_tile_kernel(ops::PrepareQkvArgs a, int per_token) {
+__global__ void __launch_bounds__(256) prepare_qkv_tile_kernel(ops::PrepareQkvArgs a, int per_token, bool first) {
   constexpr int V = kChunk<T>, hd = L * V, half = hd / 2, G = 256 / L;
-  pdl_wait();
-  pdl_trigger();
+  pdl_enter(first);
   const int lane = static_cast<int>(threadIdx.x % 32), sub = lane % L, c = sub * V, j0 = c % half;
   const int g = static_cast<int>(threadIdx.x) / L;
   const int64_t t = blockIdx.x;
@@ -590,7 +598,7 @@ void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   constexpr int per_block = kThreads / 32 * (32 / L);
   const int blocks = (units + per_block - 1) / per_block;
   (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L, kEarly>, dim3(blocks), dim3(kThreads), 0, s, 1, a, per_token,
-                   units);
+                   units, trigger_first());
 }
 
 // The cut lanes kernel where its 32-bit arguments fit (else false: the caller runs lanes-s8, same bits).
@@ -635,6 +643,7 @@ bool try_cut(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   GRT_CHECK(((uint64_t{last} << 2) * m >> 32 >> l) == last / static_cast<uint32_t>(per_token),
             "prepare_qkv_: the multiply-shift division by {} heads a token is wrong at unit {}", per_token, last);
   c.eps = a.eps;
+  c.trigger_first = trigger_first();
   // One row: k and v follow q's heads in the same row (the model's fused qkv output).
   const bool one_row = a.k == static_cast<const T*>(a.q) + a.q_heads * hd && a.v == c.k + width &&
                        a.k_stride == a.q_stride && a.v_stride == a.q_stride;
@@ -655,11 +664,16 @@ bool try_tile(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   const int per_token = static_cast<int>(a.q_heads + 2 * a.kv_heads);
   const int rounds = (per_token + G - 1) / G;
   const dim3 grid(static_cast<unsigned>(a.tokens));
+  const bool first = trigger_first();
+  const auto go = [&](auto kernel) {
+    (void)launch_pdl(dev, kernel, grid, dim3(256), 0, s, 1, a, per_token, first);
+    return true;
+  };
   switch (rounds) {
-    case 1: (void)launch_pdl(dev, prepare_qkv_tile_kernel<T, L, 1>, grid, dim3(256), 0, s, 1, a, per_token); return true;
-    case 2: (void)launch_pdl(dev, prepare_qkv_tile_kernel<T, L, 2>, grid, dim3(256), 0, s, 1, a, per_token); return true;
-    case 3: (void)launch_pdl(dev, prepare_qkv_tile_kernel<T, L, 3>, grid, dim3(256), 0, s, 1, a, per_token); return true;
-    case 4: (void)launch_pdl(dev, prepare_qkv_tile_kernel<T, L, 4>, grid, dim3(256), 0, s, 1, a, per_token); return true;
+    case 1: return go(prepare_qkv_tile_kernel<T, L, 1>);
+    case 2: return go(prepare_qkv_tile_kernel<T, L, 2>);
+    case 3: return go(prepare_qkv_tile_kernel<T, L, 3>);
+    case 4: return go(prepare_qkv_tile_kernel<T, L, 4>);
     default: return false;
   }
 }
@@ -707,7 +721,7 @@ void launch(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   // Enough blocks for one head per warp (the kernel's loop also covers a smaller grid).
   const int64_t head_blocks = per_token ? 1 : std::clamp<int64_t>((all_heads + warps - 1) / warps, 1, 65535);
   (void)launch_pdl(dev, prepare_qkv_kernel<T>, dim3(static_cast<unsigned>(a.tokens), static_cast<unsigned>(head_blocks)),
-                   dim3(warps * 32), smem, s, 1, a, vec_q, vec_k, vec_v);
+                   dim3(warps * 32), smem, s, 1, a, vec_q, vec_k, vec_v, trigger_first());
 }
 
 }  // namespace
