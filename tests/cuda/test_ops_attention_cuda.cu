@@ -349,6 +349,24 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
         EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
       }
       {
+        ForceExtendKernel s11("auto-s11");  // the choice of sessions 9-11
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
+                  hopper ? (hd == 128 ? "fa3-ws128ns" : "fa3-ws128p") : "fa2-v2")
+            << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s12w("auto-s12w");  // no short-extend bucket
+        EXPECT_EQ(name(short_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s12n("auto-s12n");  // one-consumer 64-row tiles on short extends
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wsn64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+      }
+      {
         ForceExtendKernel fa2("auto-fa2");  // FA2 on any GPU
         EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt), "fa2-v2") << hd;
         EXPECT_EQ(name(short_prompt, dt), "fa2-v2q64") << hd;
@@ -430,7 +448,7 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
     for (const char* kernel :
          {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp",
           "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk", "fa3-ws128nso",
-          "fa3-ws128ns2", "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph"}) {
+          "fa3-ws128ns2", "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph", "fa3-wsn64"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
@@ -466,6 +484,10 @@ TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
     EXPECT_EQ(output_of("fa3-wsnh", checks[i]), wsn);
     EXPECT_EQ(output_of("fa3-wsnsh", checks[i]), wsn);
     EXPECT_EQ(output_of("fa3-wsnph", checks[i]), output_of("fa3-wsnp", checks[i]));
+    // One consumer on 64-row tiles: the same rows see the same key tiles in the same order (a
+    // 128-row tile's first consumer also runs key tiles wholly in its future, all masked: adding
+    // exact zeros), so fa3-wsn's bits.
+    EXPECT_EQ(output_of("fa3-wsn64", checks[i]), wsn);
   }
 }
 
@@ -482,7 +504,7 @@ TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
     kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp", "fa3-ws128", "fa3-ws128p",
                                    "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq",
                                    "fa3-ws128nsk", "fa3-ws128nso", "fa3-ws128ns2",
-                                   "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph"});
+                                   "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph", "fa3-wsn64"});
   for (const PagedCase* pc : {&c, &c64})
     for (const char* kernel : kernels) {
       if (pc->hd == 64 && (std::string(kernel) == "tc" || std::string(kernel) == "simt")) continue;  // as tested above
