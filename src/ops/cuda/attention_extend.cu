@@ -332,6 +332,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4",
              s5 = forced == "auto-s5", s7 = forced == "auto-s7", s8 = forced == "auto-s8", s9a = forced == "auto-s9a";
   const bool s11 = forced == "auto-s11", s12w = forced == "auto-s12w", s12n = forced == "auto-s12n";
+  const bool current = forced.empty() || forced == "auto";
   if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5 || s7 || s8 || s9a || s11 || s12w || s12n) {
     // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
     // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
@@ -368,10 +369,14 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // bucket, +2.7 to +13%, 16/8/128 4k 416 -> 433; qwen3-0.6b prefill 4096 -0.15 ms piecewise;
     // same bits as fa3-ws128n). "auto-s8" keeps session 8's choice (fa3-ws128s there) for A/B,
     // "auto-s9a" the choice after helper s9-attn's run (fa3-ws128ns there).
-    // Session 12 (helper xattn): the B <= M/2 bucket (short extends). "auto-s11" keeps fa3-ov64
-    // there (the choice of sessions 5-11) for A/B; "auto-s12w" runs what M/2 < B <= M runs
-    // (fa3-wsnp at head_dim 128, fa3-ws128p at 64); "auto-s12n" fa3-wsn64 (one consumer, 64-row
-    // q tiles: the block count of fa3-ov64 with the warp-specialised loop).
+    // Session 12 (measured, bench/results/h100_2026-11-24_s12_xattn): B <= M/2 (short extends) at
+    // head_dim 128: fa3-wsn64 (fa3-wsn with one consumer on 64-row q tiles: fa3-ov64's block count
+    // with the warp-specialised loop). qwen3-0.6b piecewise prefill 64 / 128 / 256 / 512 tokens
+    // 1.499 / 1.635 / 1.883 / 2.355 -> 1.466 / 1.535 / 1.736 / 2.121 ms (fa3-wsnp there: 1.470 /
+    // 1.572 / 1.778 / 2.194). Measured without a prefix only; head_dim 64 not measured, so it
+    // keeps fa3-ov64. "auto-s11" keeps fa3-ov64 at both head dims (sessions 5-11) for A/B;
+    // "auto-s12w" runs what M/2 < B <= M runs (fa3-wsnp at 128, fa3-ws128p at 64); "auto-s12n"
+    // fa3-wsn64 at both head dims.
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
@@ -379,7 +384,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         const int64_t blocks = wgmma_blocks(p), sms = extend_multiprocessors();
         if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
         if (2 * blocks <= sms) {
-          if (s12n) return ExtendKernel::kWgmmaWsN64;
+          if (s12n || (current && p.hd == 128)) return ExtendKernel::kWgmmaWsN64;
           if (!s12w) return ExtendKernel::kWgmmaOv64;
         }
         if (s5) return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;

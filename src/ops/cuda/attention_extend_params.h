@@ -150,8 +150,9 @@ const char* extend_kernel_name(ExtendKernel k);
 bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
 // The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU a wgmma
-// kernel by the blocks B of the 128-row grid against the multiprocessors M (fa3-ov64 where
-// B <= M/2; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp where B <= M, fa3-ws128ns where B > M),
+// kernel by the blocks B of the 128-row grid against the multiprocessors M (where B <= M/2
+// fa3-wsn64 at head_dim 128, fa3-ov64 at 64; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp
+// where B <= M, fa3-ws128ns where B > M),
 // elsewhere FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64);
 // else the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
@@ -165,7 +166,8 @@ bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 // session 8 (as the default, but fa3-ws128s where B > M at head_dim 128); "auto-s9a": the choice
 // after helper s9-attn's run (fa3-ws128ns where B > M at head_dim 128); "auto-s11": the choice
 // of sessions 9-11 (fa3-ov64 where B <= M/2); "auto-s12w": no B <= M/2 bucket (what M/2 < B <= M
-// runs); "auto-s12n": fa3-wsn64 where B <= M/2; unset or "auto": the default choice. Forcing a kernel that cannot serve the case
+// runs); "auto-s12n": fa3-wsn64 where B <= M/2 at both head dims; unset or "auto": the default
+// choice. Forcing a kernel that cannot serve the case
 // is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 
