@@ -305,7 +305,8 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
   // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
   // multiprocessors) the warp-specialised 128-key kernels on long prompts (persistent fa3-ws128ns
   // at head_dim 128, pingpong fa3-ws128p at 64), where the 128-row grid has between half and all
-  // of the multiprocessors fa3-wsnp (128) or fa3-ws128p (64), fa3-ov64 below; else FA2.
+  // of the multiprocessors fa3-wsnp (128) or fa3-ws128p (64), below fa3-wsn64 (128) or fa3-ov64
+  // (64; session 12); else FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
@@ -315,7 +316,7 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
       short_prompt.max_extend_len = 256;  // 2 tiles x 16 heads: 32 blocks
-      EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+      EXPECT_EQ(name(short_prompt, dt), hopper ? (hd == 128 ? "fa3-wsn64" : "fa3-ov64") : "fa2-v2q64") << hd;
       cuda::ExtendParams mid_prompt = params_for(hd, 16 * hd, buf);
       mid_prompt.max_extend_len = 768;  // 6 tiles x 16 heads: 96 blocks
       EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
@@ -352,6 +353,24 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
                   hopper ? (hd == 128 ? "fa3-ws128ns" : "fa3-ws128p") : "fa2-v2")
             << hd;
         EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s11("auto-s11");  // the choice of sessions 9-11
+        EXPECT_EQ(name(params_for(hd, 16 * hd + 8, buf), dt),
+                  hopper ? (hd == 128 ? "fa3-ws128ns" : "fa3-ws128p") : "fa2-v2")
+            << hd;
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-ov64" : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s12w("auto-s12w");  // no short-extend bucket
+        EXPECT_EQ(name(short_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+        EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
+      }
+      {
+        ForceExtendKernel s12n("auto-s12n");  // one-consumer 64-row tiles on short extends
+        EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wsn64" : "fa2-v2q64") << hd;
         EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;
       }
       {
@@ -436,7 +455,7 @@ TEST(OpsAttentionCuda, ExtendWgmmaEqualsCpu) {
     for (const char* kernel :
          {"fa3-wg", "fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ovq", "fa3-ws", "fa3-wsp", "fa3-wsn", "fa3-wsnp",
           "fa3-ws128", "fa3-ws128p", "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq", "fa3-ws128nsk", "fa3-ws128nso",
-          "fa3-ws128ns2", "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph"}) {
+          "fa3-ws128ns2", "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph", "fa3-wsn64"}) {
       ForcePairing pair(pairing);
       ForceExtendKernel force(kernel);
       for (size_t i = 0; i < checks.size(); ++i) {
@@ -472,6 +491,10 @@ TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
     EXPECT_EQ(output_of("fa3-wsnh", checks[i]), wsn);
     EXPECT_EQ(output_of("fa3-wsnsh", checks[i]), wsn);
     EXPECT_EQ(output_of("fa3-wsnph", checks[i]), output_of("fa3-wsnp", checks[i]));
+    // One consumer on 64-row tiles: the same rows see the same key tiles in the same order (a
+    // 128-row tile's first consumer also runs key tiles wholly in its future, all masked: adding
+    // exact zeros), so fa3-wsn's bits.
+    EXPECT_EQ(output_of("fa3-wsn64", checks[i]), wsn);
   }
 }
 
@@ -488,7 +511,7 @@ TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
     kernels.insert(kernels.end(), {"fa3-wg2", "fa3-ov", "fa3-ov64", "fa3-ws", "fa3-wsnp", "fa3-ws128", "fa3-ws128p",
                                    "fa3-ws128n", "fa3-ws128s", "fa3-ws128ns", "fa3-ws128nsq",
                                    "fa3-ws128nsk", "fa3-ws128nso", "fa3-ws128ns2",
-                                   "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph"});
+                                   "fa3-wsnh", "fa3-wsnsh", "fa3-wsnph", "fa3-wsn64"});
   for (const PagedCase* pc : {&c, &c64})
     for (const char* kernel : kernels) {
       if (pc->hd == 64 && (std::string(kernel) == "tc" || std::string(kernel) == "simt")) continue;  // as tested above

@@ -255,6 +255,7 @@ const char* extend_kernel_name(ExtendKernel k) {
     case ExtendKernel::kWgmmaWsNH: return "fa3-wsnh";
     case ExtendKernel::kWgmmaWsNSH: return "fa3-wsnsh";
     case ExtendKernel::kWgmmaWsNPH: return "fa3-wsnph";
+    case ExtendKernel::kWgmmaWsN64: return "fa3-wsn64";
     case ExtendKernel::kTensorCore: return "tc";
     case ExtendKernel::kSimt: return "simt";
   }
@@ -291,7 +292,7 @@ bool is_wgmma(ExtendKernel k) {
          k == ExtendKernel::kWgmmaWs128S || k == ExtendKernel::kWgmmaWs128NS || k == ExtendKernel::kWgmmaWs128NSQ ||
          k == ExtendKernel::kWgmmaWs128NSK || k == ExtendKernel::kWgmmaWs128NSO ||
          k == ExtendKernel::kWgmmaWs128NS2 || k == ExtendKernel::kWgmmaWsNH || k == ExtendKernel::kWgmmaWsNSH ||
-         k == ExtendKernel::kWgmmaWsNPH;
+         k == ExtendKernel::kWgmmaWsNPH || k == ExtendKernel::kWgmmaWsN64;
 }
 
 WgVariant wg_variant_of(ExtendKernel k) {
@@ -317,6 +318,7 @@ WgVariant wg_variant_of(ExtendKernel k) {
     case ExtendKernel::kWgmmaWsNH: return WgVariant::kWsNH;
     case ExtendKernel::kWgmmaWsNSH: return WgVariant::kWsNSH;
     case ExtendKernel::kWgmmaWsNPH: return WgVariant::kWsNPH;
+    case ExtendKernel::kWgmmaWsN64: return WgVariant::kWsN64;
     default: break;
   }
   GRT_FAIL("attention_extend: {} is no wgmma kernel", extend_kernel_name(k));
@@ -329,7 +331,9 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   const std::string forced = env ? env : "";
   const bool v1 = forced == "auto-v1", fa2_only = forced == "auto-fa2", s4 = forced == "auto-s4",
              s5 = forced == "auto-s5", s7 = forced == "auto-s7", s8 = forced == "auto-s8", s9a = forced == "auto-s9a";
-  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5 || s7 || s8 || s9a) {
+  const bool s11 = forced == "auto-s11", s12w = forced == "auto-s12w", s12n = forced == "auto-s12n";
+  const bool current = forced.empty() || forced == "auto";
+  if (forced.empty() || forced == "auto" || v1 || fa2_only || s4 || s5 || s7 || s8 || s9a || s11 || s12w || s12n) {
     // Measured on an H100 (bench/results/h100_2026-11-23_s4_fa2): the wgmma kernel wins from
     // 1k tokens up (345 vs 261 TFLOP/s at 4k, 16/8/128), with registers for 2 blocks per
     // multiprocessor where its grid has more blocks than multiprocessors, else for 1 (no spills:
@@ -365,13 +369,24 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // bucket, +2.7 to +13%, 16/8/128 4k 416 -> 433; qwen3-0.6b prefill 4096 -0.15 ms piecewise;
     // same bits as fa3-ws128n). "auto-s8" keeps session 8's choice (fa3-ws128s there) for A/B,
     // "auto-s9a" the choice after helper s9-attn's run (fa3-ws128ns there).
+    // Session 12 (measured, bench/results/h100_2026-11-24_s12_xattn): B <= M/2 (short extends) at
+    // head_dim 128: fa3-wsn64 (fa3-wsn with one consumer on 64-row q tiles: fa3-ov64's block count
+    // with the warp-specialised loop). qwen3-0.6b piecewise prefill 64 / 128 / 256 / 512 tokens
+    // 1.499 / 1.635 / 1.883 / 2.355 -> 1.466 / 1.535 / 1.736 / 2.121 ms (fa3-wsnp there: 1.470 /
+    // 1.572 / 1.778 / 2.194). Measured without a prefix only; head_dim 64 not measured, so it
+    // keeps fa3-ov64. "auto-s11" keeps fa3-ov64 at both head dims (sessions 5-11) for A/B;
+    // "auto-s12w" runs what M/2 < B <= M runs (fa3-wsnp at 128, fa3-ws128p at 64); "auto-s12n"
+    // fa3-wsn64 at both head dims.
     if (fa2_supports(p, dtype)) {
       const bool big = pairs_fill_gpu(p, 128);
       if (v1) return big ? ExtendKernel::kFa2Q128W4 : ExtendKernel::kFa2Q64;
       if (!fa2_only && wgmma_supports(p, dtype)) {
         const int64_t blocks = wgmma_blocks(p), sms = extend_multiprocessors();
         if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
-        if (2 * blocks <= sms) return ExtendKernel::kWgmmaOv64;
+        if (2 * blocks <= sms) {
+          if (s12n || (current && p.hd == 128)) return ExtendKernel::kWgmmaWsN64;
+          if (!s12w) return ExtendKernel::kWgmmaOv64;
+        }
         if (s5) return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
         if (s7) {
           if (blocks <= sms) return ExtendKernel::kWgmmaWsNP;
@@ -396,7 +411,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         ExtendKernel::kWgmmaWs128, ExtendKernel::kWgmmaWs128P, ExtendKernel::kWgmmaWs128N, ExtendKernel::kWgmmaWs128S,
         ExtendKernel::kWgmmaWs128NS, ExtendKernel::kWgmmaWs128NSQ, ExtendKernel::kWgmmaWs128NSK,
         ExtendKernel::kWgmmaWs128NSO, ExtendKernel::kWgmmaWs128NS2, ExtendKernel::kWgmmaWsNH,
-        ExtendKernel::kWgmmaWsNSH, ExtendKernel::kWgmmaWsNPH, ExtendKernel::kTensorCore,
+        ExtendKernel::kWgmmaWsNSH, ExtendKernel::kWgmmaWsNPH, ExtendKernel::kWgmmaWsN64, ExtendKernel::kTensorCore,
         ExtendKernel::kSimt}) {
     if (forced != extend_kernel_name(k)) continue;
     bool ok = fa2_supports(p, dtype);
@@ -409,10 +424,11 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
   }
   GRT_FAIL(
       "GRAPHRT_EXTEND_KERNEL='{}' is not one of auto, auto-v1, auto-fa2, auto-s4, auto-s5, auto-s7, auto-s8, auto-s9a, "
+      "auto-s11, auto-s12w, auto-s12n, "
       "fa2-q64, "
       "fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2, fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, "
       "fa3-wsp, fa3-wsn, fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk, "
-      "fa3-ws128nso, fa3-ws128ns2, fa3-wsnh, fa3-wsnsh, fa3-wsnph, tc, simt",
+      "fa3-ws128nso, fa3-ws128ns2, fa3-wsnh, fa3-wsnsh, fa3-wsnph, fa3-wsn64, tc, simt",
       forced);
 }
 

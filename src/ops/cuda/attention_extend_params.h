@@ -72,7 +72,9 @@ bool wgmma_supports(const ExtendParams& p, DType dtype);
 // every wgmma of it, -9%). Both kept for A/B only. fa3-wsnh / fa3-wsnph: fa3-wsn / fa3-wsnp with
 // a never-taken branch on the row sums before the O GEMM's wait, so that ptxas keeps the softmax
 // under the O GEMM (it does in the cubin; 64-key stages: registers fit); fa3-wsnsh: fa3-wsnh on
-// the persistent grid (same bits as fa3-wsn / fa3-wsnp; not yet measured).
+// the persistent grid (same bits as fa3-wsn / fa3-wsnp; not yet measured). Session 12: fa3-wsn64:
+// fa3-wsn with one consumer warpgroup on 64-row q tiles (256 threads; twice the blocks of a short
+// extend, no key tile wholly in a consumer's future; same bits as fa3-wsn).
 enum class WgVariant {
   kWg,
   kWg2,
@@ -94,7 +96,8 @@ enum class WgVariant {
   kWs128NS2,
   kWsNH,
   kWsNSH,
-  kWsNPH
+  kWsNPH,
+  kWsN64
 };
 // Multiprocessors of the current device (read once per device; threads may race to fill the cache).
 int extend_multiprocessors();
@@ -135,6 +138,7 @@ enum class ExtendKernel {
   kWgmmaWsNH,
   kWgmmaWsNSH,
   kWgmmaWsNPH,
+  kWgmmaWsN64,
   kTensorCore,
   kSimt
 };
@@ -146,21 +150,24 @@ const char* extend_kernel_name(ExtendKernel k);
 bool fa2_pair_q_tiles(const ExtendParams& p, int q_tile);
 
 // The kernel attention_extend runs for this case: where fa2_supports, on an sm_90 GPU a wgmma
-// kernel by the blocks B of the 128-row grid against the multiprocessors M (fa3-ov64 where
-// B <= M/2; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp where B <= M, fa3-ws128ns where B > M),
+// kernel by the blocks B of the 128-row grid against the multiprocessors M (where B <= M/2
+// fa3-wsn64 at head_dim 128, fa3-ov64 at 64; above it fa3-ws128p at head_dim 64; at 128 fa3-wsnp
+// where B <= M, fa3-ws128ns where B > M),
 // elsewhere FA2 (fa2-v2 when its blocks fill >= 90% of two per multiprocessor, else fa2-v2q64);
 // else the WMMA kernel where it serves, else SIMT. The environment variable GRAPHRT_EXTEND_KERNEL
 // forces one for benchmarks and tests: fa2-q64, fa2-q128, fa2-q128w4, fa2-v2q64, fa2-v2,
 // fa2-v2k64, fa2-v2e, fa3-wg, fa3-wg2, fa3-ov, fa3-ov64, fa3-ovq, fa3-ws, fa3-wsp, fa3-wsn,
 // fa3-wsnp, fa3-ws128, fa3-ws128p, fa3-ws128n, fa3-ws128s, fa3-ws128ns, fa3-ws128nsq, fa3-ws128nsk,
-// fa3-ws128nso, fa3-ws128ns2, fa3-wsnh, fa3-wsnsh, fa3-wsnph, tc, simt;
+// fa3-ws128nso, fa3-ws128ns2, fa3-wsnh, fa3-wsnsh, fa3-wsnph, fa3-wsn64, tc, simt;
 // "auto-v1": the session-3 choice (fa2-q128w4 or fa2-q64); "auto-fa2": the FA2 choice on any GPU; "auto-s4": the session-4 choice (fa3-wg2 where B > M, else fa3-wg);
 // "auto-s5": the session-5 choice (fa3-ov64 where B <= M/2, fa3-wg2 where B > M at head_dim 128,
 // else fa3-ov); "auto-s7": the choice of sessions 6 and 7 (fa3-ov64 where B <= M/2, fa3-wsnp
 // where B <= M, fa3-ws at head_dim 128 and fa3-ov at 64 where B > M); "auto-s8": the choice of
 // session 8 (as the default, but fa3-ws128s where B > M at head_dim 128); "auto-s9a": the choice
-// after helper s9-attn's run (fa3-ws128ns where B > M at head_dim 128); unset or "auto": the
-// default choice. Forcing a kernel that cannot serve the case
+// after helper s9-attn's run (fa3-ws128ns where B > M at head_dim 128); "auto-s11": the choice
+// of sessions 9-11 (fa3-ov64 where B <= M/2); "auto-s12w": no B <= M/2 bucket (what M/2 < B <= M
+// runs); "auto-s12n": fa3-wsn64 where B <= M/2 at both head dims; unset or "auto": the default
+// choice. Forcing a kernel that cannot serve the case
 // is an Error.
 ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype);
 

@@ -278,14 +278,14 @@ bool warp_specialised(WgVariant v) {
          v == WgVariant::kWs128 || v == WgVariant::kWs128P || v == WgVariant::kWs128N || v == WgVariant::kWs128S ||
          v == WgVariant::kWs128NS || v == WgVariant::kWs128NSQ || v == WgVariant::kWs128NSK ||
          v == WgVariant::kWs128NSO || v == WgVariant::kWs128NS2 ||
-         v == WgVariant::kWsNH || v == WgVariant::kWsNSH || v == WgVariant::kWsNPH;
+         v == WgVariant::kWsNH || v == WgVariant::kWsNSH || v == WgVariant::kWsNPH || v == WgVariant::kWsN64;
 }
 
 }  // namespace
 
 bool wgmma_supports(const ExtendParams& p, DType dtype) { return fa2_supports(p, dtype) && sm90a_device(); }
 
-int wgmma_q_tile(WgVariant v) { return v == WgVariant::kOv64 ? 64 : 128; }
+int wgmma_q_tile(WgVariant v) { return v == WgVariant::kOv64 || v == WgVariant::kWsN64 ? 64 : 128; }
 
 void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v) {
   GRT_CHECK(wgmma_supports(p, dtype),

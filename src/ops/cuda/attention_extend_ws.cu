@@ -14,6 +14,7 @@
 // pack pinned after the row sums / a second P register set): both measured serial in the SASS
 // and slower (-7% / -9% at 4k), kept for A/B. fa3-wsnh / fa3-wsnsh / fa3-wsnph: fa3-wsn / fa3-wsnp
 // with the softmax held under the O GEMM (HOLD_O; overlapped in the cubin, not yet measured).
+// Session 12: fa3-wsn64, fa3-wsn with one consumer on 64-row q tiles (GROUPS 1) for short extends.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -31,14 +32,17 @@ namespace {
 
 using namespace wg;
 
-// The block: warpgroup 0 the producer, 1 and 2 the consumers; BK keys per ring stage (64, or 128
-// for fa3-ws128).
-template <int HD, int STAGES, int BK = 64>
+// The block: warpgroup 0 the producer, 1 .. GROUPS the consumers; BK keys per ring stage (64, or
+// 128 for fa3-ws128). GROUPS 1 (fa3-wsn64, session 12): one consumer, 64-row q tiles, so twice the
+// blocks of a short extend.
+template <int HD, int STAGES, int BK = 64, int GROUPS = 2>
 struct WsCfg {
-  static constexpr int kGroups = 2;         // consumer warpgroups of 64 q rows
+  static_assert(GROUPS == 1 || GROUPS == 2, "one or two consumer warpgroups");
+  static constexpr int kGroups = GROUPS;    // consumer warpgroups of 64 q rows
   static constexpr int kThreads = 128;      // loader threads (WgTile's gather): the producer warpgroup
-  static constexpr int kBlockThreads = 384;
-  static constexpr int kBQ = 128;
+  static constexpr int kConsumerThreads = 128 * GROUPS;
+  static constexpr int kBlockThreads = 128 + kConsumerThreads;
+  static constexpr int kBQ = 64 * GROUPS;
   static constexpr int kBK = BK;
   static constexpr uint32_t kQBytes = kBQ * HD * 2;
   static constexpr uint32_t kTileBytes = kBK * HD * 2;
@@ -124,10 +128,10 @@ struct WsRing {
 // key tile under their own full / empty barriers, in the order the consumers free them (K of tile
 // t once S(t - 3) is done, V once O(t - 3) is: K(0), Q, then K(t), V(t - 1), ...), so that K lands
 // up to 2.5 loop steps ahead of its S GEMM, V 2 ahead of its O GEMM (1 for both in one stage).
-template <typename T, int HD, int STAGES, int BK, bool EARLY_Q, bool SPLIT_KV>
+template <typename T, int HD, int STAGES, int BK, bool EARLY_Q, bool SPLIT_KV, int GROUPS>
 __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
-  using C = WsCfg<HD, STAGES, BK>;
+  using C = WsCfg<HD, STAGES, BK, GROUPS>;
   WgTile<T, HD, C> w(p, it.qt, it.ext, smem, static_cast<int>(threadIdx.x), it.h, it.b);
   const uint32_t full = bars, empty = bars + 8 * STAGES, q_full = bars + 16 * STAGES, q_empty = q_full + 8;
   if constexpr (SPLIT_KV) {
@@ -208,10 +212,10 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& 
 // release or the rescale moved: all SERIAL in the cubin), and where the exps are forced before the
 // wait it serialises every wgmma instead (C7513): see bench/results/h100_2026-11-24_s9_attn.
 template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128, bool EARLY_Q, bool SPLIT_KV,
-          bool PIN_P, bool P2, bool HOLD_O>
+          bool PIN_P, bool P2, bool HOLD_O, int GROUPS>
 __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
-  using C = WsCfg<HD, STAGES, BK>;
+  using C = WsCfg<HD, STAGES, BK, GROUPS>;
   WgTile<T, HD, C> w(p, it.qt, it.ext, smem, static_cast<int>(threadIdx.x) - 128, it.h, it.b);
   constexpr int kCB = WgTile<T, HD, C>::kCB;
   constexpr int kKH = BK / 64;
@@ -340,10 +344,12 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
 // PERSIST: a grid of at most one block per multiprocessor running ws_item's list. The ring and
 // its phases run on across the q tiles of a block (no block-wide barrier after the role split).
 template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK, bool PERSIST, bool EARLY_Q, bool SPLIT_KV,
-          bool PIN_P, bool P2, bool HOLD_O>
-__global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p) {
+          bool PIN_P, bool P2, bool HOLD_O, int GROUPS>
+__global__ void __launch_bounds__(128 + 128 * GROUPS, 1) extend_wgmma_ws_kernel(ExtendParams p) {
+  // One consumer: no pingpong partner; ws_item's persistent list counts 128-row tiles.
+  static_assert(GROUPS == 2 || (!PINGPONG && !PERSIST), "fa3-wsn64: one consumer, no pingpong, not persistent");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WsCfg<HD, STAGES, BK>;
+  using C = WsCfg<HD, STAGES, BK, GROUPS>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
   const int tiles_max = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
@@ -359,14 +365,14 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + 8 * s, 128);                 // full: the producer's threads, through their copies
-      mbar_init(bars + 8 * (STAGES + s), 256);      // empty: every consumer thread
+      mbar_init(bars + 8 * (STAGES + s), C::kConsumerThreads);  // empty: every consumer thread
     }
     mbar_init(bars + 16 * STAGES, 128);             // q_full
-    mbar_init(bars + 16 * STAGES + 8, 256);         // q_empty
+    mbar_init(bars + 16 * STAGES + 8, C::kConsumerThreads);  // q_empty
     if (SPLIT_KV)
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(bars + 16 * STAGES + 16 + 8 * s, 128);             // v_full
-        mbar_init(bars + 16 * STAGES + 16 + 8 * (STAGES + s), 256);  // v_empty
+        mbar_init(bars + 16 * STAGES + 16 + 8 * (STAGES + s), C::kConsumerThreads);  // v_empty
       }
   }
   __syncthreads();
@@ -374,17 +380,19 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
   WsItem it{};
   int pass = 0;
   if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
+    // One consumer (256 threads): every thread keeps the kernel's registers (up to 255 at one block
+    // a multiprocessor), no reallocation needed.
+    if constexpr (GROUPS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
 #pragma unroll 1
     for (int k = 0;; ++k) {
       const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
       if (st == 0) break;
       if (st == 2) continue;
-      ws_produce<T, HD, STAGES, BK, EARLY_Q, SPLIT_KV>(p, it, smem, pass++, ring, bars);
+      ws_produce<T, HD, STAGES, BK, EARLY_Q, SPLIT_KV, GROUPS>(p, it, smem, pass++, ring, bars);
     }
     cp_async_wait<0>();
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
+    if constexpr (GROUPS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
     // Pingpong: consumer 0 takes the first turn (consumer 1 grants it), and at the end takes
     // consumer 1's last grant so that no named barrier is left half-arrived.
     const bool second_consumer = threadIdx.x >= 256;
@@ -394,8 +402,8 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
       const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
       if (st == 0) break;
       if (st == 2) continue;
-      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P, P2, HOLD_O>(p, it, smem, pass++, ring,
-                                                                                      bars);
+      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P, P2, HOLD_O, GROUPS>(p, it, smem, pass++,
+                                                                                              ring, bars);
     }
     if (PINGPONG && !second_consumer) named_sync(1, 256);
   }
@@ -406,11 +414,11 @@ __global__ void __launch_bounds__(384, 1) extend_wgmma_ws_kernel(ExtendParams p)
 
 template <typename T, int HD, int STAGES, bool PINGPONG, bool O128, int BK = 64, bool PERSIST = false,
           bool EARLY_Q = false, bool SPLIT_KV = false, bool PIN_P = false, bool P2 = false,
-          bool HOLD_O = false>
+          bool HOLD_O = false, int GROUPS = 2>
 void launch_ws(cudaStream_t st, const ExtendParams& p) {
-  using C = WsCfg<HD, STAGES, BK>;
+  using C = WsCfg<HD, STAGES, BK, GROUPS>;
   auto kernel = extend_wgmma_ws_kernel<T, HD, STAGES, PINGPONG, O128, BK, PERSIST, EARLY_Q, SPLIT_KV, PIN_P, P2,
-                                       HOLD_O>;
+                                       HOLD_O, GROUPS>;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::kSmem)),
                  "allowing {} bytes of shared memory for attention_extend fa3-ws (head_dim {})", C::kSmem, HD);
   const int tiles = (p.max_extend_len + C::kBQ - 1) / C::kBQ;
@@ -460,6 +468,10 @@ void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
       return;
     case WgVariant::kWsNPH:
       launch_ws<T, HD, 4, true, HD == 128, 64, false, false, false, false, false, true>(st, p);
+      return;
+    // Session 12: fa3-wsn with one consumer on 64-row q tiles (twice the blocks of a short extend).
+    case WgVariant::kWsN64:
+      launch_ws<T, HD, 4, false, HD == 128, 64, false, false, false, false, false, false, 1>(st, p);
       return;
     default: GRT_FAIL("attention_extend fa3-ws: variant {} is not warp-specialised", static_cast<int>(v));
   }
