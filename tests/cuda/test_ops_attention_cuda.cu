@@ -305,8 +305,7 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
   // bf16 and f16 at head dims 64 and 128, strided q included: on sm_90 GPUs (132 or 114
   // multiprocessors) the warp-specialised 128-key kernels on long prompts (persistent fa3-ws128ns
   // at head_dim 128, pingpong fa3-ws128p at 64), where the 128-row grid has between half and all
-  // of the multiprocessors fa3-wsnp (128) or fa3-ws128p (64), below fa3-wsn64 (128) or fa3-ov64
-  // (64; session 12); else FA2.
+  // of the multiprocessors fa3-wsnp (128) or fa3-ws128p (64), below fa3-wsn64 (session 12); else FA2.
   const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
   for (DType dt : {DType::BF16, DType::F16})
     for (int hd : {64, 128}) {
@@ -316,7 +315,7 @@ TEST(OpsAttentionCuda, ExtendKernelChoice) {
       // A short prompt: 128-row tiles would leave most multiprocessors idle.
       cuda::ExtendParams short_prompt = params_for(hd, 16 * hd, buf);
       short_prompt.max_extend_len = 256;  // 2 tiles x 16 heads: 32 blocks
-      EXPECT_EQ(name(short_prompt, dt), hopper ? (hd == 128 ? "fa3-wsn64" : "fa3-ov64") : "fa2-v2q64") << hd;
+      EXPECT_EQ(name(short_prompt, dt), hopper ? "fa3-wsn64" : "fa2-v2q64") << hd;
       cuda::ExtendParams mid_prompt = params_for(hd, 16 * hd, buf);
       mid_prompt.max_extend_len = 768;  // 6 tiles x 16 heads: 96 blocks
       EXPECT_EQ(name(mid_prompt, dt), hopper ? (hd == 128 ? "fa3-wsnp" : "fa3-ws128p") : "fa2-v2q64") << hd;

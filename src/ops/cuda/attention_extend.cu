@@ -373,8 +373,10 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
     // head_dim 128: fa3-wsn64 (fa3-wsn with one consumer on 64-row q tiles: fa3-ov64's block count
     // with the warp-specialised loop). qwen3-0.6b piecewise prefill 64 / 128 / 256 / 512 tokens
     // 1.499 / 1.635 / 1.883 / 2.355 -> 1.466 / 1.535 / 1.736 / 2.121 ms (fa3-wsnp there: 1.470 /
-    // 1.572 / 1.778 / 2.194). Measured without a prefix only; head_dim 64 not measured, so it
-    // keeps fa3-ov64. "auto-s11" keeps fa3-ov64 at both head dims (sessions 5-11) for A/B;
+    // 1.572 / 1.778 / 2.194). The lead's closing run (bench/results/h100_2026-11-24_session12,
+    // bench attention --queued, 64..512 tokens after prefixes 0 / 1024 / 4096, 16/8 heads) has it
+    // the fastest at every such point at head_dim 128 (0.62-0.81 of fa3-ov64's time) and at 64
+    // (0.70-0.91), so both head dims take it. "auto-s11" keeps fa3-ov64 at both head dims (sessions 5-11) for A/B;
     // "auto-s12w" runs what M/2 < B <= M runs (fa3-wsnp at 128, fa3-ws128p at 64); "auto-s12n"
     // fa3-wsn64 at both head dims.
     if (fa2_supports(p, dtype)) {
@@ -384,7 +386,7 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
         const int64_t blocks = wgmma_blocks(p), sms = extend_multiprocessors();
         if (s4) return blocks > sms ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmma;
         if (2 * blocks <= sms) {
-          if (s12n || (current && p.hd == 128)) return ExtendKernel::kWgmmaWsN64;
+          if (s12n || current) return ExtendKernel::kWgmmaWsN64;
           if (!s12w) return ExtendKernel::kWgmmaOv64;
         }
         if (s5) return blocks > sms && p.hd == 128 ? ExtendKernel::kWgmma2 : ExtendKernel::kWgmmaOv;
