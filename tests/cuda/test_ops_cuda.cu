@@ -494,61 +494,6 @@ TEST(OpsCudaLinear, SmallMRowsDoNotDependOnTheBatch) {
   }
 }
 
-// GRAPHRT_GEMV_X_SMEM: x staged in shared memory (2: every small-M kernel) gives the bits of x
-// read from global memory (0), for each fusion and row count of gemv.cu (1..16), shapes with one
-// to eight blocks a tile (cluster), several group rounds a block (1024 x 3072), a partial group and
-// tile (77 x 136), a row-strided x, and K 4096, which stages only to 6 rows (then falls back).
-struct GemvXStage {
-  explicit GemvXStage(int mode) { cuda::set_gemv_x_stage(mode); }
-  ~GemvXStage() { cuda::set_gemv_x_stage(-1); }
-};
-
-TEST(OpsCudaLinear, XStagedEqualsGlobal) {
-  struct Case {
-    int64_t N, K;
-  };
-  for (Case c : {Case{4096, 1024}, Case{1024, 3072}, Case{48, 8192}, Case{77, 136}, Case{6144, 4096}, Case{3072, 2048}}) {
-    Pair x = random_pair(Shape{16, c.K + 8}, static_cast<uint32_t>(c.N + c.K), DType::BF16, -3.0f, 3.0f);
-    Pair nw = random_pair(Shape{c.K}, 81, DType::BF16, 0.5f, 1.5f);
-    Pair w = random_pair(Shape{c.N, c.K}, 82, DType::BF16, -0.1f, 0.1f);
-    Pair b = random_pair(Shape{c.N}, 83);
-    Pair r0 = random_pair(Shape{16, c.N}, 84);
-    for (int64_t M : {1, 2, 7, 8, 9, 12, 16}) {
-      const std::string what = "N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " M=" + std::to_string(M);
-      const Tensor xs = x.gpu.slice(0, 0, M).slice(1, 8, c.K + 8);  // row stride K + 8
-      const auto run_all = [&](int mode) {
-        GemvXStage forced(mode);
-        std::vector<std::vector<float>> outs;
-        poison();
-        outs.push_back(host(ops::linear(xs, w.gpu, b.gpu, DType::F32)));
-        outs.push_back(host(ops::linear(xs, w.gpu, Tensor(), DType::BF16)));
-        if (ops::linear_fusable(xs, w.gpu)) {
-          poison();
-          outs.push_back(host(ops::rms_norm_linear(xs, nw.gpu, 1e-6f, w.gpu)));
-          Tensor res = from_floats(host(r0.gpu.slice(0, 0, M)), Shape{M, c.N}, DType::BF16, kGpu);
-          // linear_add_ wants w [N, K] and residual [M, N]: the same w.
-          ops::linear_add_(xs, w.gpu, res);
-          outs.push_back(host(res));
-        }
-        if (c.N % 2 == 0 && ops::gate_up_silu_fusable(xs, w.gpu)) {
-          poison();
-          outs.push_back(host(ops::rms_norm_gate_up_silu(xs, nw.gpu, 1e-6f, w.gpu)));
-        }
-        return outs;
-      };
-      const auto global = run_all(0), staged = run_all(2), norm_only = run_all(1);
-      ASSERT_EQ(global.size(), staged.size()) << what;
-      for (size_t i = 0; i < global.size(); ++i) {
-        ASSERT_EQ(global[i].size(), staged[i].size()) << what;
-        EXPECT_EQ(std::memcmp(global[i].data(), staged[i].data(), global[i].size() * sizeof(float)), 0)
-            << what << " output " << i << ": staged x (2) differs from global x";
-        EXPECT_EQ(std::memcmp(global[i].data(), norm_only[i].data(), global[i].size() * sizeof(float)), 0)
-            << what << " output " << i << ": staged x (1) differs from global x";
-      }
-    }
-  }
-}
-
 // ---- capture ----------------------------------------------------------------------------------
 
 // A layer-like chain, warmed up and captured on one stream (as the graph runners do), replays on

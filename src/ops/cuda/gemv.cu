@@ -117,21 +117,10 @@ __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float 
 // the inverse RMS of every row itself (a warp per row, lanes over 16-byte chunks in a fixed
 // order, then a butterfly): the same bits in every block and for every M, since a row's sum
 // reads only that row.
-//
-// XS (x staged, GRAPHRT_GEMV_X_SMEM): after pdl_wait the block copies its slice of x (rows < M,
-// the k of its warps' groups; normalized once per element with NORM) into dynamic shared memory,
-// and the warps take their B fragments from there. Same elements, same roundings, same mmas in
-// the same order: the same bits. What it saves: the NORM arithmetic of the loop runs on every lane
-// of the warp whatever M is (the lanes of rows >= M idle), staged it runs only on rows < M with
-// all threads busy; and the prologue's rows of a warp (warp, warp + 8) load together.
-// Staged row m, local chunk c (16 bytes) sits at chunk m * cpr + (c ^ ((m & 1) << 2)): the 8 lanes
-// of a quarter warp read rows 2i and 2i+1 at the same 64 bytes, which this swizzle puts in
-// different banks.
-template <typename T, int NT, bool NORM, bool XS>
+template <typename T, int NT, bool NORM>
 __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
   __shared__ float red[kWarps][NT * 8 * kLd];
   __shared__ float inv_rms[NT * 8];
-  extern __shared__ uint4 x_stage[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int C = p.cluster;
   const int rank = static_cast<int>(blockIdx.x % C);
@@ -178,41 +167,11 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
       if (k >= p.K) break;
       prefetch_l2(static_cast<const T*>(p.w) + pf_row * p.K + k);
     }
-  if constexpr (NORM && XS) {
-    // The staging below reads norm_w at the block's k (a weight: allowed before the wait): into L1 now.
-    const int lines = p.x_slice / 64;  // 128-byte lines of the block's norm_w slice
-    for (int l = threadIdx.x; l < lines; l += kThreads) {
-      const int k = ((l / kWarps) * stride + rank * kWarps + l % kWarps) * kGroupK;
-      if (k < p.K) prefetch_l1(static_cast<const T*>(p.norm_w) + k);
-    }
-  }
   pdl_wait();
   if (p.early_trigger) pdl_trigger();  // the next kernel's blocks stream their weights beside ours
 
   float inv[NT] = {};
-  if constexpr (NORM && XS) {
-    // Rows warp and warp + 8 in one pass, each summed in the order of the loop below.
-    float ss[NT] = {};
-#pragma unroll 4
-    for (int k = lane * 8; k < p.K; k += 32 * 8) {
-#pragma unroll
-      for (int h = 0; h < NT; ++h) {
-        const int m = warp + 8 * h;
-        if (m < p.M)
-          ss[h] = add_squares<T>(ss[h], __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + m * p.x_stride + k)));
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < NT; ++h) {
-      const int m = warp + 8 * h;
-      if (m < p.M) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) ss[h] += __shfl_xor_sync(0xffffffffu, ss[h], o);
-      }
-      if (lane == 0) inv_rms[m] = rsqrtf(ss[h] / static_cast<float>(p.K) + p.eps);
-    }
-    __syncthreads();
-  } else if constexpr (NORM) {
+  if constexpr (NORM) {
     for (int m = warp; m < NT * 8; m += kWarps) {
       float ss = 0.0f;
       if (m < p.M) {
@@ -230,57 +189,23 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
     for (int h = 0; h < NT; ++h) inv[h] = inv_rms[8 * h + g];
   }
 
-  const int cpr = p.x_slice / 8;  // XS: 16-byte chunks of a staged row
-  if constexpr (XS) {
-    // Local chunk c of a row: local group c / 8 (group round / kWarps, warp % kWarps) of 64 k.
-    // cpr is a multiple of 64, kThreads of 64: (m, c) steps without a division.
-    const int rows = min(p.M, NT * 8);
-    int m = threadIdx.x / cpr, c = threadIdx.x % cpr;
-#pragma unroll 2
-    for (; m < rows;) {
-      const int k = ((c / 64) * stride + rank * kWarps + (c / 8) % kWarps) * kGroupK + (c % 8) * 8;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (k < p.K) {
-        v = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + m * p.x_stride + k));
-        if constexpr (NORM)
-          v = norm_chunk_packed<T>(v, __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k)),
-                                   inv_rms[m]);
-      }
-      x_stage[m * cpr + (c ^ ((m & 1) << 2))] = v;
-      for (c += kThreads; c >= cpr; c -= cpr) ++m;
-    }
-    __syncthreads();
-  }
-
   float acc[2][NT][4] = {};
   for (int grp = first; grp < p.groups; grp += stride) {
     if (grp != first) load_weights<T>(wr, wok, grp, p.K, t, a);
     // x after w, so that all loads of the group are in flight together; past K they are zeros.
     uint4 b[kUnroll][NT];
-    if constexpr (XS) {
-      const int c0 = ((grp / stride) * kWarps + warp) * 8 + t;  // the lane's local chunk at u = 0
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int k = grp * kGroupK + u * kStepK + t * 8;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int k = grp * kGroupK + u * kStepK + t * 8;
 #pragma unroll
-        for (int h = 0; h < NT; ++h)
-          b[u][h] = k < p.K && xok[h] ? x_stage[(8 * h + g) * cpr + ((c0 + 4 * u) ^ ((g & 1) << 2))]
-                                      : make_uint4(0, 0, 0, 0);
-      }
-    } else {
+      for (int h = 0; h < NT; ++h)
+        b[u][h] = k < p.K && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
+      if constexpr (NORM) {
+        if (k < p.K) {
+          const uint4 wn = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int k = grp * kGroupK + u * kStepK + t * 8;
-#pragma unroll
-        for (int h = 0; h < NT; ++h)
-          b[u][h] = k < p.K && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
-        if constexpr (NORM) {
-          if (k < p.K) {
-            const uint4 wn = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
-#pragma unroll
-            for (int h = 0; h < NT; ++h)
-              if (xok[h]) b[u][h] = norm_chunk<T>(b[u][h], wn, inv[h]);
-          }
+          for (int h = 0; h < NT; ++h)
+            if (xok[h]) b[u][h] = norm_chunk<T>(b[u][h], wn, inv[h]);
         }
       }
     }
@@ -381,42 +306,20 @@ int prefetch_groups(int64_t blocks, int64_t groups, int cluster, const DeviceInf
   return static_cast<int>(std::clamp<int64_t>(std::min(by_l2, per_warp - 1), 0, 8));
 }
 
-// GRAPHRT_GEMV_X_SMEM (gemv_kernel's XS): 0 x from global memory in the loop; 1 staged in
-// shared memory for the RMSNorm-prologue kernels; 2 for all. Only where the block's slice of x
-// fits kXStageMaxBytes (qwen3-0.6b: every GEMV to 16 rows; llama-3.1-8b: K 4096 to 6 rows,
-// K 14336 never), else as 0. Same bits either way (the CUDA test OpsCudaLinear.XStagedEqualsGlobal).
-constexpr int64_t kXStageMaxBytes = 48 << 10;  // 2 blocks a SM plus a successor's block in 228 KB
-int x_stage_override = -1;                     // set_gemv_x_stage (tests)
-int x_stage_mode() {
-  static const int mode = env_choice("GRAPHRT_GEMV_X_SMEM", {"0", "1", "2"}, 0);
-  return x_stage_override >= 0 ? x_stage_override : mode;
-}
-
-template <typename T, int NT, bool NORM, bool XS>
-void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks, size_t smem) {
-  auto kernel = gemv_kernel<T, NT, NORM, XS>;
-  if constexpr (XS)  // per launch: the attribute is per device, and cheap
-    GRT_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kXStageMaxBytes)),
-        "allowing {} bytes of shared memory for the small-M GEMV's staged x ({} rows)", kXStageMaxBytes, NT * 8);
-  (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), smem, stream,
-                   static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
-}
-
 template <typename T, int NT, bool NORM>
-void launch_xs(int index, cudaStream_t stream, const Params& p, int64_t blocks, size_t smem) {
-  if (smem > 0) launch<T, NT, NORM, true>(index, stream, p, blocks, smem);
-  else launch<T, NT, NORM, false>(index, stream, p, blocks, 0);
+void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
+  (void)launch_pdl(index, gemv_kernel<T, NT, NORM>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+                    static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
 
 template <typename T>
-void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks, bool two, size_t smem) {
+void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks, bool two) {
   if (p.norm_w) {
-    if (two) launch_xs<T, 2, true>(index, stream, p, blocks, smem);
-    else launch_xs<T, 1, true>(index, stream, p, blocks, smem);
+    if (two) launch<T, 2, true>(index, stream, p, blocks);
+    else launch<T, 1, true>(index, stream, p, blocks);
   } else {
-    if (two) launch_xs<T, 2, false>(index, stream, p, blocks, smem);
-    else launch_xs<T, 1, false>(index, stream, p, blocks, smem);
+    if (two) launch<T, 2, false>(index, stream, p, blocks);
+    else launch<T, 1, false>(index, stream, p, blocks);
   }
 }
 
@@ -478,28 +381,14 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
   }
   const int64_t blocks = tiles * p.cluster;
   p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
-  // The block's slice of x: its warps' groups, rounds of C * kWarps groups (see gemv_kernel's XS).
-  const int64_t rounds = (groups + p.cluster * kWarps - 1) / (p.cluster * kWarps);
-  const int64_t slice = rounds * kWarps * kGroupK;
-  const int xs_mode = x_stage_mode();
-  const size_t smem = (xs_mode == 2 || (xs_mode == 1 && norm_w)) && M * slice * 2 <= kXStageMaxBytes
-                          ? static_cast<size_t>(M * slice * 2)
-                          : 0;
-  p.x_slice = smem > 0 ? static_cast<int>(slice) : 0;
-  if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8, smem);
-  else launch_rows<__half>(d.index, stream, p, blocks, M > 8, smem);
-  GRT_CUDA_CHECK_LAUNCH("linear (small M{}{}{}) M={} N={} K={} {} -> {} cluster {} staged x {} bytes",
-                        norm_w ? ", rms_norm prologue" : "", residual ? ", residual epilogue" : "",
-                        f.silu_inter ? ", silu_and_mul epilogue" : "", M, N, K, dtype_name(in_dtype),
-                        dtype_name(out_dtype), p.cluster, smem);
+  if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8);
+  else launch_rows<__half>(d.index, stream, p, blocks, M > 8);
+  GRT_CUDA_CHECK_LAUNCH("linear (small M{}{}{}) M={} N={} K={} {} -> {} cluster {}", norm_w ? ", rms_norm prologue" : "",
+                        residual ? ", residual epilogue" : "", f.silu_inter ? ", silu_and_mul epilogue" : "", M, N, K, dtype_name(in_dtype), dtype_name(out_dtype),
+                        p.cluster);
 }
 
 }  // namespace
-
-void set_gemv_x_stage(int mode) {
-  GRT_CHECK(mode >= -1 && mode <= 2, "set_gemv_x_stage: mode {} (-1 environment, 0, 1, 2)", mode);
-  x_stage_override = mode;
-}
 
 int64_t gemv_max_rows() {
   static const int64_t rows = [] {

@@ -21,9 +21,6 @@ constexpr int64_t kGemvWideMaxRows = 64;
 // 17..64 (the wide one), never on M within a class.
 int64_t gemv_max_rows();
 
-// Tests: forces GRAPHRT_GEMV_X_SMEM (0, 1, 2; -1 back to the environment). Host side, not thread-safe.
-void set_gemv_x_stage(int mode);
-
 // Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
 // decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads
 // only the weight's shape, so a row's bits still depend on M's class alone.

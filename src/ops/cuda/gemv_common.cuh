@@ -39,7 +39,6 @@ struct Params {
   int silu_inter;
   int early_trigger;  // 1: let the next kernel launch right after pdl_wait, else after the main loop
   int wn;             // gemv_wide.cu: rows of w a tile / 16 (8 or 4)
-  int x_slice;        // gemv.cu, staged x (XS): elements of a staged row (0: not staged)
 };
 
 // The GPU facts the work split depends on (never M).
@@ -62,9 +61,6 @@ __device__ __forceinline__ uint4 load_weight(const void* p) {
 
 // Asks the L2 for the line holding p (weights the block reads after pdl_wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-
-// Asks the L1 (and L2) for the line holding p.
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 
 // c += A·B for one m16n8k16 tile, f32 accumulators.
 template <typename T>
@@ -135,35 +131,6 @@ template <typename T>
 __device__ __forceinline__ uint4 norm_chunk(uint4 x, uint4 w, float inv) {
   return make_uint4(norm_pair<T>(x.x, w.x, inv), norm_pair<T>(x.y, w.y, inv), norm_pair<T>(x.z, w.z, inv),
                     norm_pair<T>(x.w, w.w, inv));
-}
-
-// norm_chunk with both elements of a pair rounded by one packed conversion (cvt.rn.*x2.f32):
-// the same round-to-nearest-even of the same floats, so the same bits in fewer instructions.
-template <typename T>
-__device__ __forceinline__ uint32_t norm_pair_packed(uint32_t x, uint32_t w, float inv) {
-  using T2 = std::conditional_t<std::is_same_v<T, __nv_bfloat16>, __nv_bfloat162, __half2>;
-  union P {
-    uint32_t u;
-    T2 v;
-  } xp{x}, wp{w}, y, o;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const float2 xf = __bfloat1622float2(xp.v), wf = __bfloat1622float2(wp.v);
-    y.v = __floats2bfloat162_rn(xf.x * inv, xf.y * inv);
-    const float2 yf = __bfloat1622float2(y.v);
-    o.v = __floats2bfloat162_rn(wf.x * yf.x, wf.y * yf.y);
-  } else {
-    const float2 xf = __half22float2(xp.v), wf = __half22float2(wp.v);
-    y.v = __floats2half2_rn(xf.x * inv, xf.y * inv);
-    const float2 yf = __half22float2(y.v);
-    o.v = __floats2half2_rn(wf.x * yf.x, wf.y * yf.y);
-  }
-  return o.u;
-}
-
-template <typename T>
-__device__ __forceinline__ uint4 norm_chunk_packed(uint4 x, uint4 w, float inv) {
-  return make_uint4(norm_pair_packed<T>(x.x, w.x, inv), norm_pair_packed<T>(x.y, w.y, inv),
-                    norm_pair_packed<T>(x.z, w.z, inv), norm_pair_packed<T>(x.w, w.w, inv));
 }
 
 // ss + the squares of the 8 elements of v, in a fixed order.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
+# (kept as run: copied to .gpuwork/gemv16/job.sh, run there as `OUT=$OUT bash job.sh`)
 # gemv16 device job: build, A/B of GRAPHRT_GEMV_X_SMEM (0/1/2) interleaved in fresh processes, tests.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")"
 OUT=${OUT:-out}
 mkdir -p "$OUT/j"
 T0=$(date +%s)
