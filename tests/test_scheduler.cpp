@@ -113,8 +113,10 @@ TEST(Scheduler, ChunkedPrefillGivesTheSameTokens) {
   auto got = together(s, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].ids, ref[i].ids) << "request " << i;
   auto m = s.metrics().snapshot();
-  // 112 prompt tokens at most 8 per step.
+  // 112 prompt tokens at most 8 per step; chunks of up to 8 tokens replay decode graphs as rows.
   EXPECT_GE(m.graph_steps[0] + m.eager_steps[0], 14u);
+  EXPECT_GE(m.extend_row_steps, 14u);
+  EXPECT_LE(m.extend_row_steps, m.graph_steps[0] + m.graph_steps[2]);
   expect_pools_empty(s);
 }
 

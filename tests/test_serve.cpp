@@ -167,6 +167,7 @@ TEST_F(Serve, ModelsHealthAndMetrics) {
   EXPECT_EQ(h->status, 200);
   EXPECT_GE(metric(*server_, "graphrt_kv_total_tokens"), 1);
   EXPECT_GE(metric(*server_, "graphrt_time_to_first_token_seconds_count"), 0);
+  EXPECT_GE(metric(*server_, "graphrt_extend_steps_on_decode_graphs_total"), 0);  // present
 }
 
 TEST_F(Serve, ChatStreamedAndNot) {

@@ -650,6 +650,7 @@ Clock::time_point Scheduler::launch(Plan& p) {
   const SamplePlan sp = prepare_sampling(rows, limits_.vocab_size, runner_->device());
   const uint64_t dec0 = runner_->decode_graphs() ? runner_->decode_graphs()->replay_count() : 0;
   const uint64_t pw0 = runner_->piecewise_graphs() ? runner_->piecewise_graphs()->replay_count() : 0;
+  const uint64_t rows0 = runner_->extend_row_steps();
   const auto t_forward = Clock::now();
   Tensor logits = runner_->forward(b);
   f->pending = enqueue_sampling(logits, sp);
@@ -662,6 +663,7 @@ Clock::time_point Scheduler::launch(Plan& p) {
   metrics_.update([&](ServingSnapshot& s) {
     s.prompt_tokens += static_cast<uint64_t>(p.prompt_tokens);
     (on_graph ? s.graph_steps : s.eager_steps)[static_cast<size_t>(p.mode)]++;
+    if (runner_->extend_row_steps() != rows0) s.extend_row_steps++;
   });
   return t_forward;
 }

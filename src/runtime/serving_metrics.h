@@ -26,6 +26,9 @@ struct ServingSnapshot {
   uint64_t requests_stop = 0, requests_length = 0, requests_abort = 0;
   uint64_t prompt_tokens = 0, generation_tokens = 0, retractions = 0;
   std::array<uint64_t, 3> graph_steps{}, eager_steps{};
+  // Extend and mixed steps that replayed a decode graph, one row per token (runtime/extend_rows.h);
+  // counted among graph_steps too.
+  uint64_t extend_row_steps = 0;
   int running = 0, waiting = 0;
   int64_t kv_used = 0, kv_total = 0;
   int slots_used = 0, slots_total = 0;

@@ -50,6 +50,9 @@ std::string prometheus_text(const ServingSnapshot& s, const HttpCounters& http) 
     o += fmt::format("graphrt_forward_steps_total{{mode=\"{}\",path=\"graph\"}} {}\n", kStepModeNames[m], s.graph_steps[m]);
     o += fmt::format("graphrt_forward_steps_total{{mode=\"{}\",path=\"eager\"}} {}\n", kStepModeNames[m], s.eager_steps[m]);
   }
+  head(o, "graphrt_extend_steps_on_decode_graphs_total", "counter",
+       "Extend and mixed steps that replayed a decode graph with one row per token (among the graph steps).");
+  o += fmt::format("graphrt_extend_steps_on_decode_graphs_total {}\n", s.extend_row_steps);
   histogram(o, "graphrt_time_to_first_token_seconds", "Time to first token.", s.ttft);
   histogram(o, "graphrt_inter_token_latency_seconds", "Time between two tokens of a request.", s.itl);
   histogram(o, "graphrt_e2e_request_latency_seconds", "Arrival to last token.", s.e2e);
