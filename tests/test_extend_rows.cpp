@@ -62,9 +62,18 @@ TEST(ExtendRows, RuleNamesWhatRefusesABatch) {
   EXPECT_NE(extend_rows_refusal(b, {0, 100}).find("--decode-graph-extend-max-tokens 0"), std::string::npos);
   EXPECT_NE(extend_rows_refusal(b, {5, 100}).find("6 tokens exceed --decode-graph-extend-max-tokens 5"),
             std::string::npos);
-  // Rows read 6 + 7 + 8 + 1 + 2 + 8 = 32 positions.
-  EXPECT_EQ(extend_rows_refusal(b, {6, 32}), "");
-  EXPECT_NE(extend_rows_refusal(b, {6, 31}).find("read 32 cached positions, more than 31"), std::string::npos);
+  // Rows read 6 + 7 + 8 + 1 + 2 + 8 = 32 positions, of which 8 + 2 + 8 once: 14 re-reads (the decode none).
+  EXPECT_EQ(extend_rows_refusal(b, {6, 14}), "");
+  EXPECT_NE(extend_rows_refusal(b, {6, 13}).find("re-read 14 cached positions (beyond reading each once), more than 13"),
+            std::string::npos);
+  ForwardBatch decodes_only = b;  // as a mixed step whose extends are all single tokens: nothing re-read
+  decodes_only.extend_lens = {1, 1, 1};
+  decodes_only.input_ids.resize(3);
+  decodes_only.positions.resize(3);
+  decodes_only.out_cache_loc.resize(3);
+  decodes_only.extend_start_loc = {0, 1, 2};
+  decodes_only.seq_lens = {6, 1, 8};
+  EXPECT_EQ(extend_rows_refusal(decodes_only, {6, 0}), "");
   ForwardBatch d = extend_as_decode_rows(b);
   EXPECT_NE(extend_rows_refusal(d, {6, 100}).find("forward mode is decode"), std::string::npos);
   EXPECT_THROW(extend_as_decode_rows(d), Error);

@@ -70,7 +70,7 @@ void ServerArgs::add_to(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--decode-graph-extend-max-tokens", decode_graph_extend_max_tokens,
                  "extends (prompts, chunks, mixed steps) of at most this many tokens replay a decode graph with one "
-                 "row per token, when their rows read at most 65536 cached positions in all (0: off; others take the "
+                 "row per token, when their rows re-read at most 4096 cached positions (each row reads its request's prefix) (0: off; others take the "
                  "piecewise graphs)")
       ->capture_default_str();
   app.add_flag("--moe-dispatch-split-op", moe_dispatch_split_op,

@@ -9,13 +9,15 @@ std::string extend_rows_refusal(const ForwardBatch& batch, const ExtendRowsLimit
   if (limits.max_tokens <= 0) return "extends on decode graphs are off (--decode-graph-extend-max-tokens 0)";
   if (batch.num_tokens() > limits.max_tokens)
     return fmt::format("{} tokens exceed --decode-graph-extend-max-tokens {}", batch.num_tokens(), limits.max_tokens);
-  int64_t positions = 0;
+  int64_t rereads = 0;
   for (size_t b = 0; b < batch.extend_lens.size(); ++b) {
     const int64_t p = batch.prefix_lens[b], e = batch.extend_lens[b];
-    positions += e * p + e * (e + 1) / 2;  // token j reads p + j + 1 positions
+    // Token j reads p + j + 1 positions: e * p + e (e + 1) / 2 in all, of which p + e once.
+    if (e > 0) rereads += (e - 1) * p + e * (e - 1) / 2;
   }
-  if (positions > limits.max_positions)
-    return fmt::format("its rows would read {} cached positions, more than {}", positions, limits.max_positions);
+  if (rereads > limits.max_rereads)
+    return fmt::format("its rows would re-read {} cached positions (beyond reading each once), more than {}", rereads,
+                       limits.max_rereads);
   return {};
 }
 

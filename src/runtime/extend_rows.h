@@ -5,7 +5,7 @@
 // attention, computed the way decode attention computes a row (the same values up to float
 // rounding). Every row's K/V is stored before attention runs (the forward's prepare step), and
 // kv_new_from tells the kernels which positions this step stores (ops/attention.h).
-// Each row reads its request's whole prefix, so the rule caps the positions all rows read.
+// Each row reads its request's whole prefix, so the rule caps the positions the rows re-read.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,17 +16,23 @@ namespace grt {
 
 struct ExtendRowsLimits {
   int max_tokens = 0;           // 0: off
-  int64_t max_positions = 0;    // sum over rows of the positions each attends to
+  // Positions the rows read beyond reading each of their requests' positions once (a request of
+  // e tokens after a prefix p: (e - 1) p + e (e - 1) / 2; 0 for a decode riding in a mixed step).
+  int64_t max_rereads = 0;
 };
 
 // The default of --decode-graph-extend-max-tokens (see its README line for the measurement).
 inline constexpr int kDefaultExtendRowsMaxTokens = 64;
-// Positions all rows of one step may read: a decode batch of 64 at a context of 1024, which the
-// decode kernels read near the memory bandwidth. A 256-token prompt without prefix reads 32,896.
-inline constexpr int64_t kDefaultExtendRowsMaxPositions = 64 * 1024;
+// Positions the rows of one step may re-read (ExtendRowsLimits::max_rereads): each row re-reads
+// its request's prefix, where extend attention reads it once. Measured on an H100 (qwen3-0.6b, no
+// prefix, bench/results/h100_2026-11-24_s12_rows): 64 tokens (2,016 re-reads) win over the
+// piecewise graph, 96 (4,560) lose, so the cap sits between; 4 tokens after a prefix of 1,000
+// re-read 3,006, 16 tokens after 1,000 re-read 15,120 and stay on piecewise graphs (short extends
+// after a prefix were not measured as rows).
+inline constexpr int64_t kDefaultExtendRowsMaxRereads = 4096;
 
 // Why `batch` does not run as decode rows under `limits` ("" when it does): not an EXTEND batch,
-// more tokens than max_tokens, or rows reading more positions than max_positions.
+// more tokens than max_tokens, or rows re-reading more positions than max_rereads.
 std::string extend_rows_refusal(const ForwardBatch& batch, const ExtendRowsLimits& limits);
 
 // The DECODE batch of `batch`'s rows (a valid EXTEND batch): row r keeps its token, position and

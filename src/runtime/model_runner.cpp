@@ -57,7 +57,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
   GRT_CHECK(opt.decode_graph_extend_max_tokens >= 0,
             "--decode-graph-extend-max-tokens {} must be >= 0 (0: extends never replay decode graphs)",
             opt.decode_graph_extend_max_tokens);
-  extend_rows_ = {opt.decode_graph_extend_max_tokens, kDefaultExtendRowsMaxPositions};
+  extend_rows_ = {opt.decode_graph_extend_max_tokens, kDefaultExtendRowsMaxRereads};
   GRT_CHECK(opt.max_running_requests >= 0,
             "--max-running-requests {} is not allowed: must be >= 1 (or 0: sized from the KV cache)",
             opt.max_running_requests);

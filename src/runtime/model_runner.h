@@ -53,8 +53,8 @@ struct ModelRunnerOptions {
   bool enforce_piecewise_cuda_graph = false;
   int piecewise_cuda_graph_max_tokens = 0;
   std::vector<int> piecewise_cuda_graph_tokens;
-  // Extends (prompts, chunks, mixed steps) of at most this many tokens, whose rows read at most
-  // kDefaultExtendRowsMaxPositions cached positions, replay a decode graph with one row per token
+  // Extends (prompts, chunks, mixed steps) of at most this many tokens, whose rows re-read at most
+  // kDefaultExtendRowsMaxRereads cached positions, replay a decode graph with one row per token
   // (runtime/extend_rows.h; --decode-graph-extend-max-tokens; 0: off, every extend takes the
   // piecewise graphs). Needs decode graphs of that batch size; others go on to piecewise graphs.
   int decode_graph_extend_max_tokens = kDefaultExtendRowsMaxTokens;
