@@ -51,6 +51,11 @@ TEST(ExtendRows, EachTokenBecomesARowWithItsCausalLengthAndItsRequestsPrefix) {
   EXPECT_EQ(r.logit_rows(), b.logit_rows());
   EXPECT_EQ(r.logit_rows(), (std::vector<int32_t>{2, 5}));
   EXPECT_NO_THROW(r.validate());
+  ForwardBatch bad = r;
+  bad.prefix_lens[2] = 8;  // not below the row's seq len 8
+  EXPECT_THROW(bad.validate(), Error);
+  bad.prefix_lens.pop_back();
+  EXPECT_THROW(bad.validate(), Error);
   ForwardBatch all = mixed_extend();
   all.return_all_logits = true;
   EXPECT_EQ(extend_as_decode_rows(all).logit_rows(), all.logit_rows());

@@ -27,6 +27,12 @@ void ForwardBatch::validate() const {
             sampling.size(), sample_steps.size());
   if (mode == ForwardMode::DECODE) {
     GRT_CHECK(t == b, "decode batch has {} tokens for {} requests", t, b);
+    // Rows of an extend (extend_rows.h): each row's request prefix, below the row's seq len.
+    GRT_CHECK(prefix_lens.empty() || prefix_lens.size() == b, "decode batch of {} rows has {} prefix lens", b,
+              prefix_lens.size());
+    for (size_t i = 0; i < prefix_lens.size(); ++i)
+      GRT_CHECK(prefix_lens[i] >= 0 && prefix_lens[i] < seq_lens[i], "decode row {}: prefix {} must be in [0, seq len {})",
+                i, prefix_lens[i], seq_lens[i]);
   } else if (mode == ForwardMode::EXTEND) {
     GRT_CHECK(prefix_lens.size() == b && extend_lens.size() == b && extend_start_loc.size() == b,
               "extend batch of {} requests has {} prefix lens, {} extend lens, {} start locations", b,
