@@ -1493,20 +1493,14 @@ void expect_late_writer_graph_gives(const LateKvRows& late, const std::function<
   PreloadScope p(1);
   auto stream = new_stream(kGpu);
   StreamGuard guard(*stream);
-  auto pool = GraphPool::create(kGpu);
-  std::unique_ptr<Graph> graph;
   Tensor out;
-  stream->begin_capture();
-  {
-    PoolCaptureScope cap(pool, *stream);
+  const testing::CapturedInPool cap = testing::capture_in_pool(*stream, [&] {
     late.launch(*stream);
     out = attend();
-    graph = stream->end_capture();
-  }
-  auto exec = graph->instantiate();
+  });
   for (int replay = 0; replay < 3; ++replay) {
     late.poison();
-    exec->launch(*stream);
+    cap.exec->launch(*stream);
     EXPECT_EQ(to_host_floats(out), want) << "replay " << replay;
   }
 }
