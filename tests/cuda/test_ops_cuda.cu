@@ -904,6 +904,64 @@ TEST(OpsCudaFusedLinear, RowsDoNotDependOnTheBatch) {
   }
 }
 
+// GRAPHRT_GEMV_NORM_ONE_PASS and GRAPHRT_GEMV_NORM_PACKED: the one-pass RMSNorm prologue (a warp's
+// rows summed together, the first group's norm weight read before pdl_wait) and the packed
+// conversions of the normalized x give the bits of the row-by-row prologue with a conversion an
+// element, each alone and both together, for both norm fusions, 1..16 rows (one and two rows a
+// warp), clusters of 1..8 blocks a tile, K of one and of two prologue passes (1024, 2048) and K not
+// a multiple of a pass (136, 264), a row-strided x, bf16 and f16.
+struct GemvNormVariant {
+  GemvNormVariant(int one_pass, int packed) {
+    cuda::set_gemv_norm_one_pass(one_pass);
+    cuda::set_gemv_norm_packed(packed);
+  }
+  ~GemvNormVariant() {
+    cuda::set_gemv_norm_one_pass(-1);
+    cuda::set_gemv_norm_packed(-1);
+  }
+};
+
+TEST(OpsCudaFusedLinear, NormPrologueVariantsGiveTheSameBits) {
+  struct Case {
+    int64_t N, K;
+    DType dt;
+  };
+  for (Case c : {Case{4096, 1024, DType::BF16}, Case{6144, 1024, DType::BF16}, Case{5120, 2048, DType::BF16},
+                 Case{256, 2048, DType::BF16}, Case{78, 136, DType::BF16}, Case{520, 264, DType::F16}}) {
+    Pair x = random_pair(Shape{16, c.K + 8}, static_cast<uint32_t>(c.N + c.K), c.dt, -3.0f, 3.0f);
+    Pair nw = random_pair(Shape{c.K}, 91, c.dt, 0.5f, 1.5f);
+    Pair w = random_pair(Shape{c.N, c.K}, 92, c.dt, -0.1f, 0.1f);
+    for (int64_t M : {1, 2, 7, 8, 9, 12, 16}) {
+      const std::string what = "N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " M=" + std::to_string(M) +
+                               " " + dtype_name(c.dt);
+      const Tensor xs = x.gpu.slice(0, 0, M).slice(1, 8, c.K + 8);  // row stride K + 8
+      ASSERT_TRUE(ops::linear_fusable(xs, w.gpu)) << what;
+      const auto run_both = [&](int one_pass, int packed) {
+        GemvNormVariant forced(one_pass, packed);
+        std::vector<std::vector<float>> outs;
+        poison();
+        outs.push_back(host(ops::rms_norm_linear(xs, nw.gpu, 1e-6f, w.gpu)));
+        poison();
+        Tensor gu = empty(Shape{M, c.N / 2}, c.dt, kGpu);
+        cuda::rms_norm_gate_up_silu_small_m(kGpu, xs.data(), c.K + 8, c.dt, nw.gpu.data(), 1e-6f, w.gpu.data(),
+                                            gu.data(), M, c.N / 2, c.K);
+        outs.push_back(host(gu));
+        return outs;
+      };
+      const auto ref = run_both(0, 0);
+      for (const auto& [one_pass, packed] : {std::pair{1, 0}, std::pair{0, 1}, std::pair{1, 1}}) {
+        const auto got = run_both(one_pass, packed);
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ASSERT_EQ(ref[i].size(), got[i].size()) << what;
+          EXPECT_EQ(std::memcmp(ref[i].data(), got[i].data(), ref[i].size() * sizeof(float)), 0)
+              << what << (i == 0 ? " rms_norm_linear" : " rms_norm_gate_up_silu") << ": one pass " << one_pass
+              << ", packed " << packed << " differs from the row-by-row prologue";
+        }
+      }
+    }
+  }
+}
+
 // rms_norm_gate_up_silu against the unfused CUDA ops (only the norm's sum of squares differs:
 // 1e-2) and the CPU composition; and its silu_and_mul epilogue alone (no norm, through the CUDA
 // entry point) bit for bit against the unfused linear + silu_and_mul: the same GEMV sums, the same

@@ -95,6 +95,7 @@ constexpr int kUnroll = 2;                 // steps per group: a lane has 2 x 4 
 constexpr int kGroupK = kStepK * kUnroll;  // 64
 constexpr int kMaxCluster = 8;             // the portable cluster size
 constexpr int kLd = kTileN + 4;            // padded reduction row: the lanes' stores hit 32 banks
+static_assert(kWarps == 8, "the norm prologue gives warp w the rows w and w + 8");
 
 // The lane's 16-byte pieces of w for group `grp` (zeros past K or for rows past N).
 template <typename T>
@@ -116,8 +117,10 @@ __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float 
 // NORM: the rows of x are RMSNorm'ed (p.norm_w, p.eps) as they are loaded. Each block computes
 // the inverse RMS of every row itself (a warp per row, lanes over 16-byte chunks in a fixed
 // order, then a butterfly): the same bits in every block and for every M, since a row's sum
-// reads only that row.
-template <typename T, int NT, bool NORM>
+// reads only that row. By default (p.norm_one_pass) a warp's rows are summed in one pass with all
+// their loads in flight, and the norm weight of its first group is read before pdl_wait.
+// PACKED: x * inv and w * x are rounded a pair at a time (norm_pair_packed), the same bits.
+template <typename T, int NT, bool NORM, bool PACKED>
 __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
   __shared__ float red[kWarps][NT * 8 * kLd];
   __shared__ float inv_rms[NT * 8];
@@ -167,22 +170,71 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
       if (k >= p.K) break;
       prefetch_l2(static_cast<const T*>(p.w) + pf_row * p.K + k);
     }
+  // One-pass prologue: norm_w of the warp's first group is a weight too (never written by the
+  // forward), so it is read before pdl_wait, off the path after it.
+  uint4 wn_first[kUnroll];
+  if constexpr (NORM) {
+    if (p.norm_one_pass) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int k = first * kGroupK + u * kStepK + t * 8;
+        wn_first[u] = k < p.K ? __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k))
+                              : make_uint4(0, 0, 0, 0);
+      }
+    }
+  }
   pdl_wait();
   if (p.early_trigger) pdl_trigger();  // the next kernel's blocks stream their weights beside ours
 
   float inv[NT] = {};
   if constexpr (NORM) {
-    for (int m = warp; m < NT * 8; m += kWarps) {
-      float ss = 0.0f;
-      if (m < p.M) {
-        const T* row = static_cast<const T*>(p.x) + m * p.x_stride;
-        for (int k = lane * 8; k < p.K; k += 32 * 8) {
-          ss = add_squares<T>(ss, __ldg(reinterpret_cast<const uint4*>(row + k)));
-        }
+    if (p.norm_one_pass) {
+      // The warp's rows (warp, and warp + 8 when NT = 2) in one pass: every load of both rows is in
+      // flight together (one L2 round trip at K <= 1024, where row by row took one a row). Each row
+      // still adds its chunks in the order of the loop below, and a chunk past K or of a row past M
+      // is zeros, which leave the sum's bits as they are: the same inverse RMS.
+      constexpr int kChunks = 4;  // 16-byte chunks a lane and row in flight
+      const T* rows[NT];
+      bool ok[NT];
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      for (int r = 0; r < NT; ++r) {
+        ok[r] = warp + 8 * r < p.M;
+        rows[r] = static_cast<const T*>(p.x) + (ok[r] ? warp + 8 * r : 0) * p.x_stride;
       }
-      if (lane == 0) inv_rms[m] = rsqrtf(ss / static_cast<float>(p.K) + p.eps);
+      float ss[NT] = {};
+      for (int k0 = lane * 8; k0 < p.K; k0 += 32 * 8 * kChunks) {
+        uint4 v[kChunks][NT];
+#pragma unroll
+        for (int j = 0; j < kChunks; ++j)
+#pragma unroll
+          for (int r = 0; r < NT; ++r) {
+            const int k = k0 + 32 * 8 * j;
+            v[j][r] = ok[r] && k < p.K ? __ldg(reinterpret_cast<const uint4*>(rows[r] + k)) : make_uint4(0, 0, 0, 0);
+          }
+#pragma unroll
+        for (int j = 0; j < kChunks; ++j)
+#pragma unroll
+          for (int r = 0; r < NT; ++r) ss[r] = add_squares<T>(ss[r], v[j][r]);
+      }
+#pragma unroll
+      for (int r = 0; r < NT; ++r) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) ss[r] += __shfl_xor_sync(0xffffffffu, ss[r], o);
+        if (lane == 0) inv_rms[warp + 8 * r] = rsqrtf(ss[r] / static_cast<float>(p.K) + p.eps);
+      }
+    } else {
+      for (int m = warp; m < NT * 8; m += kWarps) {
+        float ss = 0.0f;
+        if (m < p.M) {
+          const T* row = static_cast<const T*>(p.x) + m * p.x_stride;
+          for (int k = lane * 8; k < p.K; k += 32 * 8) {
+            ss = add_squares<T>(ss, __ldg(reinterpret_cast<const uint4*>(row + k)));
+          }
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        }
+        if (lane == 0) inv_rms[m] = rsqrtf(ss / static_cast<float>(p.K) + p.eps);
+      }
     }
     __syncthreads();
 #pragma unroll
@@ -202,10 +254,12 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
         b[u][h] = k < p.K && xok[h] ? __ldg(reinterpret_cast<const uint4*>(xr[h] + k)) : make_uint4(0, 0, 0, 0);
       if constexpr (NORM) {
         if (k < p.K) {
-          const uint4 wn = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
+          uint4 wn;
+          if (p.norm_one_pass && grp == first) wn = wn_first[u];
+          else wn = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(p.norm_w) + k));
 #pragma unroll
           for (int h = 0; h < NT; ++h)
-            if (xok[h]) b[u][h] = norm_chunk<T>(b[u][h], wn, inv[h]);
+            if (xok[h]) b[u][h] = norm_chunk<T, PACKED>(b[u][h], wn, inv[h]);
         }
       }
     }
@@ -306,15 +360,31 @@ int prefetch_groups(int64_t blocks, int64_t groups, int cluster, const DeviceInf
   return static_cast<int>(std::clamp<int64_t>(std::min(by_l2, per_warp - 1), 0, 8));
 }
 
-template <typename T, int NT, bool NORM>
+template <typename T, int NT, bool NORM, bool PACKED = false>
 void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
-  (void)launch_pdl(index, gemv_kernel<T, NT, NORM>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+  (void)launch_pdl(index, gemv_kernel<T, NT, NORM, PACKED>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
                     static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
+}
+
+// The NORM kernels' normalization of x (norm_chunk): 1 = both roundings of a pair of elements in
+// one packed conversion, 0 = one conversion an element (sessions 4-12). GRAPHRT_GEMV_NORM_PACKED=0|1,
+// read once; set_gemv_norm_packed overrides it (tests). Both give the same bits. Default 1: ptxas
+// turned 16-32 of the per-element roundings into F2F (the slow conversion unit), the packed form
+// none (SASS, bf16: 54 -> 22 F2F at 9..16 rows); on the H100 (session 13) within the spread at
+// qwen3-0.6b (bs 8 / 12 -0.005 / -0.003 ms, bs 1 and prefill equal), qwen3-30b-a3b bs 1 -0.03 (1 round).
+// So the 9..16-row penalty (+~1 us a NORM kernel, ncu: +46% instructions a warp) is not these.
+int norm_packed_override = -1;
+bool norm_packed() {
+  static const int mode = env_choice("GRAPHRT_GEMV_NORM_PACKED", {"0", "1"}, 1);
+  return (norm_packed_override >= 0 ? norm_packed_override : mode) == 1;
 }
 
 template <typename T>
 void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks, bool two) {
-  if (p.norm_w) {
+  if (p.norm_w && norm_packed()) {
+    if (two) launch<T, 2, true, true>(index, stream, p, blocks);
+    else launch<T, 1, true, true>(index, stream, p, blocks);
+  } else if (p.norm_w) {
     if (two) launch<T, 2, true>(index, stream, p, blocks);
     else launch<T, 1, true>(index, stream, p, blocks);
   } else {
@@ -333,6 +403,18 @@ bool early_trigger(int64_t weight_bytes) {
   // -1 by size, 0 never, 1 always; read once
   static const int mode = env_choice("GRAPHRT_GEMV_EARLY_TRIGGER", {"0", "1"}, -1);
   return mode < 0 ? weight_bytes <= kEarlyTriggerMaxBytes : mode == 1;
+}
+
+// The RMSNorm prologue of the NORM kernels: 1 = one pass over the warp's rows with norm_w's first
+// group read before pdl_wait, 0 = row by row (sessions 4-12). GRAPHRT_GEMV_NORM_ONE_PASS=0|1, read
+// once; set_gemv_norm_one_pass overrides it (tests). Both give the same bits. Default 1: on the
+// H100 (session 13, two calls, 2 rounds each, bench/results/h100_2026-11-24_s13_norm) qwen3-0.6b
+// decode at ctx 16 bs 1 / 8 / 12 / 16 -0.016 / -0.011 / -0.026 / -0.035 ms, prefill 16 tokens
+// (rows) -0.02, bs 1 at ctx 1024 -0.01, qwen3-30b-a3b bs 1 -0.04 (1 round).
+int norm_one_pass_override = -1;
+int norm_one_pass() {
+  static const int mode = env_choice("GRAPHRT_GEMV_NORM_ONE_PASS", {"0", "1"}, 1);
+  return norm_one_pass_override >= 0 ? norm_one_pass_override : mode;
 }
 
 // The decode fusions of one launch (all off: plain linear).
@@ -372,6 +454,7 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
   p.res_stride = f.res_stride;
   p.silu_inter = static_cast<int>(f.silu_inter);
   p.early_trigger = early_trigger(N * K * static_cast<int64_t>(dtype_size(in_dtype))) ? 1 : 0;
+  p.norm_one_pass = norm_w ? norm_one_pass() : 0;
   if (M > kGemvMaxRows) {  // 17..64 rows: the wide kernel, its own split (gemv_wide.cu)
     launch_wide(d.index, stream, p, in_dtype == DType::BF16, info);
     GRT_CUDA_CHECK_LAUNCH("linear (wide small M{}{}{}) M={} N={} K={} {} -> {}", norm_w ? ", rms_norm prologue" : "",
@@ -399,6 +482,18 @@ int64_t gemv_max_rows() {
     return kRows[env_choice("GRAPHRT_GEMV_MAX_ROWS", {"16", "32", "64"}, -1) + 1];
   }();
   return rows;
+}
+
+void set_gemv_norm_packed(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_gemv_norm_packed: mode {} (-1 environment, 0 an element, 1 packed pairs)",
+            mode);
+  norm_packed_override = mode;
+}
+
+void set_gemv_norm_one_pass(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_gemv_norm_one_pass: mode {} (-1 environment, 0 row by row, 1 one pass)",
+            mode);
+  norm_one_pass_override = mode;
 }
 
 int64_t gemv_wide_min_bytes() {

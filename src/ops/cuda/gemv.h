@@ -21,6 +21,13 @@ constexpr int64_t kGemvWideMaxRows = 64;
 // 17..64 (the wide one), never on M within a class.
 int64_t gemv_max_rows();
 
+// Tests: forces GRAPHRT_GEMV_NORM_ONE_PASS (0 row by row, 1 one pass; -1 back to the
+// environment) of the small-M RMSNorm prologue. Host side, not thread-safe.
+void set_gemv_norm_one_pass(int mode);
+// Tests: forces GRAPHRT_GEMV_NORM_PACKED (0 a conversion an element, 1 packed pairs; -1 back to the
+// environment) of the small-M RMSNorm'ed x. Host side, not thread-safe.
+void set_gemv_norm_packed(int mode);
+
 // Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
 // decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads
 // only the weight's shape, so a row's bits still depend on M's class alone.

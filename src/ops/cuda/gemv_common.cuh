@@ -39,6 +39,7 @@ struct Params {
   int silu_inter;
   int early_trigger;  // 1: let the next kernel launch right after pdl_wait, else after the main loop
   int wn;             // gemv_wide.cu: rows of w a tile / 16 (8 or 4)
+  int norm_one_pass;  // gemv.cu NORM kernels: 1 = the one-pass prologue (gemv.cu), 0 = row by row
 };
 
 // The GPU facts the work split depends on (never M).
@@ -127,8 +128,37 @@ __device__ __forceinline__ uint32_t norm_pair(uint32_t x, uint32_t w, float inv)
   return o.u;
 }
 
+// Two floats rounded to T each (cvt.rn.{bf16,f16}x2.f32: one conversion instruction for both,
+// the rounding of from_f), packed low then high.
 template <typename T>
+__device__ __forceinline__ uint32_t pack_rn(float lo, float hi) {
+  union {
+    uint32_t u;
+    __nv_bfloat162 b;
+    __half2 h;
+  } o;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) o.b = __floats2bfloat162_rn(lo, hi);
+  else o.h = __floats2half2_rn(lo, hi);
+  return o.u;
+}
+
+// norm_pair with both roundings of the pair in one packed conversion each: the same float
+// products, the same round-to-nearest-even, so the same bits in half the conversions.
+template <typename T>
+__device__ __forceinline__ uint32_t norm_pair_packed(uint32_t x, uint32_t w, float inv) {
+  union P {
+    uint32_t u;
+    T h[2];
+  } xp{x}, wp{w};
+  P xn{pack_rn<T>(to_f(xp.h[0]) * inv, to_f(xp.h[1]) * inv)};
+  return pack_rn<T>(to_f(wp.h[0]) * to_f(xn.h[0]), to_f(wp.h[1]) * to_f(xn.h[1]));
+}
+
+template <typename T, bool PACKED = false>
 __device__ __forceinline__ uint4 norm_chunk(uint4 x, uint4 w, float inv) {
+  if constexpr (PACKED)
+    return make_uint4(norm_pair_packed<T>(x.x, w.x, inv), norm_pair_packed<T>(x.y, w.y, inv),
+                      norm_pair_packed<T>(x.z, w.z, inv), norm_pair_packed<T>(x.w, w.w, inv));
   return make_uint4(norm_pair<T>(x.x, w.x, inv), norm_pair<T>(x.y, w.y, inv), norm_pair<T>(x.z, w.z, inv),
                     norm_pair<T>(x.w, w.w, inv));
 }
