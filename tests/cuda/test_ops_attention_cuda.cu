@@ -664,6 +664,8 @@ using EarlyTriggerScope = SwitchScope<&cuda::decode_mma_early_trigger, &cuda::se
 using SwapScope = SwitchScope<&cuda::decode_mma_swap, &cuda::set_decode_mma_swap>;
 // The small-batch mma kernels' K/V preload before pdl_wait (0 off, 1 on wherever it applies, 2 auto).
 using PreloadScope = SwitchScope<&cuda::decode_mma_preload, &cuda::set_decode_mma_preload>;
+// Whether idle mma blocks leave before pdl_wait (0 after it, 1 before).
+using IdleExitScope = SwitchScope<&cuda::decode_mma_idle_exit, &cuda::set_decode_mma_idle_exit>;
 // The legacy path's merge: -1 by batch, 0 the combine kernel, 8 / 16 the cluster merge.
 using LegacyClusterScope = SwitchScope<&cuda::decode_legacy_cluster, &cuda::set_decode_legacy_cluster>;
 
@@ -1400,6 +1402,65 @@ TEST(OpsAttentionCuda, DecodeMmaPreloadEqualsNoPreloadBitForBit) {
     SCOPED_TRACE("against the CPU op, heads " + std::to_string(sh.nq) + "/" + std::to_string(sh.nkv));
     expect_decode_matches(setups.back(), DType::BF16, 0.088f);
     expect_decode_matches(setups[6], DType::F16, 0.088f);  // batch 1, 1024 tokens
+  }
+}
+
+// Idle blocks (no split of their request) leaving before pdl_wait give the bits of idle blocks
+// leaving after it: every geometry of the small-batch kernels (cluster merge, carry, global merge,
+// with and without the preload), a wide-geometry batch (blocks waiting at the top), a table sized
+// for 4097 tokens with short live lengths (most of the grid idle, several waves), a zero length
+// and a padding row.
+TEST(OpsAttentionCuda, DecodeMmaIdleExitEqualsIdleBlocksWaitingBitForBit) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  const std::vector<int32_t> mixed = {1, 2, 7, 63, 64, 65, 129, 700, 1024, 1025, 2049, 4097};
+  const std::vector<int32_t> short_lens = {1, 3, 16, 5, 2, 9, 12, 4};
+  struct Mode {
+    int cluster, carry, preload;
+  };
+  std::vector<Mode> modes = {{0, 0, 0}, {0, 1, 0}, {0, 0, 1}, {0, 1, 1}};
+  if (clusters_launch()) modes.insert(modes.end(), {{-1, 1, 2}, {-1, 0, 2}, {8, 1, 1}, {4, 0, 0}});
+  const auto run = [](const DecodeSetup& s, const testing::PagedTensors& tg, int idle_exit) {
+    IdleExitScope e(idle_exit);
+    const PagedCase& c = s.c;
+    return to_host_floats(
+        ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(c, s.seq_lens, kGpu), c.nq, c.nkv, c.hd, 0.088f));
+  };
+  for (Shape3 sh : {Shape3{16, 8, 128}, Shape3{32, 4, 128}, Shape3{16, 8, 64}}) {
+    std::vector<DecodeSetup> setups;
+    for (int batch : {1, 4, 16}) {
+      // The first row is 4097 long (the table's width, hence the grid's splits), the rest short.
+      std::vector<int32_t> lens = short_lens;
+      lens[0] = 4097;
+      DecodeSetup s = decode_setup(sh, batch, lens, 1700 + static_cast<uint32_t>(batch + sh.nq + sh.hd));
+      s.seq_lens[0] = batch == 1 ? 3 : 5;  // live lengths short: the 4097-wide grid mostly idle
+      if (batch >= 4) {
+        s.seq_lens[1] = 0;
+        s.c.req_idx[static_cast<size_t>(batch - 1)] = -1;
+        s.seq_lens[static_cast<size_t>(batch - 1)] = 5;
+      }
+      setups.push_back(std::move(s));
+    }
+    setups.push_back(decode_setup(sh, 8, mixed, 1800 + static_cast<uint32_t>(sh.nq + sh.hd)));
+    setups.push_back(decode_setup(sh, 40, mixed, 1900 + static_cast<uint32_t>(sh.nq + sh.hd)));  // wide geometry
+    for (const DecodeSetup& s : setups) {
+      auto tg = upload(s.c, DType::BF16, kGpu);
+      for (Mode m : modes) {
+        ClusterScope cluster(m.cluster);
+        CarryScope carry(m.carry);
+        PreloadScope preload(m.preload);
+        SCOPED_TRACE("heads " + std::to_string(sh.nq) + "/" + std::to_string(sh.nkv) + " hd " + std::to_string(sh.hd) +
+                     " batch " + std::to_string(s.seq_lens.size()) + " first len " + std::to_string(s.seq_lens[0]) +
+                     " cluster " + std::to_string(m.cluster) + " carry " + std::to_string(m.carry) + " preload " +
+                     std::to_string(m.preload));
+        const std::vector<float> waiting = run(s, tg, 0);
+        for (float x : waiting) ASSERT_TRUE(std::isfinite(x));
+        EXPECT_EQ(run(s, tg, 1), waiting) << "idle blocks leaving before pdl_wait changed bits";
+      }
+    }
+    IdleExitScope e(1);
+    SCOPED_TRACE("against the CPU op, heads " + std::to_string(sh.nq) + "/" + std::to_string(sh.nkv));
+    expect_decode_matches(setups[1], DType::BF16, 0.088f);
+    expect_decode_matches(setups[3], DType::BF16, 0.088f);
   }
 }
 

@@ -430,7 +430,9 @@ int sm_count(Device device) {
 // geometry; see mma_swap) and GRAPHRT_DECODE_MMA_WARP_PIPE (0, 1: the swapped kernel's per-warp copy
 // pipeline; same bits) and GRAPHRT_DECODE_MMA_EARLY_TRIGGER (0, 1: the mma kernel triggers its
 // dependents right after pdl_wait; same bits) and GRAPHRT_DECODE_MMA_PRELOAD (0, 1, auto: below
-// SMs pairs the mma kernel copies its first K/V tile before pdl_wait; same bits; see launch_mma).
+// SMs pairs the mma kernel copies its first K/V tile before pdl_wait; same bits; see launch_mma)
+// and GRAPHRT_DECODE_MMA_IDLE_EXIT (0, 1: blocks with no split of their request leave before
+// pdl_wait; same bits).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -455,6 +457,12 @@ struct DecodeKnobs {
   // llama bs 1 +0.04..+0.06, qwen3-30b-a3b bs 1 +0.06): off.
   int mma_early_trigger = 0;
   int mma_preload = 2;  // 0 off, 1 below SMs pairs, 2 auto (default): where the grid is one wave; see launch_mma
+  // Idle blocks leave before pdl_wait (DecodeMmaParams::idle_exit). Measured (H100, session 13,
+  // bench/results/h100_2026-11-24_s13_idle, two rounds): qwen3-0.6b prefill of 16 tokens as rows
+  // with the default schedule (grid 9 x 8 x 16 for a 4104-token table, 128 blocks working) 1.120 /
+  // 1.130 -> 1.060 / 1.075 ms (attention's advance 4.61 -> 3.33 us a layer), 64 tokens 1.441 /
+  // 1.435 -> 1.411 / 1.430; decode bs 1 / 8 / 64 at ctx 1024 (no idle blocks) and 4 tokens equal: on.
+  int mma_idle_exit = 1;
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -484,6 +492,7 @@ DecodeKnobs read_knobs() {
   k.mma_warp_pipe = env_int("GRAPHRT_DECODE_MMA_WARP_PIPE", k.mma_warp_pipe, 0, 1);
   k.mma_early_trigger = env_int("GRAPHRT_DECODE_MMA_EARLY_TRIGGER", k.mma_early_trigger, 0, 1);
   k.mma_preload = env_choice("GRAPHRT_DECODE_MMA_PRELOAD", {"0", "1", "auto"}, k.mma_preload);  // (index = mode)
+  k.mma_idle_exit = env_int("GRAPHRT_DECODE_MMA_IDLE_EXIT", k.mma_idle_exit, 0, 1);
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -505,6 +514,7 @@ std::atomic<int> g_swap_override{-1};      // -1: the environment's GRAPHRT_DECO
 std::atomic<int> g_warp_pipe_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_WARP_PIPE
 std::atomic<int> g_early_trigger_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_EARLY_TRIGGER
 std::atomic<int> g_preload_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_PRELOAD
+std::atomic<int> g_idle_exit_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_IDLE_EXIT
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -704,6 +714,7 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.swap = plain_wide && p.kv_per_block == 1 && mma_swap(decode_mma_swap(), p.group);
   p.warp_pipe = p.swap && decode_mma_warp_pipe();
   p.early_trigger = decode_mma_early_trigger();
+  p.idle_exit = decode_mma_idle_exit();
   // Preload (GRAPHRT_DECODE_MMA_PRELOAD; "Preload" in attention_decode_mma.cu): below SMs pairs,
   // where the kernel is a short chain of dependent memory trips (qwen3-0.6b bs 1 ctx 1024: 16 x 8
   // blocks of one 64-token tile each), the first tile's K/V copies overlap the predecessor
@@ -998,6 +1009,16 @@ void set_decode_mma_early_trigger(int mode) {
 bool decode_mma_early_trigger() {
   const int o = g_early_trigger_override.load(std::memory_order_relaxed);
   return (o < 0 ? knobs().mma_early_trigger : o) != 0;
+}
+
+void set_decode_mma_idle_exit(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_mma_idle_exit({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_idle_exit_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_mma_idle_exit() {
+  const int o = g_idle_exit_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().mma_idle_exit : o) != 0;
 }
 
 void set_decode_mma_preload(int mode) {

@@ -325,12 +325,15 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   float* keep = reinterpret_cast<float*>(smem_raw + C::kSmem);
   float* keep_lse = keep + static_cast<size_t>(p.cluster_slots) * 16 * HD;
 
-  // kCarry with p.early, or kPreload: the decode metadata (lengths, request slots, table) is read
-  // before pdl_wait (see "Early" in the header comment); kPreload also the first tile's K/V rows
-  // that no kernel of this step writes ("Preload"); everything else after it.
+  // kCarry, kPreload or p.idle_exit: the request's length and slot are read before pdl_wait (host-
+  // written decode metadata: see "Early" in the header comment), with p.early or kPreload also the
+  // table; kPreload also the first tile's K/V rows that no kernel of this step writes ("Preload");
+  // everything else after it.
   if constexpr (!kCarry && !kPreload) {
-    pdl_wait();
-    if (p.early_trigger) pdl_trigger();  // ("Early trigger" in the header comment)
+    if (!p.idle_exit) {  // (with idle_exit: below, once the block knows it works)
+      pdl_wait();
+      if (p.early_trigger) pdl_trigger();  // ("Early trigger" in the header comment)
+    }
   }
   const int kvh = blockIdx.y, b = blockIdx.z;
   // The length and the request slot in one trip to memory (the slot is needed for the table row).
@@ -341,7 +344,16 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   // Uniform over the block, and over a cluster (one request and kv head) when splits == 1.
   // Cluster blocks past the splits of a longer request stay for the cluster barriers below.
   const bool idle = static_cast<int>(blockIdx.x) >= splits;
+  // Idle exit (DecodeMmaParams::idle_exit): an idle block has read only the host-written lengths
+  // and slots, and writes nothing: it leaves before pdl_wait, so it does not hold its slot until
+  // the predecessor completes, and the working blocks behind it in a multi-wave grid start sooner.
+  // Block 0 of every (request, kv head) is never idle and waits (pdl.cuh point 2).
+  if (p.idle_exit && idle && (!kCluster || splits == 1)) return;
   if constexpr (!kCarry && !kPreload) {
+    if (p.idle_exit) {
+      pdl_wait();
+      if (p.early_trigger) pdl_trigger();
+    }
     if (idle && (!kCluster || splits == 1)) return;
     if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
   }

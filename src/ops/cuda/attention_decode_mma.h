@@ -75,6 +75,12 @@ struct DecodeMmaParams {
   // (ops::DecodeAttentionMeta::kv_new_from: an extend's tokens as rows); every position from it on
   // is copied after the wait. Null: the row's last position (seq_lens - 1) only, a decode.
   const int32_t* kv_new_from;
+  // Blocks with no split of their request (blockIdx.x >= its splits; most of the grid where the
+  // graph's grid is sized for the longest context and the live lengths are short) return before
+  // pdl_wait instead of after it, freeing their slot at once (pdl.cuh point 2: block 0 of every
+  // request and kv head always works and waits). Decided from the host-written lengths only; the
+  // same bits either way.
+  bool idle_exit;
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -143,6 +149,12 @@ bool decode_mma_warp_pipe();  // in force
 // off, 1 on. The same bits either way. For tests and A/B; process-wide.
 void set_decode_mma_early_trigger(int mode);
 bool decode_mma_early_trigger();  // in force
+
+// Whether idle blocks leave before pdl_wait (DecodeMmaParams::idle_exit): -1 the environment's
+// GRAPHRT_DECODE_MMA_IDLE_EXIT (0, 1; default 1), 0 off, 1 on. The same bits either way. For tests
+// and A/B; process-wide.
+void set_decode_mma_idle_exit(int mode);
+bool decode_mma_idle_exit();  // in force
 
 // Whether the small-batch mma kernels (batch x kv heads below the SM count) copy their first K/V
 // tile before pdl_wait (DecodeMmaParams::preload): -1 the environment's GRAPHRT_DECODE_MMA_PRELOAD

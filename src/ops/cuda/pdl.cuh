@@ -6,7 +6,11 @@
 //     writes may still be read by it (the caching allocator reuses memory stream-ordered).
 //  2. pdl_wait() is reached unconditionally (no return before it): the kernel then cannot finish
 //     before its predecessor has, so "predecessor done" stays transitive along the chain and a
-//     kernel two launches later is also ordered after this one's predecessor.
+//     kernel two launches later is also ordered after this one's predecessor. One exception: a
+//     block that has read nothing but what point 1 allows and writes nothing may return before
+//     it, where blocks of the same grid that always exist still wait (decode attention's idle
+//     splits, DecodeMmaParams::idle_exit: block 0 of every request and kv head works and waits);
+//     the grid completes only after those, so the ordering is the same.
 //  3. pdl_trigger() (griddepcontrol.launch_dependents) lets the next kernel be scheduled once every
 //     block of this grid has issued it or exited. Small kernels issue it right after their wait,
 //     so the next GEMV's blocks load weights while they run; the GEMV (gemv.cu) does the same
