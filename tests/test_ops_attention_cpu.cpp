@@ -8,9 +8,13 @@
 #include <vector>
 
 #include "attention_test_util.h"
+#include "error_of.h"
+#include "qkv_test_util.h"
 #include "core/error.h"
 #include "memory/tensor_alloc.h"
 #include "ops/attention.h"
+#include "ops/prepare_qkv.h"
+#include "ops/rope.h"
 #include "ops/kv_store.h"
 #include "ops/sampling.h"
 
@@ -258,6 +262,58 @@ TEST(OpsAttentionCpu, DecodeEqualsExtendLastRow) {
     std::vector<float> row(got.begin() + b * c.q_width(), got.begin() + (b + 1) * c.q_width());
     EXPECT_LT(max_abs_diff(row, want), 1e-6) << "request " << b;
   }
+}
+
+// attention_decode_prepare on the CPU is prepare_qkv_ then attention_decode (same bits, same
+// caches, q prepared in place); head counts that do not match q and k are an error naming both.
+TEST(OpsAttentionCpu, DecodePrepareEqualsPrepareThenDecodeAndChecksHeads) {
+  PagedCase c = make_case(8, 2, 32, {0, 6, 30}, {1, 1, 1}, 0, 41, 0);
+  const int B = 3, hd = 32;
+  const int64_t qw = c.q_width(), kvw = c.kv_width(), W = qw + 2 * kvw;
+  std::vector<float> rows(static_cast<size_t>(B * W)), wq(hd), wk(hd);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = std::sin(0.37f * static_cast<float>(i));
+  for (int i = 0; i < hd; ++i) wq[static_cast<size_t>(i)] = 1.0f + 0.01f * static_cast<float>(i);
+  for (int i = 0; i < hd; ++i) wk[static_cast<size_t>(i)] = 0.9f + 0.02f * static_cast<float>(i);
+  const Tensor q_norm = from_floats(wq, Shape{hd}, DType::F32, kCpu), k_norm = from_floats(wk, Shape{hd}, DType::F32, kCpu);
+  ops::RopeParams rp;
+  rp.head_dim = hd;
+  const Tensor cos_sin = ops::rope_cos_sin_cache(rp, 64, kCpu);
+  std::vector<int32_t> pos, loc, lens;
+  for (int b = 0; b < B; ++b) {
+    const int32_t len = c.prefix[static_cast<size_t>(b)] + 1;
+    lens.push_back(len);
+    pos.push_back(len - 1);
+    loc.push_back(c.table[static_cast<size_t>(c.req_idx[static_cast<size_t>(b)]) * c.max_context +
+                          static_cast<size_t>(len - 1)]);
+  }
+  const Tensor positions = from_vector(pos, Shape{B}, DType::I32, kCpu), locs = from_vector(loc, Shape{B}, DType::I32, kCpu);
+  const auto run = [&](bool one_op) {
+    auto t = upload(c, DType::F32, kCpu);
+    Tensor qkv = from_floats(rows, Shape{B, W}, DType::F32, kCpu);
+    Tensor q = qkv.slice(1, 0, qw), k = qkv.slice(1, qw, qw + kvw), v = qkv.slice(1, qw + kvw, W);
+    Tensor out;
+    if (one_op) {
+      out = ops::attention_decode_prepare(q, k, v, q_norm, k_norm, 1e-6f, positions, cos_sin, locs, t.k_cache,
+                                          t.v_cache, decode_meta(c, lens, kCpu), 8, 2, hd, 0.2f);
+    } else {
+      ops::prepare_qkv_(q, k, v, q_norm, k_norm, 1e-6f, positions, cos_sin, hd, locs, t.k_cache, t.v_cache);
+      out = ops::attention_decode(q, t.k_cache, t.v_cache, decode_meta(c, lens, kCpu), 8, 2, hd, 0.2f);
+    }
+    return std::vector<std::vector<float>>{to_host_floats(out), to_host_floats(qkv), to_host_floats(t.k_cache),
+                                           to_host_floats(t.v_cache)};
+  };
+  const auto two = run(false), one = run(true);
+  for (size_t i = 0; i < two.size(); ++i) EXPECT_TRUE(testing::same_bits(one[i], two[i])) << "result " << i;
+  EXPECT_FALSE(testing::same_bits(two[1], rows)) << "prepare_qkv_ changed nothing: the case checks nothing";
+  auto t = upload(c, DType::F32, kCpu);
+  Tensor qkv = from_floats(rows, Shape{B, W}, DType::F32, kCpu);
+  const std::string err = testing::error_of([&] {
+    ops::attention_decode_prepare(qkv.slice(1, 0, qw), qkv.slice(1, qw, qw + kvw), qkv.slice(1, qw + kvw, W), q_norm,
+                                  k_norm, 1e-6f, positions, cos_sin, locs, t.k_cache, t.v_cache,
+                                  decode_meta(c, lens, kCpu), 4, 2, hd, 0.2f);
+  });
+  EXPECT_NE(err.find("attention_decode_prepare"), std::string::npos) << err;
+  EXPECT_NE(err.find("the attention's are 4 and 2"), std::string::npos) << err;
 }
 
 TEST(OpsAttentionCpu, DecodeZeroSeqLenIsZeroAndSinkRowIsFinite) {

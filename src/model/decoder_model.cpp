@@ -97,14 +97,19 @@ Tensor DecoderModel::attention_block(int layer, const Tensor& qkv, const Forward
   Tensor k = qkv.slice(1, nq * hd, (nq + nkv) * hd);
   Tensor v = qkv.slice(1, (nq + nkv) * hd, (nq + 2 * nkv) * hd);
   const LayerKvCache& cache = (*in.kv_cache)[static_cast<size_t>(layer)];
+  const Tensor q_norm = config_.qk_norm ? w.q_norm : Tensor();
+  const Tensor k_norm = config_.qk_norm ? w.k_norm : Tensor();
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  // A decode: the prepare below, then the attention (one kernel with GRAPHRT_DECODE_FUSE_PREPARE=1
+  // where it applies: the same bits, measured slower; ops/attention.h).
+  if (in.is_decode)
+    return ops::attention_decode_prepare(q, k, v, q_norm, k_norm, eps, in.positions, rope_cache_, in.out_cache_loc,
+                                         cache.k, cache.v, in.decode, static_cast<int>(nq), static_cast<int>(nkv),
+                                         static_cast<int>(hd), attn_scale_);
   // One kernel: Qwen3's per-head q/k norm, rope on q and k, K/V into the cache (q is prepared in
   // place; k is prepared only in its cache row). Bit for bit rms_norm_ + apply_rope_ + store_kv.
-  ops::prepare_qkv_(q, k, v, config_.qk_norm ? w.q_norm : Tensor(), config_.qk_norm ? w.k_norm : Tensor(),
-                    static_cast<float>(config_.rms_norm_eps), in.positions, rope_cache_, static_cast<int>(hd),
-                    in.out_cache_loc, cache.k, cache.v);
-  if (in.is_decode)
-    return ops::attention_decode(q, cache.k, cache.v, in.decode, static_cast<int>(nq), static_cast<int>(nkv),
-                                 static_cast<int>(hd), attn_scale_);
+  ops::prepare_qkv_(q, k, v, q_norm, k_norm, eps, in.positions, rope_cache_, static_cast<int>(hd), in.out_cache_loc,
+                    cache.k, cache.v);
   if (extend_out_copy())
     return extend_attention(q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
                             static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);

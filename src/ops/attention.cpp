@@ -8,6 +8,7 @@
 #include "memory/tensor_alloc.h"
 #include "ops/attention_args.h"
 #include "ops/cpu/attention_cpu.h"
+#include "ops/prepare_qkv.h"
 #ifdef GRAPHRT_WITH_CUDA
 #include "ops/cuda/attention_cuda.h"
 #endif
@@ -64,9 +65,11 @@ PagedAttentionArgs common_args(const char* op, const Tensor& q, const Tensor& k_
 }
 
 // Decode attention of q's rows into `out` (contiguous [rows, nq * hd], allocated by the caller).
+// prepare (attention_decode_prepare): prepare_qkv_'s arguments for the same rows, run first (by
+// the CUDA kernel itself where it can).
 void decode_into(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                  const DecodeAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim, float scale,
-                 const Tensor& out) {
+                 const Tensor& out, const PrepareQkvArgs* prepare = nullptr) {
   GRT_CHECK(q.defined(), "{}: q is undefined", op);
   const int64_t b = q.rank() == 2 ? q.size(0) : 0;
   DecodeArgs dargs{};
@@ -85,12 +88,14 @@ void decode_into(const char* op, const Tensor& q, const Tensor& k_cache, const T
   Stream& s = current_stream(d);
   if (d.is_cuda()) {
 #ifdef GRAPHRT_WITH_CUDA
+    dargs.prepare = prepare;
     cuda::attention_decode(s, d, dargs);
     return;
 #else
     GRT_FAIL("{} on {}: built without CUDA", op, q.str());
 #endif
   }
+  GRT_CHECK(prepare == nullptr, "{}: the prepare step runs inside the decode attention only on CUDA", op);
   cpu::attention_decode(s, dargs);
 }
 
@@ -203,6 +208,27 @@ Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_
             q.defined() ? q.str() : std::string("undefined"));
   Tensor out = empty(Shape{q.size(0), q.size(1)}, q.dtype(), q.device());
   decode_into(op, q, k_cache, v_cache, meta, num_q_heads, num_kv_heads, head_dim, scale, out);
+  return out;
+}
+
+Tensor attention_decode_prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                const Tensor& k_norm, float eps, const Tensor& positions, const Tensor& cos_sin,
+                                const Tensor& out_cache_loc, const Tensor& k_cache, const Tensor& v_cache,
+                                const DecodeAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
+                                float scale) {
+  const char* op = "attention_decode_prepare";
+  const PrepareQkvArgs pa =
+      prepare_qkv_args(q, k, v, q_norm, k_norm, eps, positions, cos_sin, head_dim, out_cache_loc, k_cache, v_cache);
+  GRT_CHECK(pa.q_heads == num_q_heads && pa.kv_heads == num_kv_heads,
+            "{}: q {} and k {} hold {} and {} heads of {}, the attention's are {} and {}", op, q.str(), k.str(),
+            pa.q_heads, pa.kv_heads, head_dim, num_q_heads, num_kv_heads);
+  if (!q.device().is_cuda()) {  // the two ops (no fused kernel on the CPU)
+    prepare_qkv_(q, k, v, q_norm, k_norm, eps, positions, cos_sin, head_dim, out_cache_loc, k_cache, v_cache);
+    return attention_decode(q, k_cache, v_cache, meta, num_q_heads, num_kv_heads, head_dim, scale);
+  }
+  Tensor out = empty(Shape{q.size(0), q.size(1)}, q.dtype(), q.device());
+  decode_into(op, q, k_cache, v_cache, meta, num_q_heads, num_kv_heads, head_dim, scale, out,
+              pa.tokens > 0 ? &pa : nullptr);
   return out;
 }
 

@@ -84,4 +84,18 @@ Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_
                         const DecodeAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
                         float scale);
 
+// prepare_qkv_(q, k, v, q_norm, k_norm, eps, positions, cos_sin, head_dim, out_cache_loc, k_cache,
+// v_cache) (ops/prepare_qkv.h) of a decode's rows, then attention_decode(q, k_cache, v_cache, meta,
+// ...) of them: the same output and cache bits. On CUDA one kernel can do both (the small-batch
+// tensor-core kernel, bf16, no meta.kv_new_from; GRAPHRT_DECODE_FUSE_PREPARE=1, off by default:
+// measured slower, see ops/cuda/attention_decode.cu): q is then left as it is (not prepared in place; where the two run, it is), and the new
+// token's K and V are used as computed, so out_cache_loc[b] must be the slot req_to_token gives row
+// b's position seq_lens[b] - 1 (as the runtime builds them). Takes prepare_qkv_'s arguments with its
+// checks, and their head counts must be the attention's. CUDA-graph capturable like both ops.
+Tensor attention_decode_prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                const Tensor& k_norm, float eps, const Tensor& positions, const Tensor& cos_sin,
+                                const Tensor& out_cache_loc, const Tensor& k_cache, const Tensor& v_cache,
+                                const DecodeAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
+                                float scale);
+
 }  // namespace grt::ops

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "ops/kernel_params.h"
 
 namespace grt::ops {
 
@@ -49,6 +50,9 @@ struct DecodeArgs {
   const int32_t* seq_lens;
   int batch;
   const int32_t* kv_new_from = nullptr;  // DecodeAttentionMeta::kv_new_from (null: seq_lens - 1)
+  // Set (ops::attention_decode_prepare): prepare_qkv_ of the same rows comes first, in the attention's
+  // kernel where it can (same bits), else as its own kernel. a.q is then prepare->q.
+  const PrepareQkvArgs* prepare = nullptr;
 };
 
 struct SampleArgs {

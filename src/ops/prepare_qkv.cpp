@@ -1,7 +1,6 @@
 #include "ops/prepare_qkv.h"
 
 #include "ops/cpu/dense_cpu.h"
-#include "ops/kernel_params.h"
 #include "ops/op_checks.h"
 #ifdef GRAPHRT_WITH_CUDA
 #include "ops/cuda/dense_cuda.h"
@@ -23,9 +22,10 @@ int64_t check_rows(const char* what, const Tensor& t, int64_t tokens, int head_d
 
 }  // namespace
 
-void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm, const Tensor& k_norm,
-                  float eps, const Tensor& positions, const Tensor& cos_sin, int head_dim, const Tensor& out_cache_loc,
-                  const Tensor& k_cache, const Tensor& v_cache) {
+PrepareQkvArgs prepare_qkv_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                const Tensor& k_norm, float eps, const Tensor& positions, const Tensor& cos_sin,
+                                int head_dim, const Tensor& out_cache_loc, const Tensor& k_cache,
+                                const Tensor& v_cache) {
   GRT_CHECK(head_dim > 0 && head_dim % 2 == 0, "{}: head_dim must be positive and even, got {}", kOp, head_dim);
   check_vector(kOp, positions, "positions", DType::I32);
   const int64_t tokens = positions.size(0);
@@ -53,8 +53,6 @@ void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   for (const Tensor* t : {&k, &v, &positions, &cos_sin, &out_cache_loc, &k_cache, &v_cache, &q_norm, &k_norm})
     if (t->defined()) check_same_device(kOp, q, *t);
   if (q.device().is_cpu()) check_cpu_f32(kOp, q);
-  if (tokens == 0) return;
-
   PrepareQkvArgs a{};
   a.q = q.data();
   a.q_stride = q.stride(0);
@@ -77,6 +75,15 @@ void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   a.tokens = tokens;
   a.head_dim = head_dim;
   a.dtype = dt;
+  return a;
+}
+
+void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm, const Tensor& k_norm,
+                  float eps, const Tensor& positions, const Tensor& cos_sin, int head_dim, const Tensor& out_cache_loc,
+                  const Tensor& k_cache, const Tensor& v_cache) {
+  const PrepareQkvArgs a =
+      prepare_qkv_args(q, k, v, q_norm, k_norm, eps, positions, cos_sin, head_dim, out_cache_loc, k_cache, v_cache);
+  if (a.tokens == 0) return;
   if (q.device().is_cuda()) {
 #ifdef GRAPHRT_WITH_CUDA
     ::grt::cuda::prepare_qkv(q.device(), a);

@@ -4,6 +4,7 @@
 // up to four.
 #pragma once
 #include "core/tensor.h"
+#include "ops/kernel_params.h"
 
 namespace grt::ops {
 
@@ -28,5 +29,12 @@ namespace grt::ops {
 void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm, const Tensor& k_norm,
                   float eps, const Tensor& positions, const Tensor& cos_sin, int head_dim, const Tensor& out_cache_loc,
                   const Tensor& k_cache, const Tensor& v_cache);
+
+// prepare_qkv_'s checks (an Error naming the argument and what is allowed) and its kernel arguments,
+// for the ops that run its work inside their own kernels (attention_decode_prepare). Nothing runs.
+PrepareQkvArgs prepare_qkv_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                const Tensor& k_norm, float eps, const Tensor& positions, const Tensor& cos_sin,
+                                int head_dim, const Tensor& out_cache_loc, const Tensor& k_cache,
+                                const Tensor& v_cache);
 
 }  // namespace grt::ops

@@ -31,6 +31,7 @@
 #include "ops/cuda/attention_extend_params.h"
 #include "device/cuda/cuda_stream.h"
 #include "ops/cuda/pdl.cuh"
+#include "ops/copy.h"
 #include "ops/kv_store.h"
 #include "ops/linear.h"
 #include "ops/prepare_qkv.h"
@@ -666,6 +667,8 @@ using SwapScope = SwitchScope<&cuda::decode_mma_swap, &cuda::set_decode_mma_swap
 using PreloadScope = SwitchScope<&cuda::decode_mma_preload, &cuda::set_decode_mma_preload>;
 // Whether idle mma blocks leave before pdl_wait (0 after it, 1 before).
 using IdleExitScope = SwitchScope<&cuda::decode_mma_idle_exit, &cuda::set_decode_mma_idle_exit>;
+// Whether the decode attention does prepare_qkv_'s work itself (attention_decode_prepare): 0 off, 1 on.
+using FusePrepareScope = SwitchScope<&cuda::decode_fuse_prepare, &cuda::set_decode_fuse_prepare>;
 // The legacy path's merge: -1 by batch, 0 the combine kernel, 8 / 16 the cluster merge.
 using LegacyClusterScope = SwitchScope<&cuda::decode_legacy_cluster, &cuda::set_decode_legacy_cluster>;
 
@@ -1464,6 +1467,101 @@ TEST(OpsAttentionCuda, DecodeMmaIdleExitEqualsIdleBlocksWaitingBitForBit) {
   }
 }
 
+// attention_decode_prepare with the prepare inside the small-batch mma kernel ("Fused prepare" in
+// attention_decode_mma.cu) against the same op with it off (prepare_qkv_'s kernel, then the
+// attention): the output and both caches bit for bit, at the qwen3-0.6b, qwen3-30b-a3b and llama
+// layouts (groups 2, 8, 4; q/k norms on and off), head_dim 128 and 64, batch 1, 4, 8 and 16 with
+// the new token in the preloaded tile or in a later one (len 2049, 4097: the cache round trip), a
+// one-token request and a padding row (request slot 0, the sink slot), over the cluster merge, the
+// global merge and carry. The fused kernel leaves q raw, the two ops prepare it in place: that q
+// stays raw checks that the fused kernel ran (and the fallback did not).
+TEST(OpsAttentionCuda, DecodeFusedPrepareEqualsPrepareThenAttentionBitForBit) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::mma);
+  PreloadScope preload(1);
+  struct Case {
+    Shape3 sh;
+    bool norm;
+    int batch;
+    std::vector<int32_t> lens;
+    bool pad;  // the last row is a padding row
+  };
+  const std::vector<Case> cases = {{{16, 8, 128}, true, 1, {1025}, false},
+                                   {{16, 8, 128}, true, 1, {1}, false},
+                                   {{16, 8, 128}, true, 1, {2049}, false},
+                                   {{32, 4, 128}, true, 1, {1024}, false},
+                                   {{32, 8, 128}, false, 1, {300}, false},
+                                   {{16, 8, 64}, true, 1, {700}, false},
+                                   {{32, 8, 128}, false, 4, {1025, 64, 2, 700}, true},
+                                   {{16, 8, 128}, true, 8, {1, 65, 1024, 4097, 7, 129, 33, 2}, true},
+                                   {{32, 4, 128}, true, 16, {5, 1024, 63, 2049, 1, 300}, true}};
+  struct Mode {
+    int cluster, carry;
+  };
+  std::vector<Mode> modes = {{0, 0}, {0, 1}};
+  if (clusters_launch()) modes.insert(modes.end(), {{-1, 0}, {-1, 1}});
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& k = cases[ci];
+    DecodeSetup s = decode_setup(k.sh, k.batch, k.lens, 2300 + static_cast<uint32_t>(ci));
+    if (k.pad) {  // as a decode graph pads: request slot 0 (its table row all sink), length 1, slot 0
+      s.c.req_idx[static_cast<size_t>(k.batch - 1)] = 0;
+      s.seq_lens[static_cast<size_t>(k.batch - 1)] = 1;
+    }
+    const PagedCase& c = s.c;
+    const int B = k.batch, hd = c.hd;
+    const int64_t qw = c.q_width(), kvw = c.kv_width(), W = qw + 2 * kvw;
+    const ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);
+    std::mt19937 rng(2400 + static_cast<uint32_t>(ci));
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f), wu(0.5f, 1.5f);
+    std::vector<float> rows(static_cast<size_t>(B * W)), wq(static_cast<size_t>(hd)), wk(static_cast<size_t>(hd));
+    for (float& x : rows) x = u(rng);
+    for (float& x : wq) x = wu(rng);
+    for (float& x : wk) x = wu(rng);
+    const Tensor q_norm = k.norm ? from_floats(wq, Shape{hd}, DType::BF16, kGpu) : Tensor();
+    const Tensor k_norm = k.norm ? from_floats(wk, Shape{hd}, DType::BF16, kGpu) : Tensor();
+    ops::RopeParams rp;
+    rp.head_dim = hd;
+    rp.theta = 1000000.0f;
+    const Tensor cos_sin = ops::rope_cos_sin_cache(rp, 4200, kGpu);
+    std::vector<int32_t> pos, loc;
+    for (int b = 0; b < B; ++b) {
+      const int32_t len = s.seq_lens[static_cast<size_t>(b)];
+      pos.push_back(len - 1);
+      loc.push_back(c.table[static_cast<size_t>(c.req_idx[static_cast<size_t>(b)]) * c.max_context +
+                            static_cast<size_t>(len - 1)]);
+    }
+    const Tensor positions = from_vector(pos, Shape{B}, DType::I32, kGpu);
+    const Tensor locs = from_vector(loc, Shape{B}, DType::I32, kGpu);
+    struct Result {
+      std::vector<float> out, q, k_cache, v_cache;
+    };
+    const auto run = [&](int fuse) {
+      FusePrepareScope f(fuse);
+      auto tg = upload(c, DType::BF16, kGpu);  // fresh caches
+      Tensor qkv = from_floats(rows, Shape{B, W}, DType::BF16, kGpu);
+      Tensor q = qkv.slice(1, 0, qw), kk = qkv.slice(1, qw, qw + kvw), vv = qkv.slice(1, qw + kvw, W);
+      Tensor out = ops::attention_decode_prepare(q, kk, vv, q_norm, k_norm, 1e-6f, positions, cos_sin, locs,
+                                                 tg.k_cache, tg.v_cache, meta, c.nq, c.nkv, hd, 0.088f);
+      return Result{to_host_floats(out), to_host_floats(ops::contiguous(q)), to_host_floats(tg.k_cache),
+                    to_host_floats(tg.v_cache)};
+    };
+    Tensor raw_q = from_floats(rows, Shape{B, W}, DType::BF16, kGpu).slice(1, 0, qw);
+    const std::vector<float> raw = to_host_floats(ops::contiguous(raw_q));
+    for (Mode m : modes) {
+      ClusterScope cluster(m.cluster);
+      CarryScope carry(m.carry);
+      SCOPED_TRACE("fused prepare case " + std::to_string(ci) + " cluster " + std::to_string(m.cluster) + " carry " +
+                   std::to_string(m.carry));
+      const Result two = run(0), one = run(1);
+      for (float x : two.out) ASSERT_TRUE(std::isfinite(x));
+      EXPECT_FALSE(testing::same_bits(two.q, raw)) << "prepare_qkv_ left q as it was (the case checks nothing)";
+      EXPECT_TRUE(testing::same_bits(one.q, raw)) << "q was prepared in place: the fused kernel did not run";
+      EXPECT_TRUE(testing::same_bits(one.out, two.out)) << "the fused prepare changed the attention's bits";
+      EXPECT_TRUE(testing::same_bits(one.k_cache, two.k_cache)) << "the fused prepare stored other K bits";
+      EXPECT_TRUE(testing::same_bits(one.v_cache, two.v_cache)) << "the fused prepare stored other V bits";
+    }
+  }
+}
+
 bool pdl_hardware() {
   int major = 0;
   return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, kGpu.index) == cudaSuccess && major >= 9;
@@ -1834,6 +1932,13 @@ TEST(OpsAttentionCuda, PrepareQkvTriggerFirstKeepsDecodeAttentionBits) {
       poison(ctl);
       return to_host_floats(chain(current_stream(kGpu), ctl ? with_control : copies));
     };
+    // The same chain with the prepare inside the attention's kernel (attention_decode_prepare): it
+    // must read the qkv rows only after its wait, whatever runs early.
+    const auto chain_fused = [&](Stream& st, const LateCopies& lc) {
+      launch_late_copier(st, lc);
+      return ops::attention_decode_prepare(q, kk, vv, q_norm, k_norm, 1e-6f, positions, cos_sin, locs, tg.k_cache,
+                                           tg.v_cache, meta, c.nq, c.nkv, hd, 0.088f);
+    };
     const std::vector<float> serial = eager(0, 0, false);
     for (float x : serial) ASSERT_TRUE(std::isfinite(x)) << "the chain without PDL gave a non-finite value";
     const std::vector<float> plain = eager(1, 0, false);
@@ -1848,17 +1953,33 @@ TEST(OpsAttentionCuda, PrepareQkvTriggerFirstKeepsDecodeAttentionBits) {
         if (eager(1, 1, true) != plain) ++control_early_on;
       }
     }
-    // The chain captured with trigger first (programmatic edges writer -> prepare -> attention), replayed.
+    {
+      FusePrepareScope f(1);
+      const std::vector<float> raw_q = to_host_floats(ops::contiguous(src.slice(1, 0, qw)));
+      for (int pdl = 0; pdl < 2; ++pdl) {
+        PdlScope p(pdl);
+        poison(false);
+        EXPECT_EQ(to_host_floats(chain_fused(current_stream(kGpu), copies)), plain)
+            << "the fused prepare changed bits (pdl " << pdl << ")";
+        EXPECT_TRUE(testing::same_bits(to_host_floats(ops::contiguous(q)), raw_q)) << "the fused kernel did not run";
+      }
+    }
+    // The chains captured with trigger first (programmatic edges writer -> prepare -> attention, and
+    // writer -> fused attention), replayed.
     PdlScope p(1);
     TriggerFirstScope t(1);
     auto stream = new_stream(kGpu);
     StreamGuard guard(*stream);
-    Tensor out;
-    const testing::CapturedInPool cap = testing::capture_in_pool(*stream, [&] { out = chain(*stream, copies); });
-    for (int replay = 0; replay < 3; ++replay) {
-      poison(false);
-      cap.exec->launch(*stream);
-      EXPECT_EQ(to_host_floats(out), plain) << "replay " << replay;
+    for (int fused = 0; fused < 2; ++fused) {
+      FusePrepareScope f(fused);
+      Tensor out;
+      const testing::CapturedInPool cap = testing::capture_in_pool(
+          *stream, [&] { out = fused ? chain_fused(*stream, copies) : chain(*stream, copies); });
+      for (int replay = 0; replay < 3; ++replay) {
+        poison(false);
+        cap.exec->launch(*stream);
+        EXPECT_EQ(to_host_floats(out), plain) << "replay " << replay << (fused ? " (fused prepare)" : "");
+      }
     }
   }
   // Informational, as the preload test's control: compute-sanitizer serialises kernels, so under it

@@ -41,6 +41,7 @@
 #include "ops/cuda/attention_common.cuh"
 #include "ops/cuda/attention_cuda.h"
 #include "ops/cuda/attention_decode_mma.h"
+#include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
@@ -432,7 +433,8 @@ int sm_count(Device device) {
 // dependents right after pdl_wait; same bits) and GRAPHRT_DECODE_MMA_PRELOAD (0, 1, auto: below
 // SMs pairs the mma kernel copies its first K/V tile before pdl_wait; same bits; see launch_mma)
 // and GRAPHRT_DECODE_MMA_IDLE_EXIT (0, 1: blocks with no split of their request leave before
-// pdl_wait; same bits).
+// pdl_wait; same bits) and GRAPHRT_DECODE_FUSE_PREPARE (0, 1: the preload kernel does prepare_qkv_'s
+// work itself for ops::attention_decode_prepare; same bits; off: measured slower, see DecodeKnobs).
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -463,6 +465,15 @@ struct DecodeKnobs {
   // 1.130 -> 1.060 / 1.075 ms (attention's advance 4.61 -> 3.33 us a layer), 64 tokens 1.441 /
   // 1.435 -> 1.411 / 1.430; decode bs 1 / 8 / 64 at ctx 1024 (no idle blocks) and 4 tokens equal: on.
   int mma_idle_exit = 1;
+  // prepare_qkv_ inside the preload kernel (DecodeMmaParams::fuse_prepare; fuse_prepare_fits).
+  // Measured slower (H100, bench/results/h100_2026-11-24_s14_fuse, decode graphs made decode-only
+  // for the run, two rounds): qwen3-0.6b bs 1 1.028 / 1.025 -> 1.051 / 1.052 ms, qwen3-30b-a3b bs 1
+  // 3.705 / 3.697 -> 3.781 / 3.779, llama-3.1-8b bs 1 5.796 / 5.814 -> 5.835 / 5.836: without
+  // prepare_qkv between them the attention's blocks land only as the qkv GEMV's blocks (which hold
+  // the register file) leave, 1.0 us before it ends instead of 3.1 us before prepare_qkv does, so
+  // the K/V preload moves onto the chain (attention advance 7.68 + prepare 1.79 -> 10.56 us a layer):
+  // off. (Decode graphs carry kv_new_from, so it could run in them only at decode-only sizes anyway.)
+  int fuse_prepare = 0;
   int legacy_cluster = -1;  // -1: by batch
 };
 
@@ -493,6 +504,7 @@ DecodeKnobs read_knobs() {
   k.mma_early_trigger = env_int("GRAPHRT_DECODE_MMA_EARLY_TRIGGER", k.mma_early_trigger, 0, 1);
   k.mma_preload = env_choice("GRAPHRT_DECODE_MMA_PRELOAD", {"0", "1", "auto"}, k.mma_preload);  // (index = mode)
   k.mma_idle_exit = env_int("GRAPHRT_DECODE_MMA_IDLE_EXIT", k.mma_idle_exit, 0, 1);
+  k.fuse_prepare = env_int("GRAPHRT_DECODE_FUSE_PREPARE", k.fuse_prepare, 0, 1);
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
   GRT_CHECK((k.heads_per_block & (k.heads_per_block - 1)) == 0,
@@ -515,6 +527,7 @@ std::atomic<int> g_warp_pipe_override{-1};  // -1: the environment's GRAPHRT_DEC
 std::atomic<int> g_early_trigger_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_EARLY_TRIGGER
 std::atomic<int> g_preload_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_PRELOAD
 std::atomic<int> g_idle_exit_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_IDLE_EXIT
+std::atomic<int> g_fuse_prepare_override{-1};  // -1: the environment's GRAPHRT_DECODE_FUSE_PREPARE
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
 DecodeAttentionPath chosen_path() {
@@ -654,6 +667,23 @@ int mma_kv_group(int want, int nkv, int group) {
 // does not depend on the group, so auto takes every group it covers (8 not timed).
 bool mma_swap(int mode, int group) { return mode != 0 && group >= 2 && group <= 8; }
 
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+// Whether the mma kernel set up in p does prepare_qkv_'s work (pr) itself ("Fused prepare" in
+// attention_decode_mma.cu): the preload kernel (one kv head a block, the small-batch geometry) of a
+// decode (no kv_new_from), bf16 as prepare_qkv_'s lanes kernel, pr on the same rows, heads and caches
+// as the attention, every row and weight 16-byte aligned (the kernel moves 16-byte chunks).
+bool fuse_prepare_fits(const DecodeMmaParams& p, const ops::DecodeArgs& d, const ops::PrepareQkvArgs& pr) {
+  const ops::PagedAttentionArgs& a = d.a;
+  const int64_t es = 2;
+  return decode_fuse_prepare() && p.preload && d.kv_new_from == nullptr && a.dtype == DType::BF16 &&
+         pr.dtype == DType::BF16 && pr.head_dim == p.hd && pr.q == a.q && pr.q_stride == a.q_row_stride &&
+         pr.q_heads == p.nq && pr.kv_heads == p.nkv && pr.tokens == d.batch && pr.k_cache == a.k_cache &&
+         pr.v_cache == a.v_cache && pr.num_slots == a.num_slots && aligned16(pr.k) && aligned16(pr.v) &&
+         (pr.k_stride * es) % 16 == 0 && (pr.v_stride * es) % 16 == 0 && aligned16(pr.q_norm) &&
+         aligned16(pr.k_norm) && aligned16(pr.cos_sin);
+}
+
 // The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as
 // the most splits while batch x kv heads x splits stays within blocks_per_sm x SMs (else blocks
 // loop over splits; the bits are the same either way).
@@ -730,16 +760,36 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   const int64_t blocks = grid_x * (p.nkv / p.kv_per_block) * d.batch;
   const bool one_wave = blocks <= static_cast<int64_t>(decode_mma_blocks_per_sm(p.hd)) * sms;
   p.preload = preload != 0 && pairs < sms && p.kv_per_block == 1 && !p.swap && (preload == 1 || one_wave);
+  if (d.prepare != nullptr) {
+    const ops::PrepareQkvArgs& pr = *d.prepare;
+    p.fuse_prepare = fuse_prepare_fits(p, d, pr);
+    if (p.fuse_prepare) {
+      p.k_new = pr.k;
+      p.v_new = pr.v;
+      p.k_stride = pr.k_stride;
+      p.v_stride = pr.v_stride;
+      p.q_norm = pr.q_norm;
+      p.k_norm = pr.k_norm;
+      p.norm_eps = pr.eps;
+      p.positions = pr.positions;
+      p.cos_sin = pr.cos_sin;
+      p.max_positions = pr.max_positions;
+      p.out_cache_loc = pr.out_cache_loc;
+    } else {
+      prepare_qkv(device, pr);
+    }
+  }
   launch_decode_mma(device.index, native_stream(stream), p, a.dtype,
                     dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(p.nkv / p.kv_per_block),
                          static_cast<unsigned>(d.batch)),
                     knobs().mma_carveout);
   GRT_CUDA_CHECK_LAUNCH(
       "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
-      "early {}, head cluster {}, kv heads a block {}, swap {}, warp pipe {}, early trigger {}, preload {})",
+      "early {}, head cluster {}, kv heads a block {}, swap {}, warp pipe {}, early trigger {}, preload {}, "
+      "fused prepare {})",
       d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
       p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.swap ? 1 : 0, p.warp_pipe ? 1 : 0, p.early_trigger ? 1 : 0,
-      p.preload ? 1 : 0);
+      p.preload ? 1 : 0, p.fuse_prepare ? 1 : 0);
 }
 
 template <typename T, bool kFused>
@@ -875,9 +925,10 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   const bool mma_ok = a.scale > 0.0f && decode_mma_supports(a.dtype, a.head_dim, group, d.batch, a.num_kv_heads, a.q,
                                                             a.q_row_stride, a.k_cache, a.v_cache, a.out);
   if (use_mma(mma_ok, d.batch, a.num_kv_heads, group, sms)) {
-    launch_mma(stream, device, d, sms);
+    launch_mma(stream, device, d, sms);  // (runs d.prepare, fused or before)
     return;
   }
+  if (d.prepare != nullptr) prepare_qkv(device, *d.prepare);
   DecodeParams p{};
   set_common_params(p, d);
   p.group = group;
@@ -1030,6 +1081,16 @@ void set_decode_mma_preload(int mode) {
 int decode_mma_preload() {
   const int o = g_preload_override.load(std::memory_order_relaxed);
   return o < 0 ? knobs().mma_preload : o;
+}
+
+void set_decode_fuse_prepare(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_fuse_prepare({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_fuse_prepare_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_fuse_prepare() {
+  const int o = g_fuse_prepare_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().fuse_prepare : o) != 0;
 }
 
 }  // namespace grt::cuda

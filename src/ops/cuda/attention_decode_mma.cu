@@ -150,12 +150,14 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "core/error.h"
 #include "device/cuda/cuda_check.h"
 #include "ops/cuda/attention_common.cuh"
 #include "ops/cuda/attention_mma.cuh"
 #include "ops/cuda/pdl.cuh"
+#include "ops/cuda/prepare_qkv_math.cuh"
 
 namespace grt::cuda {
 namespace {
@@ -473,6 +475,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     for (int i = 0; i < C::kKvRows; ++i) {
       const int r = crow + i * kRowStep;
       const bool ok = slots[i] >= 0;
+      if (ok && p.fuse_prepare && pos0 + r == len - 1) continue;  // written by fused_prepare (no copy)
       if (ok && (slots[i] == 0 || pos0 + r >= fresh)) {
         late |= 1u << i;
         continue;
@@ -494,6 +497,73 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
       cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, true);
     }
   };
+  // Fused prepare (p.fuse_prepare, kPreload kernels, bf16; "Fused prepare" in the header comment).
+  // The new token (position len - 1) lies in split new_split at offset new_off; the block doing that
+  // split (owner) prepares k and v, and keeps them in shared memory where that is the preloaded tile.
+  // Before pdl_wait: the host-written position and slot (as "Early"), the cos/sin and norm weights.
+  constexpr int kFV = 16 / static_cast<int>(sizeof(T)), kFL = HD / kFV;  // elements a lane, lanes a head
+  [[maybe_unused]] int new_split = -1, new_off = 0, f_slot = -1;
+  [[maybe_unused]] bool f_rope = false;
+  [[maybe_unused]] uint4 f_wq = make_uint4(0, 0, 0, 0), f_wk = make_uint4(0, 0, 0, 0);
+  [[maybe_unused]] float f_cc[kFV], f_cs[kFV];
+  constexpr bool kFuseOk = std::is_same_v<T, __nv_bfloat16>;  // prepare_qkv_'s CUDA dtypes: bf16 (and f32)
+  const auto fused_pre_wait = [&] {
+    if constexpr (kFuseOk) {
+      if (!p.fuse_prepare || len <= 0) return;
+      new_split = static_cast<int>((len - 1) / per_split);
+      new_off = static_cast<int>(len - 1 - static_cast<int64_t>(new_split) * per_split);
+      const int c = (tid % kFL) * kFV, half = HD / 2;
+      const int pos = p.positions[b];
+      f_slot = p.out_cache_loc[b];
+      f_rope = pos >= 0 && pos < p.max_positions;
+      if (f_rope) prep::load_cos_sin<kFV>(p.cos_sin + static_cast<int64_t>(pos) * HD, c % half, half, f_cc, f_cs);
+      if (p.q_norm) f_wq = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q_norm) + c);
+      if (p.k_norm) f_wk = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.k_norm) + c);
+    }
+  };
+  // After pdl_wait, in place of load_q: prepare_qkv's arithmetic (prep::cut_norm_rope_values, as
+  // its default lanes kernel) on the group's q heads, then (owner) the kv head's k and v: units of
+  // kFL lanes, q heads first. q goes to the Q tile (rows past the group zeroed, as load_q's copy
+  // fills them); k and v to the caches (slot in range, as store_kv) and, in the preloaded tile, to
+  // the row issue_tile_pre left out. Where the new token's tile loads later, the loop copies it from
+  // the cache: the stores are fenced and the block synchronised first.
+  const auto fused_prepare = [&] {
+    if constexpr (kFuseOk) {
+      const int sub = tid % kFL, c = sub * kFV;
+      const bool owner = new_split >= 0 && new_split % static_cast<int>(gridDim.x) == static_cast<int>(blockIdx.x);
+      const bool in_tile = owner && new_split == static_cast<int>(blockIdx.x) && new_off < C::kBK;
+      const bool store = f_slot >= 0 && f_slot < p.num_slots;  // store_kv skips other slots too
+      const int units = G + (owner ? 2 : 0);                      // uniform over the block
+      const T* qsrc = static_cast<const T*>(p.q) + static_cast<int64_t>(b) * p.q_stride;
+      const T* ksrc = static_cast<const T*>(p.k_new) + static_cast<int64_t>(b) * p.k_stride + static_cast<int64_t>(kvh) * HD;
+      const T* vsrc = static_cast<const T*>(p.v_new) + static_cast<int64_t>(b) * p.v_stride + static_cast<int64_t>(kvh) * HD;
+      const int64_t row = static_cast<int64_t>(store ? f_slot : 0) * width + static_cast<int64_t>(kvh) * HD + c;
+      for (int base = 0; base < units; base += C::kThreads / kFL) {  // every lane takes every pass (shuffles)
+        const int u = base + tid / kFL;
+        const bool in = u < units, is_q = u < G, is_v = u == G + 1;
+        const T* src = is_q ? qsrc + static_cast<int64_t>(first_head + u) * HD : is_v ? vsrc : ksrc;
+        const uint4 raw = in ? *reinterpret_cast<const uint4*>(src + c) : make_uint4(0, 0, 0, 0);
+        const bool norm = is_q ? p.q_norm != nullptr : p.k_norm != nullptr;
+        float y[kFV];
+        const bool made = prep::cut_norm_rope_values<T, kFL, true>(raw, !is_v && norm, is_q ? f_wq : f_wk, p.norm_eps,
+                                                                    !is_v && f_rope, f_cc, f_cs, sub, in && !is_v, y);
+        if (!in) continue;
+        const uint4 out = is_v ? raw : (made ? prep::pack_chunk<T>(y) : raw);
+        if (is_q) {
+          *reinterpret_cast<uint4*>(qs + u * C::kQPitch + c) = out;
+        } else {
+          if (store) __stcg(reinterpret_cast<uint4*>(static_cast<T*>(const_cast<void*>(is_v ? p.v_cache : p.k_cache)) + row), out);
+          if (in_tile) *reinterpret_cast<uint4*>(kvs + (is_v ? C::kTileElems : 0) + new_off * C::kPitch + c) = out;
+        }
+      }
+      for (int i = tid; i < (16 - G) * C::kQChunks; i += C::kThreads)
+        *reinterpret_cast<uint4*>(qs + (G + i / C::kQChunks) * C::kQPitch + (i % C::kQChunks) * 8) = make_uint4(0, 0, 0, 0);
+      if (owner && !in_tile) {  // uniform over the block
+        __threadfence_block();
+        __syncthreads();
+      }
+    }
+  };
   [[maybe_unused]] bool preloaded = false;  // !kCarry && kPreload: the block's first split has its preamble done
   if constexpr (!kCarry && kPreload) {
     // Two cp.async groups where the kernel without preload has one (Q and tile 0): the tile's
@@ -501,6 +571,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     // tile 1's group) waits for both. Same shared-memory contents, same arithmetic: same bits.
     const int s0 = static_cast<int>(blockIdx.x);
     const int n0 = idle ? 0 : split_tokens(s0);
+    if (!idle) fused_pre_wait();
     if (n0 > 0) {
       load_slots_of(s0, 0);
       issue_tile_pre(0, s0, 0);
@@ -510,7 +581,10 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     if (p.early_trigger) pdl_trigger();
     if (idle && (!kCluster || splits == 1)) return;
     if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
-    if (!idle) load_q();
+    if (!idle) {
+      if (p.fuse_prepare) fused_prepare();
+      else load_q();
+    }
     issue_late(0);
     cp_async_commit();
     if (n0 > C::kBK) load_slots_of(s0, 1);
@@ -520,6 +594,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   if constexpr (kCarry && kPreload) {
     // As above, for the block's tile stream: its first tile before the wait (two groups).
     if (ns < splits && split_tokens(ns) == 0) ns = splits;
+    if (!idle) fused_pre_wait();
     if (ns < splits) {
       load_slots_of(ns, nt);
       issue_tile_pre(0, ns, nt);
@@ -529,7 +604,10 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     if (p.early_trigger) pdl_trigger();
     if (idle && (!kCluster || splits == 1)) return;
     if (idle && !p.early_trigger) pdl_trigger();
-    if (!idle) load_q();
+    if (!idle) {
+      if (p.fuse_prepare) fused_prepare();
+      else load_q();
+    }
     issue_late(0);
     if (ns < splits) next_tile();
     cp_async_commit();

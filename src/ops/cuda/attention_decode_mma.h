@@ -81,6 +81,24 @@ struct DecodeMmaParams {
   // request and kv head always works and waits). Decided from the host-written lengths only; the
   // same bits either way.
   bool idle_exit;
+  // Fused prepare (with preload, kv_new_from null, bf16; "Fused prepare" in attention_decode_mma.cu):
+  // q is the raw q of the qkv projection (prepare_qkv_ has not run), and the kernel does
+  // prepare_qkv_'s work for its rows itself with prepare's arithmetic: q's per-head norm and rope
+  // into its shared Q tile (q in memory stays raw), and in the block whose split holds the new
+  // token (position seq_lens - 1) k's norm and rope and v, stored to the caches at out_cache_loc
+  // and used from shared memory. That slot must be the one req_to_token gives the position (as the
+  // runtime writes them). Same output and cache bits as prepare_qkv_ followed by this kernel.
+  bool fuse_prepare;
+  const void* k_new;  // the raw k and v rows of the step (column slices of the qkv output)
+  const void* v_new;
+  int64_t k_stride, v_stride;  // elements between two requests' rows
+  const void* q_norm;          // [hd] or null (no norm), as prepare_qkv_'s
+  const void* k_norm;
+  float norm_eps;
+  const int32_t* positions;      // [B]: the new token's position (rope); outside [0, max_positions): no rope
+  const float* cos_sin;          // [max_positions, hd] f32
+  int64_t max_positions;
+  const int32_t* out_cache_loc;  // [B]: the new token's cache slot; outside [0, num_slots): not stored
 };
 
 // Whether the kernel covers this case: bf16/f16, head_dim 64 or 128, 2..16 query heads per kv
@@ -163,5 +181,12 @@ bool decode_mma_idle_exit();  // in force
 // process-wide.
 void set_decode_mma_preload(int mode);
 int decode_mma_preload();  // in force (0, 1, 2 auto)
+
+// Whether the decode attention does prepare_qkv_'s work itself where it can (DecodeMmaParams::
+// fuse_prepare; ops::attention_decode_prepare): -1 the environment's GRAPHRT_DECODE_FUSE_PREPARE
+// (0, 1; default 0: measured slower), 0 off (prepare_qkv_'s kernel, then the attention), 1 on. The
+// same bits either way. For tests and A/B; process-wide.
+void set_decode_fuse_prepare(int mode);
+bool decode_fuse_prepare();  // in force
 
 }  // namespace grt::cuda
