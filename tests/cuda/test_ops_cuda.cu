@@ -962,6 +962,51 @@ TEST(OpsCudaFusedLinear, NormPrologueVariantsGiveTheSameBits) {
   }
 }
 
+// The one-tile small-M kernels at 2 and 3 blocks an SM (GRAPHRT_GEMV_OCC; 80 registers at 3, with
+// spills in the norm-prologue variants) give the same bits: plain linear, linear_add_ (residual
+// epilogue) and rms_norm_linear, 1..8 rows, at the qwen3-30b-a3b o_proj / qkv shapes (which the
+// auto rule runs at 3), qwen3-0.6b's qkv and a partial tile; and auto equals both.
+TEST(OpsCudaFusedLinear, GemvOccupancyVariantsGiveTheSameBits) {
+  struct Case {
+    int64_t N, K;
+  };
+  struct OccScope {
+    explicit OccScope(int mode) { cuda::set_gemv_occ(mode); }
+    ~OccScope() { cuda::set_gemv_occ(-1); }
+  };
+  for (Case c : {Case{2048, 4096}, Case{5120, 2048}, Case{4096, 1024}, Case{78, 136}}) {
+    Pair x = random_pair(Shape{8, c.K}, static_cast<uint32_t>(c.N + c.K + 5), DType::BF16, -3.0f, 3.0f);
+    Pair nw = random_pair(Shape{c.K}, 93, DType::BF16, 0.5f, 1.5f);
+    Pair w = random_pair(Shape{c.N, c.K}, 94, DType::BF16, -0.1f, 0.1f);
+    for (int64_t M : {1, 3, 8}) {
+      const std::string what = "N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " M=" + std::to_string(M);
+      const Tensor xs = x.gpu.slice(0, 0, M);
+      const auto run = [&](int occ) {
+        OccScope o(occ);
+        std::vector<std::vector<float>> outs;
+        poison();
+        outs.push_back(host(ops::linear(xs, w.gpu, Tensor(), DType::BF16)));
+        Pair res = random_pair(Shape{M, c.N}, 95, DType::BF16, -1.0f, 1.0f);  // a fresh residual each run
+        ops::linear_add_(xs, w.gpu, res.gpu);
+        outs.push_back(host(res.gpu));
+        poison();
+        outs.push_back(host(ops::rms_norm_linear(xs, nw.gpu, 1e-6f, w.gpu)));
+        return outs;
+      };
+      const auto two = run(2);
+      for (int occ : {3, 0}) {
+        const auto got = run(occ);
+        for (size_t i = 0; i < two.size(); ++i) {
+          ASSERT_EQ(two[i].size(), got[i].size()) << what;
+          EXPECT_EQ(std::memcmp(two[i].data(), got[i].data(), two[i].size() * sizeof(float)), 0)
+              << what << (i == 0 ? " linear" : i == 1 ? " linear_add_" : " rms_norm_linear") << ": occupancy "
+              << (occ == 0 ? "auto" : "3") << " differs from 2";
+        }
+      }
+    }
+  }
+}
+
 // rms_norm_gate_up_silu against the unfused CUDA ops (only the norm's sum of squares differs:
 // 1e-2) and the CPU composition; and its silu_and_mul epilogue alone (no norm, through the CUDA
 // entry point) bit for bit against the unfused linear + silu_and_mul: the same GEMV sums, the same

@@ -44,6 +44,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -120,8 +121,10 @@ __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float 
 // reads only that row. By default (p.norm_one_pass) a warp's rows are summed in one pass with all
 // their loads in flight, and the norm weight of its first group is read before pdl_wait.
 // PACKED: x * inv and w * x are rounded a pair at a time (norm_pair_packed), the same bits.
-template <typename T, int NT, bool NORM, bool PACKED>
-__global__ void __launch_bounds__(kThreads, 2) gemv_kernel(Params p) {
+// OCC: blocks an SM the registers must allow (2: up to 128 a thread; 3: up to 80, so a block of the
+// next kernel, e.g. the decode attention's 128 x 168, can land beside two of these; see gemv_occ).
+template <typename T, int NT, bool NORM, bool PACKED, int OCC>
+__global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
   __shared__ float red[kWarps][NT * 8 * kLd];
   __shared__ float inv_rms[NT * 8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -360,9 +363,39 @@ int prefetch_groups(int64_t blocks, int64_t groups, int cluster, const DeviceInf
   return static_cast<int>(std::clamp<int64_t>(std::min(by_l2, per_warp - 1), 0, 8));
 }
 
+// Register budget of the one-tile kernels (NT = 1: up to 8 rows; gemv_kernel's OCC): 2 blocks an
+// SM (up to 128 registers; 100 with the norm prologue, 82 without) or 3 (at most 80: no spills
+// without the norm prologue, 24-32 bytes a thread with it). Two blocks of 256 x 82..100 registers
+// fill an SM's register file, so where the grid has more blocks than SMs, those landing beside the
+// previous kernel's block (the decode attention's 128 x 168) find room for one only and the rest
+// land as it leaves; at 80, two fit beside it and read their weights before the wait.
+// GRAPHRT_GEMV_OCC=auto (default): 3 for the kernels without the norm prologue whose grid is wider
+// than the SMs and whose weights take the early trigger (at most kEarlyTriggerMaxBytes), else 2;
+// =2 / =3 every NT = 1 kernel. Read once; set_gemv_occ overrides it (tests). The same bits.
+// Measured (H100, bench/results/h100_2026-11-24_s14_occ, two rounds, graph ms): 3 everywhere:
+// qwen3-30b-a3b bs 1 3.720 / 3.720 -> 3.634 / 3.632 (its o_proj, 256 blocks after the attention's
+// 64: advance 9.22 -> 6.91 us a layer), but qwen3-0.6b bs 1 1.032 -> 1.10, bs 8 1.59 -> 1.78,
+// llama-3.1-8b bs 1 5.80 -> 6.03 (spills and lm_head); without the norm prologue only: qwen bs 1
+// 1.073, llama 6.03, the MoE 3.650. The rule takes the MoE's qkv and o_proj and none of the dense
+// presets' kernels (qwen's o_proj / down: 128 blocks; qkv / gate_up: norm prologue; llama's o_proj,
+// down and every lm_head: > 32 MB). auto against 2 (call I): qwen3-30b-a3b bs 1 3.713 -> 3.683,
+// bs 8 12.85 -> 12.79; qwen3-0.6b equal.
+constexpr int64_t kEarlyTriggerMaxBytes = 32ll << 20;
+int occ_override = -1;  // set_gemv_occ: -1 the environment, 0 auto, 2, 3
+int gemv_occ(bool norm, int64_t blocks, int64_t weight_bytes, int sms) {
+  static const int mode = std::array<int, 3>{0, 2, 3}[static_cast<size_t>(env_choice("GRAPHRT_GEMV_OCC", {"auto", "2", "3"}, 0))];
+  const int m = occ_override >= 0 ? occ_override : mode;
+  if (m != 0) return m;
+  return !norm && blocks > sms && weight_bytes <= kEarlyTriggerMaxBytes ? 3 : 2;
+}
+
 template <typename T, int NT, bool NORM, bool PACKED = false>
 void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
-  (void)launch_pdl(index, gemv_kernel<T, NT, NORM, PACKED>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+  auto kernel = gemv_kernel<T, NT, NORM, PACKED, 2>;
+  if constexpr (NT == 1)
+    if (gemv_occ(NORM, blocks, int64_t{p.N} * p.K * static_cast<int64_t>(sizeof(T)), device_info(index).sms) == 3)
+      kernel = gemv_kernel<T, NT, NORM, PACKED, 3>;
+  (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
                     static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
 
@@ -398,7 +431,6 @@ void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks
 // early blocks stream their weights beside this one's, which pays while both fit in L2 beside
 // each other (qwen3-0.6b: 4-13 MB, bs 1 -0.02 ms on the H100) and costs where they evict each
 // other (llama-3.1-8b: 34-235 MB, bs 1 +0.08 ms). GRAPHRT_GEMV_EARLY_TRIGGER=0: never, =1: always.
-constexpr int64_t kEarlyTriggerMaxBytes = 32ll << 20;
 bool early_trigger(int64_t weight_bytes) {
   // -1 by size, 0 never, 1 always; read once
   static const int mode = env_choice("GRAPHRT_GEMV_EARLY_TRIGGER", {"0", "1"}, -1);
@@ -488,6 +520,12 @@ void set_gemv_norm_packed(int mode) {
   GRT_CHECK(mode >= -1 && mode <= 1, "set_gemv_norm_packed: mode {} (-1 environment, 0 an element, 1 packed pairs)",
             mode);
   norm_packed_override = mode;
+}
+
+void set_gemv_occ(int mode) {
+  GRT_CHECK(mode == -1 || mode == 0 || mode == 2 || mode == 3,
+            "set_gemv_occ: mode {} (-1 environment, 0 auto, 2 or 3 blocks an SM)", mode);
+  occ_override = mode;
 }
 
 void set_gemv_norm_one_pass(int mode) {

@@ -27,6 +27,9 @@ void set_gemv_norm_one_pass(int mode);
 // Tests: forces GRAPHRT_GEMV_NORM_PACKED (0 a conversion an element, 1 packed pairs; -1 back to the
 // environment) of the small-M RMSNorm'ed x. Host side, not thread-safe.
 void set_gemv_norm_packed(int mode);
+// Tests: forces the register budget of the one-tile small-M kernels (GRAPHRT_GEMV_OCC: 0 auto, 2 or
+// 3 blocks an SM; -1 back to the environment). The same bits whichever. Host side, not thread-safe.
+void set_gemv_occ(int mode);
 
 // Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
 // decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads
