@@ -41,6 +41,7 @@
 #include "ops/cuda/attention_common.cuh"
 #include "ops/cuda/attention_cuda.h"
 #include "ops/cuda/attention_decode_mma.h"
+#include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
 #include "ops/cuda/pdl.cuh"
 
@@ -667,21 +668,19 @@ int mma_kv_group(int want, int nkv, int group) {
 // does not depend on the group, so auto takes every group it covers (8 not timed).
 bool mma_swap(int mode, int group) { return mode != 0 && group >= 2 && group <= 8; }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-
 // Whether the mma kernel set up in p does prepare_qkv_'s work (pr) itself ("Fused prepare" in
 // attention_decode_mma.cu): the preload kernel (one kv head a block, the small-batch geometry) of a
 // decode (no kv_new_from), bf16 as prepare_qkv_'s lanes kernel, pr on the same rows, heads and caches
 // as the attention, every row and weight 16-byte aligned (the kernel moves 16-byte chunks).
 bool fuse_prepare_fits(const DecodeMmaParams& p, const ops::DecodeArgs& d, const ops::PrepareQkvArgs& pr) {
   const ops::PagedAttentionArgs& a = d.a;
-  const int64_t es = 2;
+  constexpr size_t es = 2;  // bf16
   return decode_fuse_prepare() && p.preload && d.kv_new_from == nullptr && a.dtype == DType::BF16 &&
          pr.dtype == DType::BF16 && pr.head_dim == p.hd && pr.q == a.q && pr.q_stride == a.q_row_stride &&
          pr.q_heads == p.nq && pr.kv_heads == p.nkv && pr.tokens == d.batch && pr.k_cache == a.k_cache &&
-         pr.v_cache == a.v_cache && pr.num_slots == a.num_slots && aligned16(pr.k) && aligned16(pr.v) &&
-         (pr.k_stride * es) % 16 == 0 && (pr.v_stride * es) % 16 == 0 && aligned16(pr.q_norm) &&
-         aligned16(pr.k_norm) && aligned16(pr.cos_sin);
+         pr.v_cache == a.v_cache && pr.num_slots == a.num_slots && dense::aligned16(pr.k, pr.k_stride, es) &&
+         dense::aligned16(pr.v, pr.v_stride, es) && dense::aligned16(pr.q_norm, 0, es) &&
+         dense::aligned16(pr.k_norm, 0, es) && dense::aligned16(pr.cos_sin, 0, es);
 }
 
 // The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as

@@ -389,12 +389,12 @@ int gemv_occ(bool norm, int64_t blocks, int64_t weight_bytes, int sms) {
   return !norm && blocks > sms && weight_bytes <= kEarlyTriggerMaxBytes ? 3 : 2;
 }
 
+// occ: gemv_occ's choice (used by the NT = 1 kernels only).
 template <typename T, int NT, bool NORM, bool PACKED = false>
-void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks) {
+void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks, int occ) {
   auto kernel = gemv_kernel<T, NT, NORM, PACKED, 2>;
   if constexpr (NT == 1)
-    if (gemv_occ(NORM, blocks, int64_t{p.N} * p.K * static_cast<int64_t>(sizeof(T)), device_info(index).sms) == 3)
-      kernel = gemv_kernel<T, NT, NORM, PACKED, 3>;
+    if (occ == 3) kernel = gemv_kernel<T, NT, NORM, PACKED, 3>;
   (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
                     static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
@@ -413,16 +413,16 @@ bool norm_packed() {
 }
 
 template <typename T>
-void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks, bool two) {
+void launch_rows(int index, cudaStream_t stream, const Params& p, int64_t blocks, bool two, int occ) {
   if (p.norm_w && norm_packed()) {
-    if (two) launch<T, 2, true, true>(index, stream, p, blocks);
-    else launch<T, 1, true, true>(index, stream, p, blocks);
+    if (two) launch<T, 2, true, true>(index, stream, p, blocks, occ);
+    else launch<T, 1, true, true>(index, stream, p, blocks, occ);
   } else if (p.norm_w) {
-    if (two) launch<T, 2, true>(index, stream, p, blocks);
-    else launch<T, 1, true>(index, stream, p, blocks);
+    if (two) launch<T, 2, true>(index, stream, p, blocks, occ);
+    else launch<T, 1, true>(index, stream, p, blocks, occ);
   } else {
-    if (two) launch<T, 2, false>(index, stream, p, blocks);
-    else launch<T, 1, false>(index, stream, p, blocks);
+    if (two) launch<T, 2, false>(index, stream, p, blocks, occ);
+    else launch<T, 1, false>(index, stream, p, blocks, occ);
   }
 }
 
@@ -496,8 +496,9 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
   }
   const int64_t blocks = tiles * p.cluster;
   p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
-  if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8);
-  else launch_rows<__half>(d.index, stream, p, blocks, M > 8);
+  const int occ = gemv_occ(norm_w != nullptr, blocks, N * K * static_cast<int64_t>(dtype_size(in_dtype)), info.sms);
+  if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8, occ);
+  else launch_rows<__half>(d.index, stream, p, blocks, M > 8, occ);
   GRT_CUDA_CHECK_LAUNCH("linear (small M{}{}{}) M={} N={} K={} {} -> {} cluster {}", norm_w ? ", rms_norm prologue" : "",
                         residual ? ", residual epilogue" : "", f.silu_inter ? ", silu_and_mul epilogue" : "", M, N, K, dtype_name(in_dtype), dtype_name(out_dtype),
                         p.cluster);
