@@ -151,6 +151,7 @@ print(f"build {t_build}s, server ready at {t_ready}s")
 hdr = (f"{'run':6} {'ok':>5} {'out tok/s':>10} {'TTFT med/p99 ms':>18} {'ITL med/p99 ms':>16} "
        f"{'TPOT med/p99 ms':>16} {'graph/eager steps (decode|extend|mixed)':>40} {'host/step ms (exp|ahead)':>24}")
 print(hdr)
+breakdown, pad = [], []
 for name in os.environ.get("RUNS", "all c1 c16 c64 c256").split():
     p = os.path.join(out, f"bench_{name}.json")
     cur = metrics(name)
@@ -173,7 +174,23 @@ for name in os.environ.get("RUNS", "all c1 c16 c64 c256").split():
     t, i, tp = j["ttft_ms"], j["itl_ms"], j["tpot_ms"]
     print(f"{name:6} {j['completed']:>5} {j['output_throughput']:>10.0f} {t['median']:>8.1f}/{t['p99']:<9.1f} "
           f"{i['median']:>7.2f}/{i['p99']:<8.2f} {tp['median']:>7.2f}/{tp['p99']:<8.2f} {' | '.join(steps):>40} {host:>24}")
+    # Where the device time went (graphrt_step_*_total): seconds, tokens and context per mode.
+    for mode in ("extend", "decode", "mixed"):
+        n = sum(delta(prev, cur, f'graphrt_forward_steps_total{{mode="{mode}",path="{p}"}}') for p in ("graph", "eager"))
+        if not n:
+            continue
+        sec = delta(prev, cur, f'graphrt_step_seconds_total{{mode="{mode}"}}')
+        tok = delta(prev, cur, f'graphrt_step_tokens_total{{mode="{mode}"}}')
+        ctx = delta(prev, cur, f'graphrt_step_context_tokens_total{{mode="{mode}"}}')
+        breakdown.append(f"{name:6} {mode:7} {n:>6.0f} {sec:>8.2f} {sec / n * 1e3:>9.2f} {tok:>10.0f} {tok / n:>9.1f} {ctx / n:>10.0f}")
+    pad_rows = delta(prev, cur, 'graphrt_graph_padding_total{graph="decode"}')
+    pad_tokens = delta(prev, cur, 'graphrt_graph_padding_total{graph="piecewise"}')
+    pad.append(f"{name} decode rows {pad_rows:.0f}, piecewise tokens {pad_tokens:.0f}")
     prev = cur
+if breakdown:
+    print(f"{'run':6} {'mode':7} {'steps':>6} {'s':>8} {'ms/step':>9} {'tokens':>10} {'tok/step':>9} {'ctx/step':>10}")
+    print("\n".join(breakdown))
+    print("graph padding replayed: " + "; ".join(pad))
 print("anchors (1000 ShareGPT prompts, Llama-3.1-8B, one H100): SGLang 16,215 output tok/s, vLLM 12,553; target >= 16,000")
 print(f"compute-sanitizer memcheck (tiny, concurrent streams): exit {san}")
 PY

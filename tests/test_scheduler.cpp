@@ -8,6 +8,7 @@
 
 #include "memory/tensor_alloc.h"
 #include "ops/logit_processing.h"
+#include "model/model_loader.h"
 #include "runtime/scheduler.h"
 #include "runtime_test_util.h"
 
@@ -93,6 +94,35 @@ TEST(Scheduler, BatchedRequestsGetTheTokensTheyGetAlone) {
   auto m = s.metrics().snapshot();
   EXPECT_EQ(m.requests_length, reqs.size());
   EXPECT_GT(m.graph_steps[static_cast<int>(StepMode::kDecode)], 0u);
+}
+
+// Where the device time goes, per step mode: a request of 13 prompt tokens and 6 outputs is one
+// extend of 13 tokens (piecewise graph of 16: 3 tokens of padding; 13 rows exceed the largest
+// decode graph) and 5 decode steps at batch 1 whose rows read 14..18 tokens of context.
+TEST(Scheduler, StepMetricsCountTokensContextPaddingAndTime) {
+  auto factory = [] {
+    ModelRunnerOptions o = testing::small_graph_options();
+    return std::make_unique<ModelRunner>(load_model("builtin:tiny", Device::cpu(), DType::F32, 0, o.max_context), o);
+  };
+  Scheduler s(factory, {});
+  auto got = together(s, {req(13, 6, 1)});
+  ASSERT_EQ(got[0].ids.size(), 6u);
+  const auto m = s.metrics().snapshot();
+  const auto ext = static_cast<size_t>(StepMode::kExtend), dec = static_cast<size_t>(StepMode::kDecode);
+  EXPECT_EQ(m.graph_steps[ext], 1u);
+  EXPECT_EQ(m.graph_steps[dec], 5u);
+  EXPECT_EQ(m.step_tokens[ext], 13u);
+  EXPECT_EQ(m.step_tokens[dec], 5u);
+  EXPECT_EQ(m.step_context_tokens[ext], 13u);
+  EXPECT_EQ(m.step_context_tokens[dec], 14u + 15 + 16 + 17 + 18);
+  EXPECT_EQ(m.step_tokens[static_cast<size_t>(StepMode::kMixed)], 0u);
+  EXPECT_EQ(m.piecewise_graph_padding, 3u);
+  EXPECT_EQ(m.decode_graph_padding, 0u);
+  EXPECT_GT(m.step_seconds[ext], 0.0);
+  EXPECT_GT(m.step_seconds[dec], 0.0);
+  EXPECT_EQ(m.step_seconds[static_cast<size_t>(StepMode::kMixed)], 0.0);
+
+  expect_pools_empty(s);
 }
 
 TEST(Scheduler, AdmissionIsBoundedBySlots) {

@@ -340,6 +340,12 @@ TEST_F(Serve, BenchServingLengthRanges) {
   // Some steps were planned while the device ran the one before.
   EXPECT_GT(metric(*server_, "graphrt_step_host_overlapped_seconds_count"), 0);
   EXPECT_GT(metric(*server_, "graphrt_step_host_seconds_count"), 0);
+  // Where the device time went: 12 x 30..40 prompt tokens were forwarded by extend steps.
+  EXPECT_GE(metric(*server_, "graphrt_step_tokens_total{mode=\"extend\"}"), 12 * 30);
+  EXPECT_GT(metric(*server_, "graphrt_step_seconds_total{mode=\"decode\"}"), 0);
+  EXPECT_GT(metric(*server_, "graphrt_step_context_tokens_total{mode=\"decode\"}"),
+            metric(*server_, "graphrt_step_tokens_total{mode=\"decode\"}"));
+  EXPECT_GE(metric(*server_, "graphrt_graph_padding_total{graph=\"piecewise\"}"), 0);  // present
 }
 
 // n > 1: one choice per scheduler request, choice i sampled with seed + i; usage summed.

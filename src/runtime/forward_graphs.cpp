@@ -165,10 +165,12 @@ Tensor ForwardGraphs::forward(const ForwardBatch& batch) {
   Stream& stream = current_stream(memory_->capture_memory().device());
   ReplayDomain::Turn turn = memory_->replay_domain().enter(stream);
   const int n = schema_->shape_of(batch);
-  schema_->stage(batch, runner_->padded_size(n));
+  const int padded = runner_->padded_size(n);
+  schema_->stage(batch, padded);
   schema_->inputs().upload(stream);
   Tensor out = runner_->replay(n, stream);  // valid until the next replay: copy the rows out
   ++replays_;
+  padding_ += static_cast<uint64_t>(padded - n);
   const auto rows = static_cast<int64_t>(batch.logit_rows().size());
   if (rows == 0) return Tensor();
   return schema_->logits(out, schema_->logit_rows(rows));

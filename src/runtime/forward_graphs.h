@@ -86,6 +86,9 @@ class ForwardGraphs {
   const GraphMemory& memory() const { return *memory_; }
   // Steps served by a graph so far.
   uint64_t replay_count() const { return replays_; }
+  // Shape units (rows or tokens) replayed beyond the live batches so far: the cost of padding
+  // to captured shapes.
+  uint64_t padding_count() const { return padding_; }
   // Graph memory this runner's captures added to the (shared) memory, and persistent input bytes.
   size_t graph_bytes() const;
   size_t input_bytes() const { return schema_->inputs().bytes(); }
@@ -103,6 +106,7 @@ class ForwardGraphs {
   std::shared_ptr<Stream> capture_stream_;
   std::unique_ptr<ShapeGraphRunner> runner_;
   uint64_t replays_ = 0;
+  uint64_t padding_ = 0;
   uint64_t faults_seen_ = 0;
 };
 

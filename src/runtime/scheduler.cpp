@@ -77,6 +77,8 @@ struct Scheduler::Plan {
 struct Scheduler::InFlight {
   std::vector<Req*> sampled;  // per sampled row, in logit order
   PendingSample pending;
+  Clock::time_point forward_called;
+  StepMode mode = StepMode::kExtend;
 };
 
 Scheduler::Scheduler(RunnerFactory factory, SchedulerOptions options)
@@ -651,19 +653,30 @@ Clock::time_point Scheduler::launch(Plan& p) {
   const uint64_t dec0 = runner_->decode_graphs() ? runner_->decode_graphs()->replay_count() : 0;
   const uint64_t pw0 = runner_->piecewise_graphs() ? runner_->piecewise_graphs()->replay_count() : 0;
   const uint64_t rows0 = runner_->extend_row_steps();
+  const uint64_t dec_pad0 = runner_->decode_graphs() ? runner_->decode_graphs()->padding_count() : 0;
+  const uint64_t pw_pad0 = runner_->piecewise_graphs() ? runner_->piecewise_graphs()->padding_count() : 0;
   const auto t_forward = Clock::now();
   Tensor logits = runner_->forward(b);
   f->pending = enqueue_sampling(logits, sp);
+  f->forward_called = t_forward;
+  f->mode = p.mode;
   const bool on_graph = (runner_->decode_graphs() && runner_->decode_graphs()->replay_count() != dec0) ||
                         (runner_->piecewise_graphs() && runner_->piecewise_graphs()->replay_count() != pw0);
   for (Req* r : f->sampled) r->inflight = 1;
   inflight_ = std::move(f);
   if (p.mode == StepMode::kDecode)
     new_token_ratio_ = std::max(options_.min_new_token_ratio, new_token_ratio_ - options_.new_token_ratio_decay);
+  uint64_t context = 0;
+  for (int32_t len : b.seq_lens) context += static_cast<uint64_t>(len);
   metrics_.update([&](ServingSnapshot& s) {
+    const auto m = static_cast<size_t>(p.mode);
     s.prompt_tokens += static_cast<uint64_t>(p.prompt_tokens);
-    (on_graph ? s.graph_steps : s.eager_steps)[static_cast<size_t>(p.mode)]++;
+    (on_graph ? s.graph_steps : s.eager_steps)[m]++;
     if (runner_->extend_row_steps() != rows0) s.extend_row_steps++;
+    s.step_tokens[m] += b.input_ids.size();
+    s.step_context_tokens[m] += context;
+    if (runner_->decode_graphs()) s.decode_graph_padding += runner_->decode_graphs()->padding_count() - dec_pad0;
+    if (runner_->piecewise_graphs()) s.piecewise_graph_padding += runner_->piecewise_graphs()->padding_count() - pw_pad0;
   });
   return t_forward;
 }
@@ -674,6 +687,9 @@ Clock::time_point Scheduler::complete() {
   for (Req* r : f->sampled) r->inflight = 0;  // before anything can throw
   const SampleResult res = wait_sampling(f->pending);
   const auto ready = Clock::now();
+  metrics_.update([&](ServingSnapshot& s) {
+    s.step_seconds[static_cast<size_t>(f->mode)] += std::chrono::duration<double>(ready - f->forward_called).count();
+  });
   for (size_t k = 0; k < f->sampled.size(); ++k) {
     Req& r = *f->sampled[k];
     if (!r.done) emit(r, res.ids[k], r.p.logprobs ? &res.logprobs[k] : nullptr);

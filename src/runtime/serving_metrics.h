@@ -29,6 +29,15 @@ struct ServingSnapshot {
   // Extend and mixed steps that replayed a decode graph, one row per token (runtime/extend_rows.h);
   // counted among graph_steps too.
   uint64_t extend_row_steps = 0;
+  // Per mode, where the device time goes: seconds from a step's forward call to its sampled
+  // tokens on the host (the device's time on the step, eager launches' host time included;
+  // steps never overlap: the next is launched after these tokens are read), tokens forwarded,
+  // and context tokens (the sum of the rows' sequence lengths: what attention reads).
+  std::array<double, 3> step_seconds{};
+  std::array<uint64_t, 3> step_tokens{}, step_context_tokens{};
+  // Padding replayed by graphs: rows of decode graphs (extend rows included), tokens of
+  // piecewise graphs, beyond the live batch (the captured shape minus the batch's).
+  uint64_t decode_graph_padding = 0, piecewise_graph_padding = 0;
   int running = 0, waiting = 0;
   int64_t kv_used = 0, kv_total = 0;
   int slots_used = 0, slots_total = 0;

@@ -53,6 +53,22 @@ std::string prometheus_text(const ServingSnapshot& s, const HttpCounters& http) 
   head(o, "graphrt_extend_steps_on_decode_graphs_total", "counter",
        "Extend and mixed steps that replayed a decode graph with one row per token (among the graph steps).");
   o += fmt::format("graphrt_extend_steps_on_decode_graphs_total {}\n", s.extend_row_steps);
+  head(o, "graphrt_step_seconds_total", "counter",
+       "Seconds from each step's forward call to its sampled tokens on the host, by mode (steps do not overlap).");
+  for (size_t m = 0; m < 3; ++m)
+    o += fmt::format("graphrt_step_seconds_total{{mode=\"{}\"}} {}\n", kStepModeNames[m], s.step_seconds[m]);
+  head(o, "graphrt_step_tokens_total", "counter", "Tokens forwarded, by step mode.");
+  for (size_t m = 0; m < 3; ++m)
+    o += fmt::format("graphrt_step_tokens_total{{mode=\"{}\"}} {}\n", kStepModeNames[m], s.step_tokens[m]);
+  head(o, "graphrt_step_context_tokens_total", "counter",
+       "Sum over the rows of each step of their sequence lengths (the tokens attention reads), by step mode.");
+  for (size_t m = 0; m < 3; ++m)
+    o += fmt::format("graphrt_step_context_tokens_total{{mode=\"{}\"}} {}\n", kStepModeNames[m],
+                     s.step_context_tokens[m]);
+  head(o, "graphrt_graph_padding_total", "counter",
+       "Shape units replayed beyond the live batch: rows of decode graphs, tokens of piecewise graphs.");
+  o += fmt::format("graphrt_graph_padding_total{{graph=\"decode\"}} {}\n", s.decode_graph_padding);
+  o += fmt::format("graphrt_graph_padding_total{{graph=\"piecewise\"}} {}\n", s.piecewise_graph_padding);
   histogram(o, "graphrt_time_to_first_token_seconds", "Time to first token.", s.ttft);
   histogram(o, "graphrt_inter_token_latency_seconds", "Time between two tokens of a request.", s.itl);
   histogram(o, "graphrt_e2e_request_latency_seconds", "Arrival to last token.", s.e2e);
