@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "ops/lt_buckets.h"
 #include "ops/lt_tune_bundled.h"
 #include "ops/lt_tune_cache.h"
 
@@ -138,13 +141,14 @@ TEST(LtTuneBundled, CompiledInFileHoldsTheH100ChoicesInTheStoreFormat) {
   auto it = f.devices.find(key);
   ASSERT_NE(it, f.devices.end()) << "no entries for " << key;
   EXPECT_GE(it->second.size(), 40u);
-  // Entry keys name a plan family and an M bucket from 32 to 1024 (linear.cu's cache_entry_key).
+  // Entry keys name a plan family and an M bucket from 32 to 1024 (linear.cu's cache_entry_key,
+  // ops/lt_buckets.h).
   const std::regex entry(R"(N\d+ K\d+ ldb\d+ in\d+ out\d+ bias-?\d+ align\d+\.\d+\.\d+\.\d+ ws\d+ M(\d+))");
   for (const auto& [k, w] : it->second) {
     std::smatch m;
     ASSERT_TRUE(std::regex_match(k, m, entry)) << k;
     const int bucket = std::stoi(m[1]);
-    EXPECT_TRUE(bucket >= 32 && bucket <= 1024 && (bucket & (bucket - 1)) == 0) << k;
+    EXPECT_TRUE(bucket >= 32 && bucket <= 1024 && lt_bucket(bucket, LtBuckets::kFine) == bucket) << k;
     EXPECT_NE(w, LtAlgoWords{}) << k;
   }
   // The llama-3.1-8b and qwen3-0.6b decode families at bucket 64 are there.
@@ -152,6 +156,44 @@ TEST(LtTuneBundled, CompiledInFileHoldsTheH100ChoicesInTheStoreFormat) {
   EXPECT_TRUE(it->second.count("N6144 K1024 ldb1024 in2 out2 bias-1 align256.256.256.0 ws33554432 M64"));
   // Another GPU or cuBLASLt version has none: it keeps the heuristic.
   EXPECT_EQ(f.devices.count(bundled_lt_device_key("NVIDIA H100 80GB HBM3", 132, 130000)), 0u);
+}
+
+// Powers of two up to 256 rows; fine: steps of 64 to 1024, then powers of two again. Every row
+// count lands in the smallest bucket that holds it, and next_lt_bucket walks them in order.
+TEST(LtBuckets, FineStepsOf64Between256And1024) {
+  EXPECT_EQ(lt_bucket(1, LtBuckets::kFine), 1);
+  EXPECT_EQ(lt_bucket(33, LtBuckets::kFine), 64);
+  EXPECT_EQ(lt_bucket(256, LtBuckets::kFine), 256);
+  EXPECT_EQ(lt_bucket(257, LtBuckets::kFine), 320);
+  EXPECT_EQ(lt_bucket(320, LtBuckets::kFine), 320);
+  EXPECT_EQ(lt_bucket(321, LtBuckets::kFine), 384);
+  EXPECT_EQ(lt_bucket(1000, LtBuckets::kFine), 1024);
+  EXPECT_EQ(lt_bucket(1025, LtBuckets::kFine), 2048);
+  EXPECT_EQ(lt_bucket(257, LtBuckets::kPow2), 512);
+  EXPECT_EQ(lt_bucket(700, LtBuckets::kPow2), 1024);
+  for (LtBuckets mode : {LtBuckets::kPow2, LtBuckets::kFine}) {
+    std::vector<int64_t> walk;
+    for (int64_t b = 32; b <= 1024; b = next_lt_bucket(b, mode)) walk.push_back(b);
+    for (int64_t M = 17; M <= 1024; ++M) {
+      const int64_t b = lt_bucket(M, mode);
+      EXPECT_GE(b, M);
+      // The smallest bucket of the walk that holds M (M > 16: the walk starts at 32).
+      auto it = std::lower_bound(walk.begin(), walk.end(), M);
+      ASSERT_NE(it, walk.end()) << M;
+      EXPECT_EQ(*it, b) << M;
+    }
+  }
+  const std::vector<int64_t> fine = {32, 64, 128, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960, 1024};
+  std::vector<int64_t> got;
+  for (int64_t b = 32; b <= 1024; b = next_lt_bucket(b, LtBuckets::kFine)) got.push_back(b);
+  EXPECT_EQ(got, fine);
+  EXPECT_THROW(next_lt_bucket(300, LtBuckets::kFine), Error);  // not a bucket
+  EXPECT_THROW(lt_bucket(0, LtBuckets::kFine), Error);
+}
+
+TEST(LtBuckets, DefaultIsFine) {
+  unsetenv("GRAPHRT_LT_BUCKETS");
+  EXPECT_EQ(lt_buckets_mode(), LtBuckets::kFine);  // read once: the first call decides
 }
 
 TEST(LtTuneBundled, SwitchIsStrict) {

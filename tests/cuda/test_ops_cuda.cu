@@ -41,6 +41,7 @@
 #include "ops/fused_linear.h"
 #include "ops/gather.h"
 #include "ops/linear.h"
+#include "ops/lt_buckets.h"
 #include "ops/lt_tune_bundled.h"
 #include "ops/lt_tune_cache.h"
 #include "ops/rms_norm.h"
@@ -671,6 +672,26 @@ TEST(OpsCudaLinearTuneCache, StoredChoicesAreReusedWithoutTimingBitwise) {
   EXPECT_EQ(file.devices.count(device_key), 1u);
   cuda::linear_forget_choices_for_test();
   std::remove(path.c_str());
+}
+
+// Fine buckets above 256 rows (ops/lt_buckets.h): a family first met at M = 384 times buckets
+// 32, 64, 128, 256, 320 and 384 (timed at 384 rows for its own bucket); M = 300 then runs bucket
+// 320's choice untimed, and both equal the CPU.
+TEST(OpsCudaLinearTuneCache, FineBucketsAbove256RowsAreTimedApart) {
+  ASSERT_EQ(ops::lt_buckets_mode(), ops::LtBuckets::kFine);
+  unsetenv("GRAPHRT_LT_TUNE_CACHE");
+  ScopedEnv tune("GRAPHRT_LT_TUNE", "16"), split("GRAPHRT_LT_SPLITK", "1");
+  const int64_t N = 1184, K = 1024;  // a family no other test meets
+  Pair w = random_pair(Shape{N, K}, 191, DType::BF16, -0.1f, 0.1f);
+  cuda::linear_forget_choices_for_test();
+  const cuda::LinearTuneStats s0 = cuda::linear_tune_stats();
+  for (int64_t M : {384, 300}) {
+    Pair x = random_pair(Shape{M, K}, static_cast<uint32_t>(192 + M));
+    expect_close(to_host_floats(ops::linear(x.gpu, w.gpu)), host(ops::linear(x.cpu, w.cpu)), 1e-2,
+                 "M=" + std::to_string(M));
+    EXPECT_EQ(cuda::linear_tune_stats().timed_buckets - s0.timed_buckets, 6) << "after M=" << M;
+  }
+  cuda::linear_forget_choices_for_test();
 }
 
 // The bundled choices (ops/lt_tune_bundled.h): with no timing and no store, a family with entries

@@ -19,7 +19,8 @@
 // rows of bf16, the skinny GEMM (ops/skinny_gemm.h, GRAPHRT_SKINNY_GEMM) where its rules route.
 //
 // Algorithm choice by timing (prefill and large-batch decode shapes, M > gemv_max_rows()): shapes
-// are grouped into "M buckets" (the power of two >= M). At the first non-capturing call of a
+// are grouped into "M buckets" (ops/lt_buckets.h: the power of two >= M, in steps of 64 rows
+// from 256 to 1024). At the first non-capturing call of a
 // (N, K, dtypes, alignments) family, every bucket from 32 up to M's (at most kMaxTunedM) without
 // a choice is timed on the first rows of the real operands: the heuristic's first
 // GRAPHRT_LT_TUNE candidates (default kDefaultTune = 1: no timing, the heuristic's first as
@@ -64,6 +65,7 @@
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/linear_tune.h"
 #include "ops/cuda/skinny_gemm.h"
+#include "ops/lt_buckets.h"
 #include "ops/lt_tune_bundled.h"
 #include "ops/lt_tune_cache.h"
 #include "ops/skinny_gemm.h"
@@ -104,12 +106,9 @@ uint32_t alignment_of(const void* p) {
   return al;
 }
 
-// The power of two >= M: shapes of one bucket share a timed algorithm choice.
-int64_t m_bucket(int64_t M) {
-  int64_t b = 1;
-  while (b < M) b *= 2;
-  return b;
-}
+// Shapes of one bucket share a timed algorithm choice (ops/lt_buckets.h: powers of two, and
+// steps of 64 rows from 256 to 1024 unless GRAPHRT_LT_BUCKETS=pow2).
+int64_t m_bucket(int64_t M) { return ops::lt_bucket(M, ops::lt_buckets_mode()); }
 
 // The smallest of 2^k and 3 * 2^(k-1) >= M: shapes of one such bucket share the heuristic's
 // algorithm, asked once at the bucket's top row count. The heuristic call and the lazy loading
@@ -631,7 +630,7 @@ void choose_buckets(LtDevice& dev, int device_index, const Call& c, const PlanKe
   const int64_t top = may_time ? std::min(m_bucket(c.sh.M), kMaxTunedM) : kMaxTunedM;
   std::unique_ptr<TimingScratch> scratch;
   bool timed = false;
-  for (int64_t b = 32; b <= top; b *= 2) {
+  for (int64_t b = 32; b <= top; b = ops::next_lt_bucket(b, ops::lt_buckets_mode())) {
     PlanKey bkey = key;
     std::get<0>(bkey) = b;
     if (dev.bucket_choice.count(bkey)) continue;
