@@ -151,7 +151,7 @@ print(f"build {t_build}s, server ready at {t_ready}s")
 hdr = (f"{'run':6} {'ok':>5} {'out tok/s':>10} {'TTFT med/p99 ms':>18} {'ITL med/p99 ms':>16} "
        f"{'TPOT med/p99 ms':>16} {'graph/eager steps (decode|extend|mixed)':>40} {'host/step ms (exp|ahead)':>24}")
 print(hdr)
-breakdown, pad = [], []
+breakdown, pad, rows_hist = [], [], []
 for name in os.environ.get("RUNS", "all c1 c16 c64 c256").split():
     p = os.path.join(out, f"bench_{name}.json")
     cur = metrics(name)
@@ -183,6 +183,15 @@ for name in os.environ.get("RUNS", "all c1 c16 c64 c256").split():
         tok = delta(prev, cur, f'graphrt_step_tokens_total{{mode="{mode}"}}')
         ctx = delta(prev, cur, f'graphrt_step_context_tokens_total{{mode="{mode}"}}')
         breakdown.append(f"{name:6} {mode:7} {n:>6.0f} {sec:>8.2f} {sec / n * 1e3:>9.2f} {tok:>10.0f} {tok / n:>9.1f} {ctx / n:>10.0f}")
+    # Decode steps by rows (graphrt_decode_step_rows buckets, cumulative in Prometheus).
+    les = [k[len('graphrt_decode_step_rows_bucket{le="'):-2] for k in cur if k.startswith("graphrt_decode_step_rows_bucket")]
+    below, parts = 0.0, []
+    for le in les:
+        n_le = delta(prev, cur, f'graphrt_decode_step_rows_bucket{{le="{le}"}}')
+        if n_le - below:
+            parts.append(f"<={le}: {n_le - below:.0f}")
+        below = n_le
+    rows_hist.append(f"{name} " + ", ".join(parts))
     pad_rows = delta(prev, cur, 'graphrt_graph_padding_total{graph="decode"}')
     pad_tokens = delta(prev, cur, 'graphrt_graph_padding_total{graph="piecewise"}')
     pad.append(f"{name} decode rows {pad_rows:.0f}, piecewise tokens {pad_tokens:.0f}")
@@ -191,6 +200,7 @@ if breakdown:
     print(f"{'run':6} {'mode':7} {'steps':>6} {'s':>8} {'ms/step':>9} {'tokens':>10} {'tok/step':>9} {'ctx/step':>10}")
     print("\n".join(breakdown))
     print("graph padding replayed: " + "; ".join(pad))
+    print("decode steps by rows: " + "; ".join(rows_hist))
 print("anchors (1000 ShareGPT prompts, Llama-3.1-8B, one H100): SGLang 16,215 output tok/s, vLLM 12,553; target >= 16,000")
 print(f"compute-sanitizer memcheck (tiny, concurrent streams): exit {san}")
 PY

@@ -121,6 +121,12 @@ TEST(Scheduler, StepMetricsCountTokensContextPaddingAndTime) {
   EXPECT_GT(m.step_seconds[ext], 0.0);
   EXPECT_GT(m.step_seconds[dec], 0.0);
   EXPECT_EQ(m.step_seconds[static_cast<size_t>(StepMode::kMixed)], 0.0);
+  // Five decode steps of one row (bucket le=1), one extend of 13 tokens (bucket le=16).
+  EXPECT_EQ(m.decode_rows.count, 5u);
+  EXPECT_EQ(m.decode_rows.counts[0], 5u);
+  EXPECT_EQ(m.extend_tokens.count, 1u);
+  EXPECT_EQ(m.extend_tokens.counts[0], 1u);
+  EXPECT_EQ(m.extend_tokens.sum, 13.0);
 
   expect_pools_empty(s);
 }

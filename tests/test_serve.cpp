@@ -346,6 +346,9 @@ TEST_F(Serve, BenchServingLengthRanges) {
   EXPECT_GT(metric(*server_, "graphrt_step_context_tokens_total{mode=\"decode\"}"),
             metric(*server_, "graphrt_step_tokens_total{mode=\"decode\"}"));
   EXPECT_GE(metric(*server_, "graphrt_graph_padding_total{graph=\"piecewise\"}"), 0);  // present
+  EXPECT_EQ(metric(*server_, "graphrt_decode_step_rows_sum"),
+            metric(*server_, "graphrt_step_tokens_total{mode=\"decode\"}"));
+  EXPECT_GT(metric(*server_, "graphrt_extend_step_tokens_count"), 0);
 }
 
 // n > 1: one choice per scheduler request, choice i sampled with seed + i; usage summed.

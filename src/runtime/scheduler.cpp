@@ -674,6 +674,7 @@ Clock::time_point Scheduler::launch(Plan& p) {
     (on_graph ? s.graph_steps : s.eager_steps)[m]++;
     if (runner_->extend_row_steps() != rows0) s.extend_row_steps++;
     s.step_tokens[m] += b.input_ids.size();
+    (p.mode == StepMode::kDecode ? s.decode_rows : s.extend_tokens).observe(static_cast<double>(b.input_ids.size()));
     s.step_context_tokens[m] += context;
     if (runner_->decode_graphs()) s.decode_graph_padding += runner_->decode_graphs()->padding_count() - dec_pad0;
     if (runner_->piecewise_graphs()) s.piecewise_graph_padding += runner_->piecewise_graphs()->padding_count() - pw_pad0;

@@ -21,9 +21,19 @@ std::vector<double> latency_bounds() {
 std::vector<double> host_bounds() {
   return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1};
 }
+// Rows of a decode step: the decode graph sizes' landmarks up to 1024 requests.
+std::vector<double> row_bounds() { return {1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 320, 384, 448, 512, 768, 1024}; }
+// Tokens of an extend step: up to --chunked-prefill-size's usual 8192 and beyond.
+std::vector<double> token_bounds() { return {16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384}; }
 }  // namespace
 
 ServingSnapshot::ServingSnapshot()
-    : ttft(latency_bounds()), itl(latency_bounds()), e2e(latency_bounds()), step_host(host_bounds()), step_host_overlapped(host_bounds()) {}
+    : ttft(latency_bounds()),
+      itl(latency_bounds()),
+      e2e(latency_bounds()),
+      step_host(host_bounds()),
+      step_host_overlapped(host_bounds()),
+      decode_rows(row_bounds()),
+      extend_tokens(token_bounds()) {}
 
 }  // namespace grt

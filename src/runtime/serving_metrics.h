@@ -38,6 +38,9 @@ struct ServingSnapshot {
   // Padding replayed by graphs: rows of decode graphs (extend rows included), tokens of
   // piecewise graphs, beyond the live batch (the captured shape minus the batch's).
   uint64_t decode_graph_padding = 0, piecewise_graph_padding = 0;
+  // Rows of each decode step, tokens of each extend (and mixed) step: the batch shapes the
+  // device ran (vLLM's iteration_tokens).
+  Histogram decode_rows, extend_tokens;
   int running = 0, waiting = 0;
   int64_t kv_used = 0, kv_total = 0;
   int slots_used = 0, slots_total = 0;

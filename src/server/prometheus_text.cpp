@@ -69,6 +69,8 @@ std::string prometheus_text(const ServingSnapshot& s, const HttpCounters& http) 
        "Shape units replayed beyond the live batch: rows of decode graphs, tokens of piecewise graphs.");
   o += fmt::format("graphrt_graph_padding_total{{graph=\"decode\"}} {}\n", s.decode_graph_padding);
   o += fmt::format("graphrt_graph_padding_total{{graph=\"piecewise\"}} {}\n", s.piecewise_graph_padding);
+  histogram(o, "graphrt_decode_step_rows", "Rows (requests) of each decode step.", s.decode_rows);
+  histogram(o, "graphrt_extend_step_tokens", "Tokens of each extend or mixed step.", s.extend_tokens);
   histogram(o, "graphrt_time_to_first_token_seconds", "Time to first token.", s.ttft);
   histogram(o, "graphrt_inter_token_latency_seconds", "Time between two tokens of a request.", s.itl);
   histogram(o, "graphrt_e2e_request_latency_seconds", "Arrival to last token.", s.e2e);
