@@ -757,6 +757,11 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
     if (!plan) plan = make_plan(dev.handle, c, false, ws_bytes, bucket_algo);
     GRT_CHECK(plan, "linear M={} N={} K={} ({} -> {}): cuBLASLt has no algorithm for this shape", M, N, K,
               dtype_name(in_dtype), dtype_name(out_dtype));
+    // One line per new shape: which choice it runs (a stored or timed bucket's, or the heuristic's).
+    GRT_DEBUG("cuBLASLt plan M={} N={} K={} ldb={} align w/x/y {}/{}/{} ws {}: {} (bucket {})", M, N, K, x_stride,
+              std::get<7>(key), std::get<8>(key), std::get<9>(key), ws_bytes,
+              bit != dev.bucket_choice.end() ? "bucket choice" : bucket_algo ? "shared heuristic" : "heuristic",
+              std::get<0>(bkey));
     it = dev.plans.emplace(key, std::move(plan)).first;
   }
   Plan& plan = *it->second;
