@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 namespace grt {
 namespace {
 
@@ -17,6 +19,13 @@ void histogram(std::string& o, const char* name, const char* help, const Histogr
   }
   cum += h.counts.back();
   o += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cum, name, h.sum, name, h.count);
+}
+
+// One counter series per step mode (extend, decode, mixed).
+template <typename T>
+void by_mode(std::string& o, const char* name, const char* help, const std::array<T, 3>& v) {
+  head(o, name, "counter", help);
+  for (size_t m = 0; m < 3; ++m) o += fmt::format("{}{{mode=\"{}\"}} {}\n", name, kStepModeNames[m], v[m]);
 }
 
 }  // namespace
@@ -53,18 +62,13 @@ std::string prometheus_text(const ServingSnapshot& s, const HttpCounters& http) 
   head(o, "graphrt_extend_steps_on_decode_graphs_total", "counter",
        "Extend and mixed steps that replayed a decode graph with one row per token (among the graph steps).");
   o += fmt::format("graphrt_extend_steps_on_decode_graphs_total {}\n", s.extend_row_steps);
-  head(o, "graphrt_step_seconds_total", "counter",
-       "Seconds from each step's forward call to its sampled tokens on the host, by mode (steps do not overlap).");
-  for (size_t m = 0; m < 3; ++m)
-    o += fmt::format("graphrt_step_seconds_total{{mode=\"{}\"}} {}\n", kStepModeNames[m], s.step_seconds[m]);
-  head(o, "graphrt_step_tokens_total", "counter", "Tokens forwarded, by step mode.");
-  for (size_t m = 0; m < 3; ++m)
-    o += fmt::format("graphrt_step_tokens_total{{mode=\"{}\"}} {}\n", kStepModeNames[m], s.step_tokens[m]);
-  head(o, "graphrt_step_context_tokens_total", "counter",
-       "Sum over the rows of each step of their sequence lengths (the tokens attention reads), by step mode.");
-  for (size_t m = 0; m < 3; ++m)
-    o += fmt::format("graphrt_step_context_tokens_total{{mode=\"{}\"}} {}\n", kStepModeNames[m],
-                     s.step_context_tokens[m]);
+  by_mode(o, "graphrt_step_seconds_total",
+          "Seconds from each step's forward call to its sampled tokens on the host, by mode (steps do not overlap).",
+          s.step_seconds);
+  by_mode(o, "graphrt_step_tokens_total", "Tokens forwarded, by step mode.", s.step_tokens);
+  by_mode(o, "graphrt_step_context_tokens_total",
+          "Sum over the rows of each step of their sequence lengths (the tokens attention reads), by step mode.",
+          s.step_context_tokens);
   head(o, "graphrt_graph_padding_total", "counter",
        "Shape units replayed beyond the live batch: rows of decode graphs, tokens of piecewise graphs.");
   o += fmt::format("graphrt_graph_padding_total{{graph=\"decode\"}} {}\n", s.decode_graph_padding);
