@@ -11,6 +11,7 @@
 #include "memory/tensor_alloc.h"
 #include "ops/activation.h"
 #include "ops/copy.h"
+#include "ops/decode_stack.h"
 #include "ops/embedding.h"
 #include "ops/fused_linear.h"
 #include "ops/gate_up_swiglu.h"
@@ -222,6 +223,35 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
     all_reduce_(res.sum);
   } else {
     res.sum = ops::embedding(in.input_ids, weights_.embed);
+  }
+  // One decode token of a dense model: every layer in one persistent kernel where it applies
+  // (GRAPHRT_DECODE_STACK=1; ops/decode_stack.h), then the final norm as below.
+  if (in.is_decode && !tp_.enabled() && in.graph_break_layers.empty() && ops::decode_stack_enabled() &&
+      res.sum.size(0) == 1) {
+    std::vector<ops::DecodeStackLayer> layers;
+    bool dense = true;
+    for (int l = 0; l < static_cast<int>(weights_.layers.size()) && dense; ++l) {
+      dense = !config_.is_moe_layer(l);
+      const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
+      const LayerKvCache& cache = (*in.kv_cache)[static_cast<size_t>(l)];
+      layers.push_back({w.input_norm, w.qkv, w.qkv_bias, config_.qk_norm ? w.q_norm : Tensor(),
+                        config_.qk_norm ? w.k_norm : Tensor(), w.o_proj, w.post_norm, w.gate_up, w.down, cache.k,
+                        cache.v});
+    }
+    ops::DecodeStackInputs si;
+    si.positions = in.positions;
+    si.out_cache_loc = in.out_cache_loc;
+    si.cos_sin = rope_cache_;
+    si.meta = in.decode;
+    si.q_heads = static_cast<int>(local_.q_heads);
+    si.kv_heads = static_cast<int>(local_.kv_heads);
+    si.head_dim = static_cast<int>(config_.head_dim);
+    si.eps = res.eps;
+    si.scale = attn_scale_;
+    if (dense && ops::decode_stack_fusable(res.sum, layers, si)) {
+      ops::decode_stack_(res.sum, layers, si);
+      return res.normed(weights_.final_norm);
+    }
   }
   // A row-parallel linear's output goes into the residual: fused, or pending after its all-reduce.
   const auto add_output = [&](const Tensor& x, const Tensor& w) {

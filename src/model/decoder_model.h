@@ -44,6 +44,10 @@ class DecoderModel {
   Tensor forward(const ForwardInputs& in) const;
   // float32 logits [N, vocab] of hidden rows [N, hidden] (the whole vocabulary on every rank).
   Tensor logits(const Tensor& hidden_rows) const;
+  // The rotary table the forward uses: f32 [max_positions, head_dim] (ops::rope_cos_sin_cache).
+  const Tensor& rope_cache() const { return rope_cache_; }
+  // The attention's softmax scale (1 / sqrt(head_dim)).
+  float attention_scale() const { return attn_scale_; }
 
  private:
   // Attention of layer `layer` from its fused qkv projection [T, (q + 2 kv) * head_dim]; returns
