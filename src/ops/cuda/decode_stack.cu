@@ -56,12 +56,14 @@
 #include "device/cuda/cuda_check.h"
 #include "ops/cuda/bulk_copy.cuh"
 #include "ops/cuda/dense_common.cuh"
+#include "ops/cuda/prepare_qkv_math.cuh"
 
 namespace grt::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
 using dense::round_to;
+using prep::unpack_chunk_bits;
 using tma::bulk_copy_g2s;
 using tma::mbar_arrive;
 using tma::mbar_arrive_expect_tx;
@@ -111,16 +113,6 @@ __device__ __forceinline__ int64_t part_begin(int64_t n, int b, int parts) { ret
 
 __device__ __forceinline__ float bf_bits_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf_bits_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-
-// 16 bytes (8 bf16) as floats.
-__device__ __forceinline__ void unpack8(const uint4& r, float* x) {
-  const uint32_t w[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    x[2 * i] = bf_bits_lo(w[i]);
-    x[2 * i + 1] = bf_bits_hi(w[i]);
-  }
-}
 
 __device__ __forceinline__ uint4 ldcg16(const void* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
 
@@ -185,7 +177,7 @@ __device__ void norm_into(const bf16* v, const bf16* w, int n, float eps, float*
   float ss = 0.0f;
   for (int c = threadIdx.x; c < n / 8; c += kThreads) {
     float e[8];
-    unpack8(ldcg16(v + c * 8), e);
+    unpack_chunk_bits<bf16>(ldcg16(v + c * 8), e);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       x[c * 8 + j] = e[j];
@@ -195,7 +187,7 @@ __device__ void norm_into(const bf16* v, const bf16* w, int n, float eps, float*
   const float inv = rsqrtf(block_sum(ss, red) / static_cast<float>(n) + eps);
   for (int c = threadIdx.x; c < n / 8; c += kThreads) {
     float wf[8];
-    unpack8(*reinterpret_cast<const uint4*>(w + c * 8), wf);
+    unpack_chunk_bits<bf16>(*reinterpret_cast<const uint4*>(w + c * 8), wf);
 #pragma unroll
     for (int j = 0; j < 8; ++j) x[c * 8 + j] = round_to<bf16>(wf[j] * round_to<bf16>(x[c * 8 + j] * inv));
   }
@@ -206,7 +198,7 @@ __device__ void norm_into(const bf16* v, const bf16* w, int n, float eps, float*
 __device__ void load_into(const bf16* v, int n, float* x) {
   for (int c = threadIdx.x; c < n / 8; c += kThreads) {
     float e[8];
-    unpack8(ldcg16(v + c * 8), e);
+    unpack_chunk_bits<bf16>(ldcg16(v + c * 8), e);
 #pragma unroll
     for (int j = 0; j < 8; ++j) x[c * 8 + j] = e[j];
   }
@@ -219,7 +211,7 @@ __device__ __forceinline__ float row_dot(const bf16* w, const float* x, int k) {
   const int lane = threadIdx.x % 32;
   for (int c = lane; c < k / 8; c += 32) {
     float e[8];
-    unpack8(*reinterpret_cast<const uint4*>(w + c * 8), e);
+    unpack_chunk_bits<bf16>(*reinterpret_cast<const uint4*>(w + c * 8), e);
     const float4 x0 = *reinterpret_cast<const float4*>(x + c * 8);
     const float4 x1 = *reinterpret_cast<const float4*>(x + c * 8 + 4);
     acc = __fmaf_rn(e[0], x0.x, acc);
@@ -241,8 +233,8 @@ __device__ __forceinline__ float2 row_dot2(const bf16* w0, const bf16* w1, const
   const int lane = threadIdx.x % 32;
   for (int c = lane; c < k / 8; c += 32) {
     float e[8], f[8];
-    unpack8(*reinterpret_cast<const uint4*>(w0 + c * 8), e);
-    unpack8(*reinterpret_cast<const uint4*>(w1 + c * 8), f);
+    unpack_chunk_bits<bf16>(*reinterpret_cast<const uint4*>(w0 + c * 8), e);
+    unpack_chunk_bits<bf16>(*reinterpret_cast<const uint4*>(w1 + c * 8), f);
     const float4 x0 = *reinterpret_cast<const float4*>(x + c * 8);
     const float4 x1 = *reinterpret_cast<const float4*>(x + c * 8 + 4);
     const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
@@ -699,7 +691,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_stack_kernel(const __grid_
 
 struct DeviceInfo {
   int sms = 0, optin = 0, major = 0, static_smem = 0;
-  bool attr_set = false;
 };
 
 DeviceInfo device_info(int index) {
@@ -717,6 +708,11 @@ DeviceInfo device_info(int index) {
     cudaFuncAttributes fa{};
     GRT_CUDA_CHECK(cudaFuncGetAttributes(&fa, decode_stack_kernel), "reading the attributes of the decode stack kernel");
     info.static_smem = static_cast<int>(fa.sharedSizeBytes);
+    // Every geometry keeps its dynamic shared memory within this (geometry()).
+    GRT_CUDA_CHECK(cudaFuncSetAttribute(decode_stack_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        info.optin - info.static_smem),
+                   "allowing {} bytes of shared memory to the decode stack kernel on cuda:{}",
+                   info.optin - info.static_smem, index);
   }
   return info;
 }
@@ -823,11 +819,12 @@ size_t decode_stack_workspace_bytes(Device d, int64_t hidden, int64_t inter, int
 }
 
 void decode_stack_one_token(Device d, const DecodeStackArgs& a, void* workspace) {
-  GRT_CHECK(decode_stack_supported(d, a.hidden, a.inter, a.q_heads, a.kv_heads, a.num_layers),
-            "decode stack: {} layers of hidden {} inter {} with {} / {} heads are not supported on {}", a.num_layers,
-            a.hidden, a.inter, a.q_heads, a.kv_heads, d.str());
   const DeviceInfo info = device_info(d.index);
   const Geometry g = geometry(info, a.hidden, a.inter, a.q_heads, a.kv_heads);
+  GRT_CHECK(sizes_ok(a.hidden, a.inter, a.q_heads, a.kv_heads, a.num_layers) &&
+                tma::bulk_copy_supported(info.major) && g.blocks > 0,
+            "decode stack: {} layers of hidden {} inter {} with {} / {} heads are not supported on {}", a.num_layers,
+            a.hidden, a.inter, a.q_heads, a.kv_heads, d.str());
   const Workspace ws = workspace_layout(g, a.inter, a.q_heads, a.kv_heads);
   Params p;
   p.a = a;
@@ -843,7 +840,8 @@ void decode_stack_one_token(Device d, const DecodeStackArgs& a, void* workspace)
   static const bool profile = env_choice("GRAPHRT_DECODE_STACK_PROFILE", {"0", "1"}, 0) == 1;
   const int total = a.num_layers * kStagesPerLayer;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  GRT_CUDA_CHECK(cudaStreamIsCapturing(s, &capturing), "decode stack: reading the stream's capture status");
+  if (profile)
+    GRT_CUDA_CHECK(cudaStreamIsCapturing(s, &capturing), "decode stack: reading the stream's capture status");
   const bool prof = profile && capturing == cudaStreamCaptureStatusNone;
   if (prof) {
     GRT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p.prof), sizeof(long long) * g.blocks * total * 4, s),
@@ -851,25 +849,8 @@ void decode_stack_one_token(Device d, const DecodeStackArgs& a, void* workspace)
     GRT_CUDA_CHECK(cudaMemsetAsync(p.prof, 0, sizeof(long long) * g.blocks * total * 4, s),
                    "decode stack: clearing the stage profile");
   }
-  {
-    static std::mutex mu;
-    static std::map<int, size_t> allowed;
-    std::lock_guard<std::mutex> lock(mu);
-    size_t& have = allowed[d.index];
-    if (have < g.smem) {
-      GRT_CUDA_CHECK(cudaFuncSetAttribute(decode_stack_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(g.smem)),
-                     "allowing {} bytes of shared memory to the decode stack kernel on cuda:{}", g.smem, d.index);
-      have = g.smem;
-    }
-  }
-  int per_sm = 0;
-  GRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_stack_kernel, kThreads, g.smem),
-                 "reading the occupancy of the decode stack kernel ({} bytes of shared memory) on cuda:{}", g.smem,
-                 d.index);
-  GRT_CHECK(per_sm >= 1, "decode stack: a block of {} threads with {} bytes of shared memory does not fit an SM of {}",
-            kThreads, g.smem, d.str());
-  // Every block must be resident at once (grid barriers): a cooperative launch guarantees it or fails.
+  // Every block must be resident at once (grid barriers): a cooperative launch guarantees it or
+  // fails (the launch check below then names the blocks and shared memory).
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(g.blocks));
   cfg.blockDim = dim3(kThreads);
