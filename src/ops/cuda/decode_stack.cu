@@ -17,20 +17,31 @@
 //   C o_proj:    h[r] = round(round(attn_out · o_proj[r]) + h[r]) for this block's rows
 //   D gate_up:   act[i] = silu_and_mul of round(rms_norm(h, post_norm) · gate / up rows [i])
 //   E down:      h[r] = round(round(act · down[r]) + h[r])
-// Each block's weight slice of a stage (its rows: contiguous) and stage B's cached K/V rows (one
-// bulk copy of 256 bytes a token and matrix) arrive by TMA bulk copies into one of two shared
-// buffers: stage s uses buffer s % 2, and its copies are issued as soon as stage s - 2 has been
-// computed (before the grid barrier that ends it). A split longer than a buffer holds runs in
-// several tiles, the later ones copied after the earlier are used (long contexts pay that).
+// Each block's weight slice of a stage (its rows: contiguous, one TMA bulk copy) and stage B's
+// cached K/V rows (16-byte cp.async) arrive in one of two shared buffers: stage s uses buffer
+// s % 2, and its copies are issued once stage s - 2 has been computed, between the block's
+// arrival at the grid barrier that ends it and its wait there (GRAPHRT_DECODE_STACK_ISSUE=arrived;
+// issued before the arrival, the barrier's atomic and polls queued behind the 4-12 MB of copies
+// every block had just issued: ~3 us from the last arrival instead of ~1.3). A split longer than
+// a buffer holds runs in several tiles, the later ones copied after the earlier are used (long
+// contexts pay that).
 // The rounding steps are the op chain's (ops/fused_linear.h, prepare_qkv.h, attention.h): every
 // intermediate the chain stores in bf16 is rounded here too; sums run in other orders, so results
 // agree with the chain to float32 rounding of the sums, not bit for bit.
 // Data written by other blocks (h, qkv_out, attn_out, act, partials) is read with ld.global.cg:
 // the same addresses are rewritten every layer, and L1 is not coherent.
 //
-// Measured (H100, qwen3-0.6b bs 1 ctx 1024, bench/results/h100_2026-11-25_session16): correct
-// (DecodeStackCuda tests, --verify-cuda-graph) but SLOWER than the op chain: graph step 1.26-1.28
-// against 1.03-1.04 ms, so the model uses it only with GRAPHRT_DECODE_STACK=1. The stage profile
+// Measured (H100, qwen3-0.6b bs 1 ctx 1024, bench/results/h100_2026-11-25_session16 and _session17):
+// correct (DecodeStackCuda tests, --verify-cuda-graph) but SLOWER than the op chain: graph step
+// 1.26-1.28 ms in session 16, 1.12-1.13 after session 17 (copies issued between arrival and wait,
+// the kv head's split count by one acq_rel add, the first tile's KV slots read once a launch, the
+// merge with float4 loads), against 1.02-1.03 for the chain; so the model uses it only with
+// GRAPHRT_DECODE_STACK=1. Session 16's analysis follows; session 17's globaltimer profile split
+// each barrier into spread (0.1-0.3 us but for attention) and latency (2.8-3.9 us before the
+// issue change, 0.9-1.4 after). What is left is attention: the kv head's last split merges while
+// the others wait (spread ~5-6 us), its L2 trips slowed by the copies the others issued on arrival
+// (issuing those after the barrier instead moved the cost to o_proj: +0.03 ms, call H).
+// Session 16: the stage profile
 // (GRAPHRT_DECODE_STACK_PROFILE=1, eager launches) says why: the data waits are short (0.7-1.7 us a
 // stage: the stream is ahead), but every grid barrier costs 2.9-4.1 us on average from a block's
 // end of compute to its exit, because it waits for the slowest block of the stage (compute
@@ -92,9 +103,14 @@ struct Geometry {
   int splits = 0;      // attention splits a kv head
   uint32_t buf = 0;    // bytes of each of the two stage buffers
   int tile = 0;        // cached tokens a KV tile holds (one more row is kept for the new token)
+  bool wide_merge = false;  // a stage buffer holds the wide merge's scratch
   int x_floats = 0;    // the stage input vector in shared memory
   size_t smem = 0;
 };
+
+// When a block issues stage s + 2's copies (into the buffer stage s just used): before its
+// arrival at the barrier after stage s, between its arrival and its wait, or after the wait.
+constexpr int kIssueBefore = 0, kIssueArrived = 1, kIssueAfter = 2;
 
 struct Params {
   DecodeStackArgs a;
@@ -105,8 +121,12 @@ struct Params {
   float* part_o;   // [nq][splits][128]
   float* part_ml;  // [nq][splits][2]
   // GRAPHRT_DECODE_STACK_PROFILE=1 (eager launches only): clock64 of thread 0 of every block at
-  // each stage's start, data in, computed and past the barrier: [blocks][stages][4]; else null.
+  // each stage's start, data in, computed and past the barrier, then the same four instants by
+  // %globaltimer: [blocks][stages][8]; else null.
   long long* prof;
+  long long* prof_attn;  // with prof: [blocks][layers][4] (mark_attn)
+  int issue;          // when stage s + 2's copies are issued (kIssue*; GRAPHRT_DECODE_STACK_ISSUE)
+  bool merge_wide;    // the last split's merge: float4 loads, the splits in chunks over the threads (MERGE=wide)
 };
 
 __device__ __forceinline__ int64_t part_begin(int64_t n, int b, int parts) { return n * b / parts; }
@@ -140,17 +160,25 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+__device__ __forceinline__ unsigned atom_acq_rel_add(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
 __device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// Grid barrier number `index` (0, 1, ...): every block arrives before any leaves; the block's
-// writes before it are visible to every block after it (release arrival after the block's
-// barrier, acquire polls before the next).
-__device__ __forceinline__ void grid_barrier(unsigned index) {
+// Grid barrier number `index` (0, 1, ...) in two halves: every block arrives before any leaves
+// the wait; the block's writes before grid_arrive are visible to every block after grid_wait
+// (release arrival after the block's barrier, acquire after the polls). Between the halves a
+// block may issue copies that do not depend on the barrier (kIssueArrived).
+__device__ __forceinline__ void grid_arrive() {
   __syncthreads();
+  if (threadIdx.x == 0) red_release_add(&g_stack_sync[kArrive], 1u);
+}
+__device__ __forceinline__ void grid_wait(unsigned index) {
   if (threadIdx.x == 0) {
-    red_release_add(&g_stack_sync[kArrive], 1u);
     const unsigned target = (index + 1) * gridDim.x;
     while (ld_acquire(&g_stack_sync[kArrive]) < target) {
     }
@@ -291,6 +319,9 @@ struct Item {
   int kh = -1, split = 0;
   int begin = 0, end = 0;  // cached positions [begin, end) of the split
   bool new_token = false;  // this split also takes the step's token (the last split of the kv head)
+  // The KV slots of the split's first tile (shared memory), read from the table once a launch:
+  // every layer copies the same positions, so the copies need no table trip (null: no item).
+  const int32_t* slots = nullptr;
 };
 
 __device__ Item item_of(const Params& p, int n_old) {
@@ -312,23 +343,54 @@ __device__ __forceinline__ int64_t slot_of(const Params& p, int req, int pos) {
   return s >= 0 && s < p.a.kv_slots ? s : 0;
 }
 
-// Issues the bulk copies of K/V tokens [t0, t0 + n) of the item into `buf` (K rows, then V rows
-// after tile + 1 rows), completing on `bar`. Every thread calls it.
+// sm_90 instructions (bulk copies and mbarriers make the kernel sm_90+; decode_stack_supported):
+// on older targets these trap, as tma:: does.
+// Orders this thread's (and, after a block barrier, the block's) generic shared-memory accesses
+// before the async proxy's (bulk copies) that follow.
+__device__ __forceinline__ void proxy_fence_async() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(tma::smem_addr(dst)), "l"(src) : "memory");
+#else
+  __trap();
+#endif
+}
+// Arrives on `bar` once this thread's earlier cp.async copies have landed; the pending count is
+// raised first (no .noinc), so the barrier's expected count need not include these arrivals.
+__device__ __forceinline__ void cp_async_arrive_inc(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(tma::smem_addr(bar)) : "memory");
+#else
+  __trap();
+#endif
+}
+
+// Copies K/V tokens [t0, t0 + n) of the item into `buf` (K rows, then V rows after tile + 1
+// rows) by 16-byte cp.async, completing on `bar`: each thread's copies arrive on it when they
+// land (the arrive form that raises the pending count first), thread 0 arrives after the block
+// barrier so the phase cannot complete before every thread has issued. Every thread calls it.
+// (Bulk copies of 256 bytes, two a token, took ~1 us more to issue: session 17, the barrier after
+// down, whose arrival issues the next layer's.)
 __device__ void issue_kv(const Params& p, int layer, const Item& it, int req, int t0, int n, char* buf, uint64_t* bar) {
-  if (threadIdx.x == 0) {
-    if (n > 0) mbar_arrive_expect_tx(bar, static_cast<uint32_t>(n) * 2u * kKvRowBytes);
-    else mbar_arrive(bar);
-  }
   const DecodeStackLayer& L = p.a.layers[layer];
   const int64_t row = static_cast<int64_t>(p.a.kv_heads) * kHd;
-  for (int t = threadIdx.x; t < n; t += kThreads) {
-    const int64_t slot = slot_of(p, req, t0 + t);
-    const int64_t off = slot * row + static_cast<int64_t>(it.kh) * kHd;
-    bulk_copy_g2s(buf + static_cast<size_t>(t) * kKvRowBytes, static_cast<const bf16*>(L.k_cache) + off, kKvRowBytes,
-                  bar);
-    bulk_copy_g2s(buf + static_cast<size_t>(p.g.tile + 1 + t) * kKvRowBytes, static_cast<const bf16*>(L.v_cache) + off,
-                  kKvRowBytes, bar);
+  constexpr int kChunks = kKvRowBytes / 16;  // 16-byte pieces of a row
+  for (int c = threadIdx.x; c < n * 2 * kChunks; c += kThreads) {
+    const int t = c / (2 * kChunks), m = c / kChunks % 2, piece = c % kChunks;
+    const int64_t slot = t0 == it.begin && it.slots ? it.slots[t] : slot_of(p, req, t0 + t);
+    const bf16* src = static_cast<const bf16*>(m == 0 ? L.k_cache : L.v_cache) + slot * row + static_cast<int64_t>(it.kh) * kHd + piece * 8;
+    char* dst = buf + static_cast<size_t>(m * (p.g.tile + 1) + t) * kKvRowBytes + piece * 16;
+    cp_async16(dst, src);
   }
+  cp_async_arrive_inc(bar);
+  __syncthreads();
+  if (threadIdx.x == 0) mbar_arrive(bar);
 }
 
 // Issues stage s's copies into `buf` (weights: thread 0; KV: every thread).
@@ -362,6 +424,9 @@ __device__ void issue_stage(const Params& p, int s, const Item& it, int req, cha
     mbar_arrive(bar);
     return;
   }
+  // The buffer's earlier generic accesses (K/V rows by cp.async, the merge's scratch, the reads)
+  // ordered before the async proxy's writes (the block barrier before this made them this thread's).
+  proxy_fence_async();
   mbar_arrive_expect_tx(bar, w2 ? 2 * bytes : bytes);
   bulk_copy_g2s(buf, w + r0 * k, bytes, bar);
   if (w2) bulk_copy_g2s(buf + bytes, w2 + r0 * k, bytes, bar);
@@ -418,6 +483,7 @@ struct AttnSmem {
 
 // Stage B for the block's item.
 __device__ __forceinline__ void mark(const Params& p, int s, int k);
+__device__ __forceinline__ void mark_attn(const Params& p, int layer, int k);
 
 __device__ void attention_stage(const Params& p, int layer, const Item& it, int req, char* buf, uint64_t* bar,
                                 uint32_t& phase, const AttnSmem& sm) {
@@ -433,6 +499,27 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
     norm_rope_head(qkv + static_cast<int64_t>(it.kh * G + g) * kHd, static_cast<const bf16*>(L.q_norm), p.a.eps, cs, y);
 #pragma unroll
     for (int j = 0; j < 4; ++j) sm.q[g * kHd + lane * 4 + j] = y[j];
+  }
+  // The step's token (the last split of the kv head): k prepared (norm, rope) and v as is, read
+  // now beside q (their L2 trips overlap) and stored into the cache now (the copies of this
+  // layer's cached rows read only older positions); row n of the last tile gets them later.
+  const int kw = G % kWarps, vw = (G + 1) % kWarps;  // warps past q's where there are
+  uint2 new_kv = {0u, 0u};
+  if (it.new_token && (warp == kw || warp == vw)) {
+    const int64_t kvrow = static_cast<int64_t>(nkv) * kHd;
+    const bf16* kraw = qkv + static_cast<int64_t>(p.a.q_heads) * kHd + static_cast<int64_t>(it.kh) * kHd;
+    const int64_t slot = p.a.out_cache_loc[0];
+    const bool store = slot >= 0 && slot < p.a.kv_slots;
+    if (warp == kw) {
+      float y[4];
+      norm_rope_head(kraw, static_cast<const bf16*>(L.k_norm), p.a.eps, cs, y);
+      __nv_bfloat162 a = __floats2bfloat162_rn(y[0], y[1]), b = __floats2bfloat162_rn(y[2], y[3]);
+      new_kv = {*reinterpret_cast<uint32_t*>(&a), *reinterpret_cast<uint32_t*>(&b)};
+      if (store) *reinterpret_cast<uint2*>(static_cast<bf16*>(L.k_cache) + slot * kvrow + it.kh * kHd + lane * 4) = new_kv;
+    } else {
+      new_kv = __ldcg(reinterpret_cast<const uint2*>(kraw + kvrow + lane * 4));
+      if (store) *reinterpret_cast<uint2*>(static_cast<bf16*>(L.v_cache) + slot * kvrow + it.kh * kHd + lane * 4) = new_kv;
+    }
   }
   for (int g = threadIdx.x; g < G; g += kThreads) {
     sm.m[g] = -INFINITY;
@@ -457,25 +544,8 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
     bf16* vs = ks + static_cast<size_t>(p.g.tile + 1) * kHd;
     int n = max(n_old, 0);
     if (last_tile && it.new_token) {
-      // The step's token: k prepared (norm, rope) and v as is, into the cache and row n.
-      const int64_t kvrow = static_cast<int64_t>(nkv) * kHd;
-      const bf16* kraw = qkv + static_cast<int64_t>(p.a.q_heads) * kHd + static_cast<int64_t>(it.kh) * kHd;
-      const bf16* vraw = kraw + kvrow;
-      const int64_t slot = p.a.out_cache_loc[0];
-      const bool store = slot >= 0 && slot < p.a.kv_slots;
-      if (warp == 0) {
-        float y[4];
-        norm_rope_head(kraw, static_cast<const bf16*>(L.k_norm), p.a.eps, cs, y);
-        __nv_bfloat162 a = __floats2bfloat162_rn(y[0], y[1]), b = __floats2bfloat162_rn(y[2], y[3]);
-        uint2 packed = {*reinterpret_cast<uint32_t*>(&a), *reinterpret_cast<uint32_t*>(&b)};
-        *reinterpret_cast<uint2*>(ks + static_cast<size_t>(n) * kHd + lane * 4) = packed;
-        if (store)
-          *reinterpret_cast<uint2*>(static_cast<bf16*>(L.k_cache) + slot * kvrow + it.kh * kHd + lane * 4) = packed;
-      } else if (warp == 1) {
-        const uint2 v = __ldcg(reinterpret_cast<const uint2*>(vraw + lane * 4));
-        *reinterpret_cast<uint2*>(vs + static_cast<size_t>(n) * kHd + lane * 4) = v;
-        if (store) *reinterpret_cast<uint2*>(static_cast<bf16*>(L.v_cache) + slot * kvrow + it.kh * kHd + lane * 4) = v;
-      }
+      if (warp == kw) *reinterpret_cast<uint2*>(ks + static_cast<size_t>(n) * kHd + lane * 4) = new_kv;
+      else if (warp == vw) *reinterpret_cast<uint2*>(vs + static_cast<size_t>(n) * kHd + lane * 4) = new_kv;
       ++n;
     }
     __syncthreads();
@@ -552,17 +622,83 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
       p.part_ml[(static_cast<int64_t>(qh) * S + it.split) * 2 + 1] = sm.l[g];
     }
   }
-  __threadfence();
   __syncthreads();
+  mark_attn(p, layer, 0);
   __shared__ int is_last;
+  // The block's partial stores are ordered before thread 0's acq_rel add by the block barrier
+  // (cumulativity); the last split's reads after it by its acquire and the next block barrier
+  // (measured: -0.01 ms against a fence by every thread, session 17 call C).
   if (threadIdx.x == 0) {
-    const unsigned done = atomicAdd(&g_stack_sync[kHeadDone + it.kh], 1u);
+    const unsigned done = atom_acq_rel_add(&g_stack_sync[kHeadDone + it.kh], 1u);
     is_last = done == static_cast<unsigned>(S - 1);
     if (is_last) g_stack_sync[kHeadDone + it.kh] = 0;  // the next layer's splits arrive after grid barriers
   }
   __syncthreads();
+  mark_attn(p, layer, 1);
   if (!is_last) return;
-  __threadfence();
+  if (p.merge_wide && p.g.wide_merge) {
+    // The merge's loads are what cost (4-byte loads: ~12k requests for qwen3-0.6b's 2 heads x 16
+    // splits, 4.7 us; session 17 call C). Here: the splits' weights w = exp2(m - max) / sum
+    // (one (head, split) a thread), then tasks (chunk of 4 splits, 4 outputs) with float4 loads,
+    // whose sums are added in chunk order. The stage buffer is free scratch now (its K/V are used).
+    float* ml = reinterpret_cast<float*>(buf);             // [G][S][2]
+    float* wts = ml + 2 * kMaxGroup * kMaxSplits;           // [G][S]
+    float4* part = reinterpret_cast<float4*>(wts + kMaxGroup * kMaxSplits);  // [chunks][outs / 4]
+    const int quads = outs / 4, chunks = (S + 3) / 4;
+    for (int i = threadIdx.x; i < G * S; i += kThreads) {
+      const int g = i / S, sp = i % S;
+      const float2 v = __ldcg(reinterpret_cast<const float2*>(p.part_ml + (static_cast<int64_t>(it.kh * G + g) * S + sp) * 2));
+      ml[2 * i] = v.x, ml[2 * i + 1] = v.y;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < G * S; i += kThreads) {
+      const int g = i / S;
+      const float* mg = ml + 2 * g * S;
+      float mx = -INFINITY;
+      for (int sp = 0; sp < S; ++sp) mx = fmaxf(mx, mg[2 * sp]);
+      float sum = 0.0f;
+      if (mx != -INFINITY)
+        for (int sp = 0; sp < S; ++sp)
+          if (mg[2 * sp] != -INFINITY) sum = __fmaf_rn(mg[2 * sp + 1], exp2f(mg[2 * sp] - mx), sum);
+      const float m = ml[2 * i];
+      wts[i] = sum > 0.0f && m != -INFINITY ? exp2f(m - mx) / sum : 0.0f;
+    }
+    __syncthreads();
+    for (int task = threadIdx.x; task < quads * chunks; task += kThreads) {
+      const int c = task / quads, q = task % quads, g = q * 4 / kHd, d = q * 4 % kHd;
+      const float* po = p.part_o + static_cast<int64_t>(it.kh * G + g) * S * kHd + d;
+      float4 v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        v[j] = 4 * c + j < S ? __ldcg(reinterpret_cast<const float4*>(po + static_cast<int64_t>(4 * c + j) * kHd))
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float w = 4 * c + j < S ? wts[g * S + 4 * c + j] : 0.0f;
+        acc.x = __fmaf_rn(v[j].x, w, acc.x);
+        acc.y = __fmaf_rn(v[j].y, w, acc.y);
+        acc.z = __fmaf_rn(v[j].z, w, acc.z);
+        acc.w = __fmaf_rn(v[j].w, w, acc.w);
+      }
+      part[c * quads + q] = acc;
+    }
+    __syncthreads();
+    for (int q = threadIdx.x; q < quads; q += kThreads) {
+      float4 acc = part[q];
+      for (int c = 1; c < chunks; ++c) {
+        const float4 v = part[c * quads + q];
+        acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+      }
+      const int g = q * 4 / kHd, d = q * 4 % kHd;
+      __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
+      uint2 packed = {*reinterpret_cast<uint32_t*>(&a), *reinterpret_cast<uint32_t*>(&b)};
+      *reinterpret_cast<uint2*>(p.attn_out + static_cast<int64_t>(it.kh * G + g) * kHd + d) = packed;
+    }
+    __syncthreads();
+    mark_attn(p, layer, 2);
+    return;
+  }
   // Every split's loads issued before any is used (the splits unrolled to kMaxSplits): one L2
   // trip, not S dependent ones (measured: the merging blocks took up to 12.8 us with the loop).
   for (int oi = threadIdx.x; oi < outs; oi += kThreads) {
@@ -591,11 +727,60 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
     }
     p.attn_out[static_cast<int64_t>(qh) * kHd + d] = __float2bfloat16_rn(sum > 0.0f ? acc / sum : 0.0f);
   }
+  __syncthreads();
+  mark_attn(p, layer, 2);
+}
+
+// The attention stage's inner instants (clock64): partial stored (0), the split count's reply (1),
+// merged (2; merging blocks only), at prof_attn[blocks][layers][4] ([3]: unused).
+__device__ __forceinline__ void mark_attn(const Params& p, int layer, int k) {
+  if (p.prof && threadIdx.x == 0)
+    p.prof_attn[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * 4 + k] = clock64();
+  if (p.prof && threadIdx.x == 0 && k == 2) p.prof_attn[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * 4 + 3] = 1;
 }
 
 __device__ __forceinline__ void mark(const Params& p, int s, int k) {
-  if (p.prof && threadIdx.x == 0)
-    p.prof[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers * kStagesPerLayer + s) * 4 + k] = clock64();
+  if (p.prof && threadIdx.x == 0) {
+    // clock64 for durations within a block; globaltimer (ns, one clock for every SM) to line the
+    // blocks up at a barrier (the last arrival).
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    long long* at = p.prof + (static_cast<int64_t>(blockIdx.x) * p.a.num_layers * kStagesPerLayer + s) * 8;
+    at[k] = clock64();
+    at[4 + k] = static_cast<long long>(ns);
+  }
+}
+
+// The compute of stages A, C / E and D once their weights are in shared memory (w) and their
+// input vector in x.
+__device__ __forceinline__ void qkv_rows(const Params& p, const DecodeStackLayer& L, const bf16* w, const float* x,
+                                         float* red) {
+  const int64_t n = static_cast<int64_t>(p.a.q_heads + 2 * p.a.kv_heads) * kHd;
+  const int64_t r0 = part_begin(n, blockIdx.x, gridDim.x), r1 = part_begin(n, blockIdx.x + 1, gridDim.x);
+  const bf16* bias = static_cast<const bf16*>(L.qkv_bias);
+  block_rows(w, static_cast<int>(r1 - r0), p.a.hidden, x, red, [&](int r, float v) {
+    if (bias) v += __bfloat162float(bias[r0 + r]);
+    p.qkv_out[r0 + r] = __float2bfloat16_rn(v);
+  });
+}
+
+__device__ __forceinline__ void residual_rows(const Params& p, int k, const bf16* w, const float* x, float* red) {
+  bf16* h = static_cast<bf16*>(p.a.residual);
+  const int64_t r0 = part_begin(p.a.hidden, blockIdx.x, gridDim.x), r1 = part_begin(p.a.hidden, blockIdx.x + 1, gridDim.x);
+  block_rows(w, static_cast<int>(r1 - r0), k, x, red, [&](int r, float v) {
+    h[r0 + r] = __float2bfloat16_rn(round_to<bf16>(v) + __bfloat162float(__ldcg(h + r0 + r)));
+  });
+}
+
+__device__ __forceinline__ void gate_up_rows(const Params& p, const bf16* w, const float* x) {
+  const int H = p.a.hidden, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t i0 = part_begin(p.a.inter, blockIdx.x, gridDim.x), i1 = part_begin(p.a.inter, blockIdx.x + 1, gridDim.x);
+  const bf16* up = w + (i1 - i0) * H;
+  for (int64_t i = i0 + warp; i < i1; i += kWarps) {
+    const float2 gu = row_dot2(w + (i - i0) * H, up + (i - i0) * H, x, H);
+    const float gte = round_to<bf16>(gu.x), u = round_to<bf16>(gu.y);
+    if (lane == 0) p.act[i] = __float2bfloat16_rn(round_to<bf16>(gte / (1.0f + expf(-gte))) * u);
+  }
 }
 
 __global__ void __launch_bounds__(kThreads, 1) decode_stack_kernel(const __grid_constant__ Params p) {
@@ -624,15 +809,20 @@ __global__ void __launch_bounds__(kThreads, 1) decode_stack_kernel(const __grid_
   int len = p.a.seq_lens[0];
   len = min(len, static_cast<int>(p.a.table_width));
   const int n_old = max(0, len - 1);
-  const Item it = item_of(p, n_old);
+  Item it = item_of(p, n_old);
+  int32_t* slots = reinterpret_cast<int32_t*>(sm.red + G * kHd * max(1, kThreads / (G * kHd)));
+  if (it.kh >= 0) {
+    const int n_first = min(it.end - it.begin, p.g.tile);
+    for (int t = threadIdx.x; t < n_first; t += kThreads) slots[t] = static_cast<int32_t>(slot_of(p, req, it.begin + t));
+    it.slots = slots;
+  }
+  __syncthreads();
   const int total = p.a.num_layers * kStagesPerLayer;
   uint32_t phase[2] = {0u, 0u};
   issue_stage(p, 0, it, req, bufs[0], &bars[0]);
   issue_stage(p, 1, it, req, bufs[1], &bars[1]);
-  const int H = p.a.hidden, I = p.a.inter, nq = p.a.q_heads, nkv = p.a.kv_heads;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int b = blockIdx.x, GB = gridDim.x;
-  bf16* h = static_cast<bf16*>(p.a.residual);
+  const int H = p.a.hidden, I = p.a.inter, nq = p.a.q_heads;
+  const bf16* h = static_cast<const bf16*>(p.a.residual);
   for (int s = 0; s < total; ++s) {
     const int layer = s / kStagesPerLayer, stage = s % kStagesPerLayer;
     const DecodeStackLayer& L = p.a.layers[layer];
@@ -649,41 +839,30 @@ __global__ void __launch_bounds__(kThreads, 1) decode_stack_kernel(const __grid_
         mark(p, s, 1);
       }
     } else {
-      if (stage == 0) norm_into(h, static_cast<const bf16*>(L.input_norm), H, p.a.eps, x, red);
-      else if (stage == 2) load_into(p.attn_out, nq * kHd, x);
-      else if (stage == 3) norm_into(h, static_cast<const bf16*>(L.post_norm), H, p.a.eps, x, red);
-      else load_into(p.act, I, x);
+      const bool norm = stage == 0 || stage == 3;
+      const bf16* in = norm ? h : stage == 2 ? p.attn_out : p.act;
+      const int n = norm ? H : stage == 2 ? nq * kHd : I;
+      const bf16* nw = static_cast<const bf16*>(stage == 0 ? L.input_norm : L.post_norm);
+      if (norm) norm_into(in, nw, n, p.a.eps, x, red);
+      else load_into(in, n, x);
       mbar_wait(&bars[cur], phase[cur]);
       phase[cur] ^= 1u;
       mark(p, s, 1);
-      if (stage == 0) {
-        const int64_t n = static_cast<int64_t>(nq + 2 * nkv) * kHd;
-        const int64_t r0 = part_begin(n, b, GB), r1 = part_begin(n, b + 1, GB);
-        const bf16* bias = static_cast<const bf16*>(L.qkv_bias);
-        block_rows(w, static_cast<int>(r1 - r0), H, x, red, [&](int r, float v) {
-          if (bias) v += __bfloat162float(bias[r0 + r]);
-          p.qkv_out[r0 + r] = __float2bfloat16_rn(v);
-        });
-      } else if (stage == 2 || stage == 4) {
-        const int k = stage == 2 ? nq * kHd : I;
-        const int64_t r0 = part_begin(H, b, GB), r1 = part_begin(H, b + 1, GB);
-        block_rows(w, static_cast<int>(r1 - r0), k, x, red, [&](int r, float v) {
-          h[r0 + r] = __float2bfloat16_rn(round_to<bf16>(v) + __bfloat162float(__ldcg(h + r0 + r)));
-        });
-      } else {
-        const int64_t i0 = part_begin(I, b, GB), i1 = part_begin(I, b + 1, GB);
-        const bf16* up = w + (i1 - i0) * H;
-        for (int64_t i = i0 + warp; i < i1; i += kWarps) {
-          const float2 gu = row_dot2(w + (i - i0) * H, up + (i - i0) * H, x, H);
-          const float gte = round_to<bf16>(gu.x), u = round_to<bf16>(gu.y);
-          if (lane == 0) p.act[i] = __float2bfloat16_rn(round_to<bf16>(gte / (1.0f + expf(-gte))) * u);
-        }
-      }
+      if (stage == 0) qkv_rows(p, L, w, x, red);
+      else if (stage == 3) gate_up_rows(p, w, x);
+      else residual_rows(p, n, w, x, red);
     }
-    __syncthreads();  // buffer `cur` is free: stage s + 2 streams into it during the barrier
+    __syncthreads();  // buffer `cur` is free for stage s + 2's copies
     mark(p, s, 2);
-    issue_stage(p, s + 2, it, req, buf, &bars[cur]);
-    if (s + 1 < total) grid_barrier(static_cast<unsigned>(s));
+    const bool more = s + 1 < total;
+    const int issue = p.issue;
+    if (issue == kIssueBefore || !more) issue_stage(p, s + 2, it, req, buf, &bars[cur]);
+    if (more) {
+      grid_arrive();
+      if (issue == kIssueArrived) issue_stage(p, s + 2, it, req, buf, &bars[cur]);
+      grid_wait(static_cast<unsigned>(s));
+      if (issue == kIssueAfter) issue_stage(p, s + 2, it, req, buf, &bars[cur]);
+    }
     mark(p, s, 3);
   }
   grid_exit();
@@ -734,10 +913,11 @@ Geometry geometry(const DeviceInfo& info, int64_t H, int64_t I, int64_t nq, int6
   const int64_t G = nq / nkv;
   g.splits = static_cast<int>(std::min<int64_t>(B / nkv, kMaxSplits));
   g.tile = static_cast<int>(buf / (2 * kKvRowBytes)) - 1;
+  g.wide_merge = 4 * 3 * kMaxGroup * kMaxSplits + (g.splits + 3) / 4 * (G * kHd / 4) * 16 <= buf;
   g.x_floats = static_cast<int>((std::max({H, I, nq * kHd}) + 31) / 32 * 32);
   const int64_t outs = G * kHd, parts = std::max<int64_t>(1, kThreads / outs);
   const int64_t attn_floats = G * kHd + G * (g.tile + 1) + 4 * kMaxGroup + G * kHd + outs * parts;
-  const int64_t smem = 2 * buf + 4 * (g.x_floats + attn_floats);
+  const int64_t smem = 2 * buf + 4 * (g.x_floats + attn_floats) + 4 * (g.tile + 1);  // + the first tile's slots
   if (smem + info.static_smem > info.optin) return g;
   g.buf = static_cast<uint32_t>(buf);
   g.smem = static_cast<size_t>(smem);
@@ -769,9 +949,11 @@ Workspace workspace_layout(const Geometry& g, int64_t I, int64_t nq, int64_t nkv
 }
 
 // The stage profile (GRAPHRT_DECODE_STACK_PROFILE=1): per stage kind, the mean over blocks and
-// layers of the wait for its data, its compute, and the grid barrier after it, in microseconds.
-void print_profile(Device d, cudaStream_t s, long long* dprof, int blocks, int total) {
-  std::vector<long long> h(static_cast<size_t>(blocks) * total * 4);
+// layers of the wait for its data, its compute, and the grid barrier after it (clock64, us); and,
+// lined up by %globaltimer, how a barrier splits: `spread` (a block's arrival to the last block's
+// arrival) and `latency` (the last arrival to a block's exit), with the blocks most often last.
+void print_profile(Device d, cudaStream_t s, long long* dprof, int blocks, int total, int layers) {
+  std::vector<long long> h(static_cast<size_t>(blocks) * (total * 8 + layers * 4));
   GRT_CUDA_CHECK(cudaMemcpyAsync(h.data(), dprof, h.size() * sizeof(long long), cudaMemcpyDeviceToHost, s),
                  "decode stack: reading the stage profile");
   GRT_CUDA_CHECK(cudaStreamSynchronize(s), "decode stack: waiting for the profiled launch");
@@ -780,25 +962,71 @@ void print_profile(Device d, cudaStream_t s, long long* dprof, int blocks, int t
   GRT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, d.index), "reading the SM clock of {}", d.str());
   const double us = 1e3 / khz;
   const char* names[kStagesPerLayer] = {"qkv", "attention", "o_proj", "gate_up", "down"};
+  const auto at = [&](int b, int st, int k) { return h[(static_cast<size_t>(b) * total + st) * 8 + k]; };
   double sum[kStagesPerLayer][3] = {}, worst[kStagesPerLayer][3] = {};
-  long long span = 0;
+  double spread[kStagesPerLayer] = {}, latency[kStagesPerLayer] = {}, lat_max[kStagesPerLayer] = {};
+  std::vector<int> last_count(static_cast<size_t>(blocks), 0);
+  long long span = 0, step_ns = 0;
   for (int b = 0; b < blocks; ++b) {
-    const long long* row = h.data() + static_cast<size_t>(b) * total * 4;
-    span = std::max(span, row[(total - 1) * 4 + 2] - row[0]);
+    span = std::max(span, at(b, total - 1, 2) - at(b, 0, 0));
+    step_ns = std::max(step_ns, at(b, total - 1, 6) - at(b, 0, 4));
     for (int st = 0; st < total; ++st)
       for (int k = 0; k < 3; ++k) {
-        long long from = row[st * 4 + k], to = row[st * 4 + k + 1];
         if (k == 2 && st == total - 1) continue;
-        const double v = static_cast<double>(to - from) * us;
+        const double v = static_cast<double>(at(b, st, k + 1) - at(b, st, k)) * us;
         sum[st % kStagesPerLayer][k] += v;
         worst[st % kStagesPerLayer][k] = std::max(worst[st % kStagesPerLayer][k], v);
       }
   }
+  for (int st = 0; st + 1 < total; ++st) {
+    long long last = at(0, st, 6);
+    int who = 0;
+    for (int b = 1; b < blocks; ++b)
+      if (at(b, st, 6) > last) last = at(b, st, 6), who = b;
+    ++last_count[static_cast<size_t>(who)];
+    for (int b = 0; b < blocks; ++b) {
+      spread[st % kStagesPerLayer] += static_cast<double>(last - at(b, st, 6)) * 1e-3;
+      const double l = static_cast<double>(at(b, st, 7) - last) * 1e-3;
+      latency[st % kStagesPerLayer] += l;
+      lat_max[st % kStagesPerLayer] = std::max(lat_max[st % kStagesPerLayer], l);
+    }
+  }
   const double n = static_cast<double>(blocks) * total / kStagesPerLayer;
-  std::string text = fmt::format("decode stack profile ({} blocks, {} stages, block 0..n span {:.1f} us): us a stage, mean (max) of wait / compute / barrier\n", blocks, total, static_cast<double>(span) * us);
+  std::string text = fmt::format(
+      "decode stack profile ({} blocks, {} stages, block 0..n span {:.1f} us, globaltimer {:.1f} us): us a stage, mean (max) of "
+      "wait / compute / barrier; barrier = spread + latency (globaltimer, mean; latency max)\n",
+      blocks, total, static_cast<double>(span) * us, static_cast<double>(step_ns) * 1e-3);
   for (int k = 0; k < kStagesPerLayer; ++k)
-    text += fmt::format("  {:<9} {:6.2f} ({:6.2f})  {:6.2f} ({:6.2f})  {:6.2f} ({:6.2f})\n", names[k], sum[k][0] / n, worst[k][0],
-                        sum[k][1] / n, worst[k][1], sum[k][2] / n, worst[k][2]);
+    text += fmt::format("  {:<9} {:6.2f} ({:6.2f})  {:6.2f} ({:6.2f})  {:6.2f} ({:6.2f})  = {:6.2f} + {:6.2f} ({:6.2f})\n",
+                        names[k], sum[k][0] / n, worst[k][0], sum[k][1] / n, worst[k][1], sum[k][2] / n, worst[k][2],
+                        spread[k] / n, latency[k] / n, lat_max[k]);
+  std::vector<int> order(static_cast<size_t>(blocks));
+  for (int b = 0; b < blocks; ++b) order[static_cast<size_t>(b)] = b;
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return last_count[x] > last_count[y]; });
+  text += "  last to arrive (block: barriers):";
+  for (int i = 0; i < std::min(blocks, 8); ++i)
+    text += fmt::format(" {}: {}", order[static_cast<size_t>(i)], last_count[static_cast<size_t>(order[static_cast<size_t>(i)])]);
+  text += "\n";
+  // Inside the attention stage (clock64): the split's own work (data in -> partial stored), the
+  // split count's round trip, and the merge, for the merging blocks and the others.
+  const long long* ha = h.data() + static_cast<size_t>(blocks) * total * 8;
+  double own[2] = {}, trip[2] = {}, merge = 0, own_max[2] = {};
+  int cnt[2] = {};
+  for (int b = 0; b < blocks; ++b)
+    for (int l = 0; l < layers; ++l) {
+      const long long* m = ha + (static_cast<size_t>(b) * layers + l) * 4;
+      if (m[0] == 0) continue;  // no item
+      const int merged = m[3] != 0 ? 1 : 0;
+      const double o = static_cast<double>(m[0] - at(b, l * kStagesPerLayer + 1, 1)) * us;
+      own[merged] += o, own_max[merged] = std::max(own_max[merged], o);
+      if (m[1] != 0) trip[merged] += static_cast<double>(m[1] - m[0]) * us;
+      if (merged) merge += static_cast<double>(m[2] - m[1]) * us;
+      ++cnt[merged];
+    }
+  for (int k = 0; k < 2; ++k) cnt[k] = std::max(cnt[k], 1);
+  text += fmt::format("  attention inside, us (mean, max own): merging blocks own {:.2f} ({:.2f}) count trip {:.2f} merge {:.2f}; "
+                      "others own {:.2f} ({:.2f}) count trip {:.2f}\n",
+                      own[1] / cnt[1], own_max[1], trip[1] / cnt[1], merge / cnt[1], own[0] / cnt[0], own_max[0], trip[0] / cnt[0]);
   std::fputs(text.c_str(), stderr);
 }
 
@@ -836,6 +1064,14 @@ void decode_stack_one_token(Device d, const DecodeStackArgs& a, void* workspace)
   p.part_o = reinterpret_cast<float*>(base + ws.part_o);
   p.part_ml = reinterpret_cast<float*>(base + ws.part_ml);
   p.prof = nullptr;
+  p.prof_attn = nullptr;
+  static const int issue = env_choice("GRAPHRT_DECODE_STACK_ISSUE", {"before", "arrived", "after"}, kIssueArrived);
+  // Measured (H100, qwen3-0.6b bs 1, session 17 calls B and E): arrived 1.145-1.165 ms against
+  // before 1.28 and after 1.21 (the barrier's atomics and polls queued behind the copies every
+  // block had just issued); wide 1.124-1.134 against serial 1.154-1.164.
+  static const int merge = env_choice("GRAPHRT_DECODE_STACK_MERGE", {"serial", "wide"}, 1);
+  p.merge_wide = merge == 1;
+  p.issue = issue;
   cudaStream_t s = dense::launch_stream(d);
   static const bool profile = env_choice("GRAPHRT_DECODE_STACK_PROFILE", {"0", "1"}, 0) == 1;
   const int total = a.num_layers * kStagesPerLayer;
@@ -844,10 +1080,11 @@ void decode_stack_one_token(Device d, const DecodeStackArgs& a, void* workspace)
     GRT_CUDA_CHECK(cudaStreamIsCapturing(s, &capturing), "decode stack: reading the stream's capture status");
   const bool prof = profile && capturing == cudaStreamCaptureStatusNone;
   if (prof) {
-    GRT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p.prof), sizeof(long long) * g.blocks * total * 4, s),
+    const size_t n = static_cast<size_t>(g.blocks) * (total * 8 + a.num_layers * 4);
+    GRT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p.prof), sizeof(long long) * n, s),
                    "decode stack: allocating the stage profile");
-    GRT_CUDA_CHECK(cudaMemsetAsync(p.prof, 0, sizeof(long long) * g.blocks * total * 4, s),
-                   "decode stack: clearing the stage profile");
+    GRT_CUDA_CHECK(cudaMemsetAsync(p.prof, 0, sizeof(long long) * n, s), "decode stack: clearing the stage profile");
+    p.prof_attn = p.prof + static_cast<size_t>(g.blocks) * total * 8;
   }
   // Every block must be resident at once (grid barriers): a cooperative launch guarantees it or
   // fails (the launch check below then names the blocks and shared memory).
@@ -866,7 +1103,7 @@ void decode_stack_one_token(Device d, const DecodeStackArgs& a, void* workspace)
       "decode stack: {} layers, hidden {} inter {} heads {} / {}, {} blocks of {} threads, {} bytes of shared memory, "
       "{} splits, KV tiles of {} tokens",
       a.num_layers, a.hidden, a.inter, a.q_heads, a.kv_heads, g.blocks, kThreads, g.smem, g.splits, g.tile);
-  if (prof) print_profile(d, s, p.prof, g.blocks, total);
+  if (prof) print_profile(d, s, p.prof, g.blocks, total, a.num_layers);
 }
 
 }  // namespace grt::cuda
