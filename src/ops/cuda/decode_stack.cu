@@ -124,7 +124,7 @@ struct Params {
   // each stage's start, data in, computed and past the barrier, then the same four instants by
   // %globaltimer: [blocks][stages][8]; else null.
   long long* prof;
-  long long* prof_attn;  // with prof: [blocks][layers][4] (mark_attn)
+  long long* prof_attn;  // with prof: [blocks][layers][kAttnMarks] (mark_attn)
   int issue;          // when stage s + 2's copies are issued (kIssue*; GRAPHRT_DECODE_STACK_ISSUE)
   bool merge_wide;    // the last split's merge: float4 loads, the splits in chunks over the threads (MERGE=wide)
 };
@@ -484,6 +484,7 @@ struct AttnSmem {
 // Stage B for the block's item.
 __device__ __forceinline__ void mark(const Params& p, int s, int k);
 __device__ __forceinline__ void mark_attn(const Params& p, int layer, int k);
+constexpr int kAttnMarks = 12;
 
 __device__ void attention_stage(const Params& p, int layer, const Item& it, int req, char* buf, uint64_t* bar,
                                 uint32_t& phase, const AttnSmem& sm) {
@@ -549,6 +550,8 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
       ++n;
     }
     __syncthreads();
+    const bool first_tile = t0 == it.begin;
+    if (first_tile) mark_attn(p, layer, 4);
     if (n > 0) {
       // Scores (log2 domain): warp w takes tokens w, w + 16, ...
       for (int t = warp; t < n; t += kWarps) {
@@ -565,6 +568,7 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
         }
       }
       __syncthreads();
+      if (first_tile) mark_attn(p, layer, 5);
       // The tile's max and sum a head (warp g), probabilities in place.
       for (int g = warp; g < G; g += kWarps) {
         float* pr = sm.p + g * (p.g.tile + 1);
@@ -582,6 +586,7 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
         if (lane == 0) sm.stat[2 * g] = mx, sm.stat[2 * g + 1] = sum;
       }
       __syncthreads();
+      if (first_tile) mark_attn(p, layer, 6);
       // P·V: output element oi of head oi / 128, tokens split over `parts` threads.
       for (int i = threadIdx.x; i < outs * parts; i += kThreads) {
         const int part = i / outs, oi = i % outs, g = oi / kHd, d = oi % kHd;
@@ -591,6 +596,7 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
         sm.red[part * outs + oi] = acc;
       }
       __syncthreads();
+      if (first_tile) mark_attn(p, layer, 7);
       for (int oi = threadIdx.x; oi < outs; oi += kThreads) {
         const int g = oi / kHd;
         float acc = 0.0f;
@@ -601,6 +607,7 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
         sm.o[oi] = sm.o[oi] * ar + acc * at;
       }
       __syncthreads();
+      if (first_tile) mark_attn(p, layer, 8);
       for (int g = threadIdx.x; g < G; g += kThreads) {
         const float mt = sm.stat[2 * g], mr = sm.m[g];
         const float mn = fmaxf(mr, mt);
@@ -732,11 +739,12 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
 }
 
 // The attention stage's inner instants (clock64): partial stored (0), the split count's reply (1),
-// merged (2; merging blocks only), at prof_attn[blocks][layers][4] ([3]: unused).
+// merged (2; merging blocks only; [3] = 1 then), and in the first tile: the rows in (4), scores
+// (5), softmax (6), P·V (7), the running output updated (8); at prof_attn[blocks][layers][kAttnMarks].
 __device__ __forceinline__ void mark_attn(const Params& p, int layer, int k) {
   if (p.prof && threadIdx.x == 0)
-    p.prof_attn[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * 4 + k] = clock64();
-  if (p.prof && threadIdx.x == 0 && k == 2) p.prof_attn[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * 4 + 3] = 1;
+    p.prof_attn[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * kAttnMarks + k] = clock64();
+  if (p.prof && threadIdx.x == 0 && k == 2) p.prof_attn[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * kAttnMarks + 3] = 1;
 }
 
 __device__ __forceinline__ void mark(const Params& p, int s, int k) {
@@ -953,7 +961,7 @@ Workspace workspace_layout(const Geometry& g, int64_t I, int64_t nq, int64_t nkv
 // lined up by %globaltimer, how a barrier splits: `spread` (a block's arrival to the last block's
 // arrival) and `latency` (the last arrival to a block's exit), with the blocks most often last.
 void print_profile(Device d, cudaStream_t s, long long* dprof, int blocks, int total, int layers) {
-  std::vector<long long> h(static_cast<size_t>(blocks) * (total * 8 + layers * 4));
+  std::vector<long long> h(static_cast<size_t>(blocks) * (total * 8 + layers * kAttnMarks));
   GRT_CUDA_CHECK(cudaMemcpyAsync(h.data(), dprof, h.size() * sizeof(long long), cudaMemcpyDeviceToHost, s),
                  "decode stack: reading the stage profile");
   GRT_CUDA_CHECK(cudaStreamSynchronize(s), "decode stack: waiting for the profiled launch");
@@ -1010,11 +1018,17 @@ void print_profile(Device d, cudaStream_t s, long long* dprof, int blocks, int t
   // Inside the attention stage (clock64): the split's own work (data in -> partial stored), the
   // split count's round trip, and the merge, for the merging blocks and the others.
   const long long* ha = h.data() + static_cast<size_t>(blocks) * total * 8;
-  double own[2] = {}, trip[2] = {}, merge = 0, own_max[2] = {};
-  int cnt[2] = {};
+  double own[2] = {}, trip[2] = {}, merge = 0, own_max[2] = {}, phase[5] = {};
+  int cnt[2] = {}, phase_n = 0;
   for (int b = 0; b < blocks; ++b)
     for (int l = 0; l < layers; ++l) {
-      const long long* m = ha + (static_cast<size_t>(b) * layers + l) * 4;
+      const long long* m = ha + (static_cast<size_t>(b) * layers + l) * kAttnMarks;
+      if (m[0] != 0 && m[8] != 0) {
+        const long long in = at(b, l * kStagesPerLayer + 1, 1);
+        const long long pts[6] = {in, m[4], m[5], m[6], m[7], m[8]};
+        for (int k = 0; k < 5; ++k) phase[k] += static_cast<double>(pts[k + 1] - pts[k]) * us;
+        ++phase_n;
+      }
       if (m[0] == 0) continue;  // no item
       const int merged = m[3] != 0 ? 1 : 0;
       const double o = static_cast<double>(m[0] - at(b, l * kStagesPerLayer + 1, 1)) * us;
@@ -1027,6 +1041,9 @@ void print_profile(Device d, cudaStream_t s, long long* dprof, int blocks, int t
   text += fmt::format("  attention inside, us (mean, max own): merging blocks own {:.2f} ({:.2f}) count trip {:.2f} merge {:.2f}; "
                       "others own {:.2f} ({:.2f}) count trip {:.2f}\n",
                       own[1] / cnt[1], own_max[1], trip[1] / cnt[1], merge / cnt[1], own[0] / cnt[0], own_max[0], trip[0] / cnt[0]);
+  const double items = std::max(1, phase_n);
+  text += fmt::format("  attention's first tile, us (mean): rows in {:.2f}, scores {:.2f}, softmax {:.2f}, P.V {:.2f}, "
+                      "output update {:.2f}\n", phase[0] / items, phase[1] / items, phase[2] / items, phase[3] / items, phase[4] / items);
   std::fputs(text.c_str(), stderr);
 }
 
@@ -1080,7 +1097,7 @@ void decode_stack_one_token(Device d, const DecodeStackArgs& a, void* workspace)
     GRT_CUDA_CHECK(cudaStreamIsCapturing(s, &capturing), "decode stack: reading the stream's capture status");
   const bool prof = profile && capturing == cudaStreamCaptureStatusNone;
   if (prof) {
-    const size_t n = static_cast<size_t>(g.blocks) * (total * 8 + a.num_layers * 4);
+    const size_t n = static_cast<size_t>(g.blocks) * (total * 8 + a.num_layers * kAttnMarks);
     GRT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p.prof), sizeof(long long) * n, s),
                    "decode stack: allocating the stage profile");
     GRT_CUDA_CHECK(cudaMemsetAsync(p.prof, 0, sizeof(long long) * n, s), "decode stack: clearing the stage profile");
