@@ -65,6 +65,7 @@
 #include "core/env_switch.h"
 #include "core/error.h"
 #include "device/cuda/cuda_check.h"
+#include "ops/cuda/attention_mma.cuh"
 #include "ops/cuda/bulk_copy.cuh"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/prepare_qkv_math.cuh"
@@ -133,6 +134,11 @@ __device__ __forceinline__ int64_t part_begin(int64_t n, int b, int parts) { ret
 
 __device__ __forceinline__ float bf_bits_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf_bits_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Four floats rounded to bf16, as the 8 bytes they are stored as (a, b, c, d in memory order).
+__device__ __forceinline__ uint2 bf16x4_bits(float a, float b, float c, float d) {
+  return {attn::pack2<bf16>(a, b), attn::pack2<bf16>(c, d)};
+}
 
 __device__ __forceinline__ uint4 ldcg16(const void* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
 
@@ -514,8 +520,7 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
     if (warp == kw) {
       float y[4];
       norm_rope_head(kraw, static_cast<const bf16*>(L.k_norm), p.a.eps, cs, y);
-      __nv_bfloat162 a = __floats2bfloat162_rn(y[0], y[1]), b = __floats2bfloat162_rn(y[2], y[3]);
-      new_kv = {*reinterpret_cast<uint32_t*>(&a), *reinterpret_cast<uint32_t*>(&b)};
+      new_kv = bf16x4_bits(y[0], y[1], y[2], y[3]);
       if (store) *reinterpret_cast<uint2*>(static_cast<bf16*>(L.k_cache) + slot * kvrow + it.kh * kHd + lane * 4) = new_kv;
     } else {
       new_kv = __ldcg(reinterpret_cast<const uint2*>(kraw + kvrow + lane * 4));
@@ -698,9 +703,8 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
         acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
       }
       const int g = q * 4 / kHd, d = q * 4 % kHd;
-      __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
-      uint2 packed = {*reinterpret_cast<uint32_t*>(&a), *reinterpret_cast<uint32_t*>(&b)};
-      *reinterpret_cast<uint2*>(p.attn_out + static_cast<int64_t>(it.kh * G + g) * kHd + d) = packed;
+      *reinterpret_cast<uint2*>(p.attn_out + static_cast<int64_t>(it.kh * G + g) * kHd + d) =
+          bf16x4_bits(acc.x, acc.y, acc.z, acc.w);
     }
     __syncthreads();
     mark_attn(p, layer, 2);
@@ -742,9 +746,10 @@ __device__ void attention_stage(const Params& p, int layer, const Item& it, int 
 // merged (2; merging blocks only; [3] = 1 then), and in the first tile: the rows in (4), scores
 // (5), softmax (6), P·V (7), the running output updated (8); at prof_attn[blocks][layers][kAttnMarks].
 __device__ __forceinline__ void mark_attn(const Params& p, int layer, int k) {
-  if (p.prof && threadIdx.x == 0)
-    p.prof_attn[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * kAttnMarks + k] = clock64();
-  if (p.prof && threadIdx.x == 0 && k == 2) p.prof_attn[(static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * kAttnMarks + 3] = 1;
+  if (!p.prof || threadIdx.x != 0) return;
+  long long* at = p.prof_attn + (static_cast<int64_t>(blockIdx.x) * p.a.num_layers + layer) * kAttnMarks;
+  at[k] = clock64();
+  if (k == 2) at[3] = 1;
 }
 
 __device__ __forceinline__ void mark(const Params& p, int s, int k) {
