@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "device/device.h"
 #include "device/event.h"
+#include "device/graph.h"
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
 
@@ -31,6 +32,28 @@ double median_ms(Device d, int warmup, int iters, const std::function<void()>& f
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+std::vector<double> graph_replay_us_per_call(Device d, int launches, int reps, const std::function<void(int)>& launch) {
+  GRT_CHECK(launches >= 1 && reps >= 1, "graph replay timing needs launches >= 1 and reps >= 1, got {} and {}", launches,
+            reps);
+  Stream& s = current_stream(d);
+  s.begin_capture();
+  for (int i = 0; i < launches; ++i) launch(i);
+  auto exec = s.end_capture()->instantiate();
+  exec->launch(s);
+  s.synchronize();
+  std::vector<double> us;
+  auto e0 = new_event(d, true), e1 = new_event(d, true);
+  for (int r = 0; r < reps; ++r) {
+    e0->record(s);
+    exec->launch(s);
+    e1->record(s);
+    e1->synchronize();
+    us.push_back(1000.0 * e0->elapsed_ms(*e1) / launches);
+  }
+  std::sort(us.begin(), us.end());
+  return us;
 }
 
 std::vector<double> interleaved_medians_ms(Device d, int warmup, int iters,

@@ -24,6 +24,11 @@ std::vector<double> interleaved_medians_ms(Device device, int warmup, int iters,
 // Average milliseconds of one call of fn, timed with device events around `iters` back-to-back
 // calls (kernel time; launch gaps included only where the GPU waits for them).
 double event_ms_per_call(Device device, int warmup, int iters, const std::function<void()>& fn);
+// Microseconds per call of `launch`, sorted: `launches` back-to-back calls launch(0), launch(1), ...
+// captured once into a CUDA graph on the device's current stream (not the legacy default stream),
+// replayed once untimed, then `reps` times between two device events.
+std::vector<double> graph_replay_us_per_call(Device device, int launches, int reps,
+                                             const std::function<void(int)>& launch);
 // Device-to-device copy bandwidth in GB/s, counting bytes read plus written.
 double copy_bandwidth_gbps(Device device);
 // The anchor JSON (bench/anchors/torch_baseline_*.json), or null when the file is missing.
@@ -57,4 +62,5 @@ void register_bench_serving(CLI::App& bench);
 void register_bench_tokenizer(CLI::App& bench);
 // `graphrt bench stream` (bench/bench_stream.cpp).
 void register_bench_stream(CLI::App& bench);
+void register_bench_pdl(CLI::App& bench);
 }  // namespace grt

@@ -175,6 +175,7 @@ void register_bench(CLI::App& app) {
   register_bench_serving(*bench);
   register_bench_tokenizer(*bench);
   register_bench_stream(*bench);
+  register_bench_pdl(*bench);
 }
 
 }  // namespace grt

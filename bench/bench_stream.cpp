@@ -16,8 +16,6 @@
 #include "bench/bench_common.h"
 #include "core/error.h"
 #include "device/device.h"
-#include "device/event.h"
-#include "device/graph.h"
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
 #include "ops/random_fill.h"
@@ -143,21 +141,8 @@ void run_stream(const StreamOpts& o) {
       cuda::stream_probe(d, args(0));
       const uint32_t got = host_xor(partials);
       if (first) want = got, first = false;
-      stream->begin_capture();
-      for (int i = 0; i < o.launches; ++i) cuda::stream_probe(d, args(i % slices));
-      auto exec = stream->end_capture()->instantiate();
-      exec->launch(*stream);
-      stream->synchronize();
-      std::vector<double> us;
-      auto e0 = new_event(d, true), e1 = new_event(d, true);
-      for (int r = 0; r < o.reps; ++r) {
-        e0->record(*stream);
-        exec->launch(*stream);
-        e1->record(*stream);
-        e1->synchronize();
-        us.push_back(1000.0 * e0->elapsed_ms(*e1) / o.launches);
-      }
-      std::sort(us.begin(), us.end());
+      const std::vector<double> us =
+          bench::graph_replay_us_per_call(d, o.launches, o.reps, [&](int i) { cuda::stream_probe(d, args(i % slices)); });
       const double med = us[us.size() / 2];
       const double gbps = static_cast<double>(b) / (med * 1e3);
       const char* carve = c.method == cuda::StreamMethod::kLdg ? (c.max_shared ? "max-shm" : "default") : "-";

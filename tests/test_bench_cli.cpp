@@ -64,3 +64,17 @@ TEST(BenchCli, ZeroItersIsAnErrorNamingTheFlag) {
     EXPECT_NE(r.all.find("not in range 1 to 1000000"), std::string::npos) << r.all;
   }
 }
+
+// bench pdl (the PDL-edge probe) runs on CUDA only, and its sizes are checked by flag.
+TEST(BenchCli, PdlNeedsCudaAndNamesItsFlags) {
+  auto r = run_graphrt("bench pdl --device cpu");
+  EXPECT_NE(r.exit_code, 0) << r.all;
+  EXPECT_NE(r.all.find("bench pdl needs"), std::string::npos) << r.all;
+  for (const char* bad : {"--chain 1", "--reps 0"}) {
+    r = run_graphrt(std::string("bench pdl --device cpu ") + bad);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    const std::string flag = std::string(bad).substr(0, std::string(bad).find(' '));
+    EXPECT_NE(r.all.find(flag + ": Value"), std::string::npos) << r.all;
+    EXPECT_NE(r.all.find("not in range"), std::string::npos) << r.all;
+  }
+}

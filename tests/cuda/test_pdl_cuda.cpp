@@ -10,11 +10,15 @@
 #include <vector>
 
 #include "decode_graph_model_checks.h"
+#include "core/error.h"
 #include "device/cuda/cuda_graph.h"
+#include "device/graph.h"
 #include "device/device.h"
 #include "device/stream.h"
 #include "memory/graph_pool.h"
+#include "memory/tensor_alloc.h"
 #include "ops/cuda/pdl.h"
+#include "ops/cuda/pdl_probe.h"
 #include "runtime/forward_batch.h"
 #include "runtime_test_util.h"
 
@@ -176,6 +180,77 @@ TEST(PdlCuda, DecodeGraphReplayEqualsEagerBitwise) {
     ASSERT_EQ(g->decode_graphs()->replay_count(), before + 1) << "step " << step << " ran eagerly";
     testing::expect_logits_match(lg, testing::decode_logits(*e, de), 0, "decode step " + std::to_string(step));
   }
+}
+
+}  // namespace
+}  // namespace grt
+
+namespace grt {
+namespace {
+
+// The PDL-edge probe behind `graphrt bench pdl` (ops/cuda/pdl_probe.h): the bench's shapes run
+// eagerly and as a captured chain, with PDL on and off; each block's trips store the trip count
+// into its own word 2 (the words they read stay zero), so a probe that skipped its work, or wrote
+// another block's word, fails. Arguments it does not take are refused, naming them.
+TEST(PdlCuda, ProbeRunsTheBenchShapes) {
+  REQUIRE_GPU();
+  const int sms = cuda::pdl_probe_sms(kGpu);
+  ASSERT_GT(sms, 0);
+  auto stream = new_stream(kGpu);
+  StreamGuard guard(*stream);
+  struct Shape5 {
+    int blocks, cluster, trips;
+    bool barrier, after;
+    int smem;
+  };
+  const int words_n = (2 * sms + 256) * 32;
+  for (int pdl : {1, 0}) {
+    PdlOverride over(pdl);
+    for (Shape5 s : {Shape5{1, 1, 0, false, false, 0}, Shape5{2 * sms, 1, 3, false, false, 0},
+                     Shape5{128, 4, 2, true, false, 0}, Shape5{256, 2, 2, true, false, 100 * 1024},
+                     Shape5{2, 1, 5, false, true, 0}, Shape5{128, 8, 1, false, false, 0}}) {
+      SCOPED_TRACE("pdl " + std::to_string(pdl) + " blocks " + std::to_string(s.blocks) + " cluster " +
+                   std::to_string(s.cluster) + " trips " + std::to_string(s.trips));
+      Tensor words = zeros(Shape{words_n}, DType::I32, kGpu);
+      cuda::PdlProbeArgs a;
+      a.blocks = s.blocks;
+      a.cluster = s.cluster;
+      a.trips = s.trips;
+      a.cluster_barrier = s.barrier;
+      a.trigger_after = s.after;
+      a.smem = s.smem;
+      a.words = static_cast<uint32_t*>(words.data());
+      const auto check = [&] {
+        const std::vector<int32_t> w = to_host_vector<int32_t>(words);
+        for (int i = 0; i < words_n; ++i) {
+          const bool mine = i % 32 == 2 && i / 32 < s.blocks;
+          ASSERT_EQ(w[static_cast<size_t>(i)], mine ? s.trips : 0) << "word " << i;
+        }
+      };
+      cuda::pdl_probe(kGpu, a);
+      stream->synchronize();
+      check();
+      stream->begin_capture();
+      for (int i = 0; i < 3; ++i) cuda::pdl_probe(kGpu, a);
+      auto exec = stream->end_capture()->instantiate();
+      exec->launch(*stream);
+      stream->synchronize();
+      check();
+    }
+  }
+  cuda::PdlProbeArgs bad;
+  bad.blocks = 6;
+  bad.cluster = 4;
+  EXPECT_THROW(cuda::pdl_probe(kGpu, bad), Error) << "blocks not whole clusters";
+  bad.blocks = 8;
+  bad.cluster = 3;
+  EXPECT_THROW(cuda::pdl_probe(kGpu, bad), Error) << "cluster 3";
+  bad.cluster = 1;
+  bad.cluster_barrier = true;
+  EXPECT_THROW(cuda::pdl_probe(kGpu, bad), Error) << "a barrier without clusters";
+  bad.cluster_barrier = false;
+  bad.trips = 2;
+  EXPECT_THROW(cuda::pdl_probe(kGpu, bad), Error) << "trips without words";
 }
 
 }  // namespace
