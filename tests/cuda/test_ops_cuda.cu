@@ -925,6 +925,59 @@ TEST(OpsCudaFusedLinear, RowsDoNotDependOnTheBatch) {
   }
 }
 
+// GRAPHRT_GEMV_CLUSTER_PUSH: the cluster's blocks pushing their sums to the blocks that store them
+// give the bits of the owners pulling them, for every small-M op (linear to bf16 and to f32 with
+// a bias, rms_norm_linear, linear_add_), clusters of 2, 4 and 8 blocks a tile, 1..16 rows (the
+// push kernels take 1..8: ranks owning real rows or none), 2 and 3 blocks an SM, N not a multiple
+// of the tile, a row-strided x, bf16 and f16, and repeated calls.
+TEST(OpsCudaFusedLinear, ClusterPushGivesTheSameBits) {
+  struct Case {
+    int64_t N, K;
+    DType dt;
+  };
+  for (Case c : {Case{1024, 2048, DType::BF16}, Case{1024, 3072, DType::BF16}, Case{4096, 1024, DType::BF16},
+                 Case{2048, 4096, DType::BF16}, Case{32, 1024, DType::BF16}, Case{200, 2048, DType::BF16},
+                 Case{520, 1024, DType::F16}}) {
+    Pair x = random_pair(Shape{16, c.K + 8}, static_cast<uint32_t>(c.N + 5 * c.K), c.dt, -3.0f, 3.0f);
+    Pair nw = random_pair(Shape{c.K}, 95, c.dt, 0.5f, 1.5f);
+    Pair w = random_pair(Shape{c.N, c.K}, 96, c.dt, -0.1f, 0.1f);
+    Pair bias = random_pair(Shape{c.N}, 97, c.dt, -1.0f, 1.0f);
+    Pair r0 = random_pair(Shape{16, c.N}, 98, c.dt, -2.0f, 2.0f);
+    for (int64_t M : {1, 3, 8, 9, 16}) {
+      const std::string what = "N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " M=" + std::to_string(M) +
+                               " " + dtype_name(c.dt);
+      const Tensor xs = x.gpu.slice(0, 0, M).slice(1, 8, c.K + 8);  // row stride K + 8
+      ASSERT_TRUE(ops::linear_fusable(xs, w.gpu)) << what;
+      const auto run = [&](int push, int occ) {
+        cuda::set_gemv_cluster_push(push);
+        cuda::set_gemv_occ(occ);
+        std::vector<std::vector<float>> out;
+        out.push_back(host(ops::linear(xs, w.gpu, Tensor(), c.dt)));
+        out.push_back(host(ops::linear(xs, w.gpu, bias.gpu, DType::F32)));
+        out.push_back(host(ops::rms_norm_linear(xs, nw.gpu, 1e-6f, w.gpu)));
+        Tensor r = from_floats(host(r0.gpu.slice(0, 0, M)), Shape{M, c.N}, c.dt, kGpu);
+        for (int rep = 0; rep < 3; ++rep) ops::linear_add_(xs, w.gpu, r);
+        out.push_back(host(r));
+        cuda::set_gemv_cluster_push(-1);
+        cuda::set_gemv_occ(-1);
+        return out;
+      };
+      const std::vector<std::vector<float>> pull = run(0, 2);
+      for (const auto& v : pull) {
+        bool nonzero = false;
+        for (float f : v) nonzero = nonzero || f != 0.0f;
+        EXPECT_TRUE(nonzero) << what;
+      }
+      for (int occ : {2, 3}) {
+        const std::vector<std::vector<float>> push = run(1, occ);
+        for (size_t i = 0; i < pull.size(); ++i) EXPECT_EQ(push[i], pull[i]) << what << " op " << i << " occ " << occ;
+        const std::vector<std::vector<float>> pull_occ = run(0, occ);
+        for (size_t i = 0; i < pull.size(); ++i) EXPECT_EQ(pull_occ[i], pull[i]) << what << " op " << i << " occ " << occ;
+      }
+    }
+  }
+}
+
 // GRAPHRT_GEMV_NORM_ONE_PASS and GRAPHRT_GEMV_NORM_PACKED: the one-pass RMSNorm prologue (a warp's
 // rows summed together, the first group's norm weight read before pdl_wait) and the packed
 // conversions of the normalized x give the bits of the row-by-row prologue with a conversion an

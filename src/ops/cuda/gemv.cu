@@ -110,6 +110,45 @@ __device__ __forceinline__ void load_weights(const T* const (&wr)[4], const bool
   }
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Cluster push (sm_90): shared::cluster addresses from mapa, 4-byte stores that count their bytes
+// on the receiving block's mbarrier, and the wait for them.
+__device__ __forceinline__ uint32_t cluster_addr(const void* p, int rank) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(out)
+               : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))), "r"(rank));
+  return out;
+}
+__device__ __forceinline__ void push_float(uint32_t addr, float v, uint32_t bar) {
+  asm volatile("st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr),
+               "r"(__float_as_uint(v)), "r"(bar)
+               : "memory");
+}
+__device__ __forceinline__ void recv_wait(const uint64_t* bar) {
+  const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, "
+        "p;\n}\n"
+        : "=r"(done)
+        : "r"(a)
+        : "memory");
+  } while (done == 0);
+}
+#endif
+
+// Cluster push's shared memory: rank q's sums of the E outputs' share this block stores at
+// recv[q * E / C + j], and the mbarrier that counts their bytes (nothing without PUSH).
+template <bool PUSH, int E>
+struct PushSmem {
+  float recv[E];
+  alignas(8) uint64_t bar;
+};
+template <int E>
+struct PushSmem<false, E> {};
+
 // Output element e of the block's tile (row e / kTileN, column n0 + e % kTileN) from its sum.
 __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float s) {
   store_out(p, e / kTileN, n0 + e % kTileN, s);
@@ -123,10 +162,15 @@ __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float 
 // PACKED: x * inv and w * x are rounded a pair at a time (norm_pair_packed), the same bits.
 // OCC: blocks an SM the registers must allow (2: up to 128 a thread; 3: up to 80, so a block of the
 // next kernel, e.g. the decode attention's 128 x 168, can land beside two of these; see gemv_occ).
-template <typename T, int NT, bool NORM, bool PACKED, int OCC>
+// PUSH ("Cluster push" below; clusters without silu, sm_90): each block pushes the sums of the
+// outputs other blocks store straight into their shared memory and leaves, instead of the owners
+// pulling them between two cluster barriers. The same sums in the same order: the same bits.
+template <typename T, int NT, bool NORM, bool PACKED, int OCC, bool PUSH = false>
 __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
   __shared__ float red[kWarps][NT * 8 * kLd];
   __shared__ float inv_rms[NT * 8];
+  constexpr int E = NT * 8 * kTileN;  // outputs of the tile, row-major over (row of x, column)
+  __shared__ PushSmem<PUSH, E> ps;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int C = p.cluster;
   const int rank = static_cast<int>(blockIdx.x % C);
@@ -185,6 +229,27 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
                               : make_uint4(0, 0, 0, 0);
       }
     }
+  }
+  // Cluster push: the receiving mbarrier expects 4 bytes from every rank for each of this block's
+  // outputs that exist (rows < M, columns < N: E / C of the tile from rank * E / C); it is set up
+  // once the weights are asked for, and made visible to the cluster by the arrive half of a split
+  // cluster barrier (relaxed: fence.mbarrier_init orders the set-up, nothing else needs ordering).
+  if constexpr (PUSH) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0) {
+      const int per = E / C;
+      uint32_t real = 0;
+      for (int j = 0; j < per; ++j) {
+        const int e = rank * per + j;
+        real += e / kTileN < p.M && n0 + e % kTileN < p.N ? 1u : 0u;
+      }
+      const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&ps.bar));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(real * 4u * C) : "memory");
+    }
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
   }
   pdl_wait();
   if (p.early_trigger) pdl_trigger();  // the next kernel's blocks stream their weights beside ours
@@ -292,14 +357,28 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
       mine[(m + 1) * kLd + col + 8] = acc[r][h][3];
     }
   __syncthreads();
-  constexpr int E = NT * 8 * kTileN;  // outputs of the tile, row-major over (row of x, column)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Cluster push: every rank's mbarrier is set up (the wait half of the split barrier, whose arrive
+  // half ran before the weights: it returns at once unless a block is that far behind).
+  if constexpr (PUSH) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
   for (int e = threadIdx.x; e < E; e += kThreads) {
     const int i = (e / kTileN) * kLd + e % kTileN;
     float s = red[0][i];
 #pragma unroll
     for (int v = 1; v < kWarps; ++v) s += red[v][i];
-    if (C == 1 && inter == 0) store(p, n0, e, s);
-    else red[0][i] = s;  // only this thread touches element i: no barrier before the cluster's
+    if constexpr (PUSH) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      // To the block that stores output e (rank q stores [q * per, (q + 1) * per)), slot `rank`.
+      const int per = E / C, q = e / per;
+      if (e / kTileN < p.M && n0 + e % kTileN < p.N)
+        push_float(cluster_addr(&ps.recv[rank * per + e - q * per], q), s, cluster_addr(&ps.bar, q));
+#endif
+    } else if (C == 1 && inter == 0) {
+      store(p, n0, e, s);
+    } else {
+      red[0][i] = s;  // only this thread touches element i: no barrier before the cluster's
+    }
   }
   if (C == 1 && inter > 0) {
     __syncthreads();  // a gate sum and its up sum were added by different threads
@@ -309,6 +388,21 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
     }
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Cluster push: the block waits for every rank's sums of its outputs (their bytes on its
+  // mbarrier), adds them in rank order (the pull's order below: the same bits) and stores. No
+  // block reads another's memory after this, so none waits for the others to leave. One output a
+  // thread: E / C <= kThreads.
+  if constexpr (PUSH) {
+    const int per = E / C;
+    recv_wait(&ps.bar);
+    const int j = static_cast<int>(threadIdx.x), e = rank * per + j;
+    if (j < per && e / kTileN < p.M && n0 + e % kTileN < p.N) {
+      float s = ps.recv[j];
+      for (int q = 1; q < C; ++q) s += ps.recv[q * per + j];
+      store(p, n0, e, s);
+    }
+    return;
+  }
   if (C > 1) {
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every block's partial sums are in its red[0]
@@ -395,6 +489,9 @@ void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks, int
   auto kernel = gemv_kernel<T, NT, NORM, PACKED, 2>;
   if constexpr (NT == 1)
     if (occ == 3) kernel = gemv_kernel<T, NT, NORM, PACKED, 3>;
+  // Cluster push: the plain one-tile kernels (o_proj and down at decode) only.
+  if constexpr (NT == 1 && !NORM && !PACKED)
+    if (p.cluster_push) kernel = occ == 3 ? gemv_kernel<T, 1, false, false, 3, true> : gemv_kernel<T, 1, false, false, 2, true>;
   (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
                     static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
@@ -449,6 +546,26 @@ int norm_one_pass() {
   return norm_one_pass_override >= 0 ? norm_one_pass_override : mode;
 }
 
+// How a cluster's blocks combine their sums ("Cluster push" in gemv_kernel), for the plain
+// one-tile kernels (1..8 rows, no norm prologue, no silu: o_proj and down at decode) with a
+// cluster: 1 (default) = every block pushes the sums of the outputs other blocks store into their
+// shared memory and leaves; 0 = the owners pull them between two cluster barriers (sessions
+// 4-17). GRAPHRT_GEMV_CLUSTER_PUSH=0|1, read once; set_gemv_cluster_push overrides it (tests).
+// The same bits either way.
+// Measured (H100, bench/results/h100_2026-11-25_session18, calls F-J, graph ms, ABBA rounds in
+// fresh processes): in-kernel marks put the pull's two barriers at 2.7 of o_proj's / down's ~5 us
+// in qwen3-0.6b's step, the push at 1.0. Push 1 against 0 (calls I, J): llama-3.1-8b bs 1 5.865 ->
+// 5.799, qwen3-0.6b bs 1 1.023 -> 1.009 and 1.036 -> 1.012, bs 8 1.570 -> 1.561 and 1.600 ->
+// 1.567, qwen3-30b-a3b bs 1 3.638 -> 3.588; prefill of 4 / 16 / 64 tokens 0.948 / 1.076 / 1.406
+// -> 0.957 / 1.076 / 1.416 (16 and 64 run other kernels: the spread). Set-up matters: with the
+// mbarrier set up and the cluster barrier's (release) arrive at the kernel's start, before the
+// weight loads, the push lost (qwen bs 1 +0.085 ms, call H).
+int cluster_push_override = -1;  // -1 the environment, 0 pull, 1 push
+bool cluster_push() {
+  static const int mode = env_choice("GRAPHRT_GEMV_CLUSTER_PUSH", {"0", "1"}, 1);
+  return (cluster_push_override >= 0 ? cluster_push_override : mode) == 1;
+}
+
 // The decode fusions of one launch (all off: plain linear).
 struct Fusion {
   const void* norm_w = nullptr;
@@ -497,11 +614,12 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
   const int64_t blocks = tiles * p.cluster;
   p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
   const int occ = gemv_occ(norm_w != nullptr, blocks, N * K * static_cast<int64_t>(dtype_size(in_dtype)), info.sms);
+  p.cluster_push = p.cluster > 1 && !norm_w && f.silu_inter == 0 && M <= 8 && cluster_push() ? 1 : 0;
   if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8, occ);
   else launch_rows<__half>(d.index, stream, p, blocks, M > 8, occ);
-  GRT_CUDA_CHECK_LAUNCH("linear (small M{}{}{}) M={} N={} K={} {} -> {} cluster {}", norm_w ? ", rms_norm prologue" : "",
+  GRT_CUDA_CHECK_LAUNCH("linear (small M{}{}{}) M={} N={} K={} {} -> {} cluster {}{}", norm_w ? ", rms_norm prologue" : "",
                         residual ? ", residual epilogue" : "", f.silu_inter ? ", silu_and_mul epilogue" : "", M, N, K, dtype_name(in_dtype), dtype_name(out_dtype),
-                        p.cluster);
+                        p.cluster, p.cluster_push ? " (push)" : "");
 }
 
 }  // namespace
@@ -527,6 +645,11 @@ void set_gemv_occ(int mode) {
   GRT_CHECK(mode == -1 || mode == 0 || mode == 2 || mode == 3,
             "set_gemv_occ: mode {} (-1 environment, 0 auto, 2 or 3 blocks an SM)", mode);
   occ_override = mode;
+}
+
+void set_gemv_cluster_push(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_gemv_cluster_push: mode {} (-1 environment, 0 pull, 1 push)", mode);
+  cluster_push_override = mode;
 }
 
 void set_gemv_norm_one_pass(int mode) {

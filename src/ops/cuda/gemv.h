@@ -30,6 +30,10 @@ void set_gemv_norm_packed(int mode);
 // Tests: forces the register budget of the one-tile small-M kernels (GRAPHRT_GEMV_OCC: 0 auto, 2 or
 // 3 blocks an SM; -1 back to the environment). The same bits whichever. Host side, not thread-safe.
 void set_gemv_occ(int mode);
+// Tests: forces GRAPHRT_GEMV_CLUSTER_PUSH (0 the cluster's owners pull the sums between two
+// barriers, 1 every block pushes them to their owners; -1 back to the environment). The same bits
+// either way. Host side, not thread-safe.
+void set_gemv_cluster_push(int mode);
 
 // Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
 // decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads

@@ -40,6 +40,10 @@ struct Params {
   int early_trigger;  // 1: let the next kernel launch right after pdl_wait, else after the main loop
   int wn;             // gemv_wide.cu: rows of w a tile / 16 (8 or 4)
   int norm_one_pass;  // gemv.cu NORM kernels: 1 = the one-pass prologue (gemv.cu), 0 = row by row
+  // gemv.cu, clusters without silu: 1 = "Cluster push" (each block pushes the sums of the outputs
+  // other blocks store into their shared memory and leaves), 0 = the pull between two cluster
+  // barriers. Chooses the kernel (its PUSH parameter).
+  int cluster_push;
 };
 
 // The GPU facts the work split depends on (never M).
