@@ -52,6 +52,7 @@
 #include <type_traits>
 
 #include "core/env_switch.h"
+#include "ops/cuda/bulk_copy.cuh"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/gemv_common.cuh"
@@ -111,8 +112,8 @@ __device__ __forceinline__ void load_weights(const T* const (&wr)[4], const bool
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// Cluster push (sm_90): shared::cluster addresses from mapa, 4-byte stores that count their bytes
-// on the receiving block's mbarrier, and the wait for them.
+// Cluster push (sm_90): shared::cluster addresses from mapa and 4-byte stores that count their
+// bytes on the receiving block's mbarrier (the mbarrier itself: bulk_copy.cuh).
 __device__ __forceinline__ uint32_t cluster_addr(const void* p, int rank) {
   uint32_t out;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
@@ -124,18 +125,6 @@ __device__ __forceinline__ void push_float(uint32_t addr, float v, uint32_t bar)
   asm volatile("st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr),
                "r"(__float_as_uint(v)), "r"(bar)
                : "memory");
-}
-__device__ __forceinline__ void recv_wait(const uint64_t* bar) {
-  const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, "
-        "p;\n}\n"
-        : "=r"(done)
-        : "r"(a)
-        : "memory");
-  } while (done == 0);
 }
 #endif
 
@@ -243,10 +232,8 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
         const int e = rank * per + j;
         real += e / kTileN < p.M && n0 + e % kTileN < p.N ? 1u : 0u;
       }
-      const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(&ps.bar));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(real * 4u * C) : "memory");
+      tma::mbar_init(&ps.bar, 1);  // (with fence.mbarrier_init: visible to the cluster's stores)
+      tma::mbar_arrive_expect_tx(&ps.bar, real * 4u * C);
     }
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 #endif
@@ -394,7 +381,7 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
   // thread: E / C <= kThreads.
   if constexpr (PUSH) {
     const int per = E / C;
-    recv_wait(&ps.bar);
+    tma::mbar_wait_cluster(&ps.bar, 0);
     const int j = static_cast<int>(threadIdx.x), e = rank * per + j;
     if (j < per && e / kTileN < p.M && n0 + e % kTileN < p.N) {
       float s = ps.recv[j];
