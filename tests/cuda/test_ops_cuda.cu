@@ -984,6 +984,23 @@ TEST(OpsCudaFusedLinear, ClusterPushGivesTheSameBits) {
 // element, each alone and both together, for both norm fusions, 1..16 rows (one and two rows a
 // warp), clusters of 1..8 blocks a tile, K of one and of two prologue passes (1024, 2048) and K not
 // a multiple of a pass (136, 264), a row-strided x, bf16 and f16.
+// The two norm-prologue fusions of the small-M GEMV on x [M, K] (row stride x_stride), each into a
+// poisoned output: rms_norm_linear with w [N, K], and rms_norm_gate_up_silu reading w as a fused
+// [gate; up] of N / 2 rows each.
+std::vector<std::vector<float>> norm_fusion_outputs(const Tensor& xs, int64_t x_stride, const Tensor& nw,
+                                                    const Tensor& w) {
+  const int64_t M = xs.size(0), N = w.size(0), K = w.size(1);
+  std::vector<std::vector<float>> outs;
+  poison();
+  outs.push_back(host(ops::rms_norm_linear(xs, nw, 1e-6f, w)));
+  poison();
+  Tensor gu = empty(Shape{M, N / 2}, xs.dtype(), kGpu);
+  cuda::rms_norm_gate_up_silu_small_m(kGpu, xs.data(), x_stride, xs.dtype(), nw.data(), 1e-6f, w.data(), gu.data(), M,
+                                      N / 2, K);
+  outs.push_back(host(gu));
+  return outs;
+}
+
 struct GemvNormVariant {
   GemvNormVariant(int one_pass, int packed) {
     cuda::set_gemv_norm_one_pass(one_pass);
@@ -1012,15 +1029,7 @@ TEST(OpsCudaFusedLinear, NormPrologueVariantsGiveTheSameBits) {
       ASSERT_TRUE(ops::linear_fusable(xs, w.gpu)) << what;
       const auto run_both = [&](int one_pass, int packed) {
         GemvNormVariant forced(one_pass, packed);
-        std::vector<std::vector<float>> outs;
-        poison();
-        outs.push_back(host(ops::rms_norm_linear(xs, nw.gpu, 1e-6f, w.gpu)));
-        poison();
-        Tensor gu = empty(Shape{M, c.N / 2}, c.dt, kGpu);
-        cuda::rms_norm_gate_up_silu_small_m(kGpu, xs.data(), c.K + 8, c.dt, nw.gpu.data(), 1e-6f, w.gpu.data(),
-                                            gu.data(), M, c.N / 2, c.K);
-        outs.push_back(host(gu));
-        return outs;
+        return norm_fusion_outputs(xs, c.K + 8, nw.gpu, w.gpu);
       };
       const auto ref = run_both(0, 0);
       for (const auto& [one_pass, packed] : {std::pair{1, 0}, std::pair{0, 1}, std::pair{1, 1}}) {
@@ -1030,6 +1039,52 @@ TEST(OpsCudaFusedLinear, NormPrologueVariantsGiveTheSameBits) {
           EXPECT_EQ(std::memcmp(ref[i].data(), got[i].data(), ref[i].size() * sizeof(float)), 0)
               << what << (i == 0 ? " rms_norm_linear" : " rms_norm_gate_up_silu") << ": one pass " << one_pass
               << ", packed " << packed << " differs from the row-by-row prologue";
+        }
+      }
+    }
+  }
+}
+
+// GRAPHRT_GEMV_STAGE: the packed-norm kernels copying their warps' weights into shared memory
+// before pdl_wait (at 2 and 3 blocks an SM) give the bits of the register + L2 path, for both norm
+// fusions, at shapes whose warps have one group (clusters of 2: qwen3-0.6b's qkv), two (its
+// gate_up) and more (MoE qkv: not staged, the same kernel), K not a multiple of a group, 1..16
+// rows, a row-strided x, bf16 and f16, twice in a row (the staged slots are reused).
+TEST(OpsCudaFusedLinear, StagedWeightsGiveTheSameBits) {
+  struct Case {
+    int64_t N, K;
+    DType dt;
+  };
+  struct StageScope {
+    explicit StageScope(int mode) { cuda::set_gemv_stage(mode); }
+    ~StageScope() { cuda::set_gemv_stage(-1); }
+  };
+  for (Case c : {Case{4096, 1024, DType::BF16}, Case{6144, 1024, DType::BF16}, Case{5120, 2048, DType::BF16},
+                 Case{256, 2048, DType::BF16}, Case{78, 136, DType::BF16}, Case{520, 264, DType::F16}}) {
+    Pair x = random_pair(Shape{16, c.K + 8}, static_cast<uint32_t>(3 * c.N + c.K), c.dt, -3.0f, 3.0f);
+    Pair nw = random_pair(Shape{c.K}, 81, c.dt, 0.5f, 1.5f);
+    Pair w = random_pair(Shape{c.N, c.K}, 82, c.dt, -0.1f, 0.1f);
+    for (int64_t M : {1, 3, 8, 9, 16}) {
+      const std::string what = "N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " M=" + std::to_string(M) +
+                               " " + dtype_name(c.dt);
+      const Tensor xs = x.gpu.slice(0, 0, M).slice(1, 8, c.K + 8);  // row stride K + 8
+      const auto run = [&](int stage) {
+        StageScope forced(stage);
+        std::vector<std::vector<float>> outs = norm_fusion_outputs(xs, c.K + 8, nw.gpu, w.gpu);
+        for (std::vector<float>& v : norm_fusion_outputs(xs, c.K + 8, nw.gpu, w.gpu)) outs.push_back(std::move(v));
+        return outs;
+      };
+      const auto ref = run(0);
+      bool nonzero = false;
+      for (float f : ref[0]) nonzero = nonzero || f != 0.0f;
+      EXPECT_TRUE(nonzero) << what;
+      for (int stage : {2, 3}) {
+        const auto got = run(stage);
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ASSERT_EQ(ref[i].size(), got[i].size()) << what;
+          EXPECT_EQ(std::memcmp(ref[i].data(), got[i].data(), ref[i].size() * sizeof(float)), 0)
+              << what << (i % 2 == 0 ? " rms_norm_linear" : " rms_norm_gate_up_silu") << " (call " << i / 2
+              << "): staged at " << stage << " blocks an SM differs from the unstaged kernel";
         }
       }
     }

@@ -27,8 +27,8 @@
 // M of 1..16 (17..64 rows run gemv_wide.cu's split: bits per class, see there).
 //
 // Programmatic dependent launch (ops/cuda/pdl.cuh). Launched while the previous kernel still
-// runs, a warp loads its first group of w into registers and asks its next few into L2, then
-// waits for x. w is never written by the forward, so this overlaps the weight stream with the
+// runs, a warp loads its first group of w into registers and asks its next few into L2 (or, in
+// the staged norm kernels, copies all its groups into shared memory), then waits for x. w is never written by the forward, so this overlaps the weight stream with the
 // predecessor's tail and the launch; the sums are the same.
 // For weights of at most 32 MiB (early_trigger) the kernel lets the next kernel launch right after
 // its own pdl_wait (else after its main loop, as before), so that the next GEMV's blocks, which fit beside ours (82-109
@@ -111,6 +111,31 @@ __device__ __forceinline__ void load_weights(const T* const (&wr)[4], const bool
   }
 }
 
+// Staged weights (the STAGE kernels): the lane's 16-byte pieces of w for group `grp`, in
+// load_weights' order, copied into its own slots of shared memory (slot (u * 4 + j) * 32 + lane
+// from `dst`, so a warp's stores and loads hit 32 banks) by cp.async; pieces past K or of rows past
+// N are zero-filled (src-size 0 reads nothing). Only this lane reads them back, after its own
+// cp.async.wait_group: no barrier.
+template <typename T>
+__device__ __forceinline__ void stage_weights(const T* const (&wr)[4], const bool (&wok)[4], int grp, int K, int t,
+                                              int lane, uint4* dst) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int k = grp * kGroupK + u * kStepK + t * 8;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool ok = k < K && wok[j];
+      const auto d = static_cast<uint32_t>(__cvta_generic_to_shared(dst + (u * 4 + j) * 32 + lane));
+      asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(d), "l"(ok ? wr[j] + k : wr[j]),
+                   "r"(ok ? 16 : 0)
+                   : "memory");
+    }
+  }
+}
+// Shared memory of one staged group of a warp: kUnroll x 4 pieces of 16 bytes a lane.
+constexpr int kStageSlot = kUnroll * 4 * 32;  // uint4s
+constexpr int kMaxStageGroups = 2;            // a warp's groups the STAGE kernels take at most (64 KB a block)
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // Cluster push (sm_90): shared::cluster addresses from mapa and 4-byte stores that count their
 // bytes on the receiving block's mbarrier (the mbarrier itself: bulk_copy.cuh).
@@ -154,8 +179,14 @@ __device__ __forceinline__ void store(const Params& p, int64_t n0, int e, float 
 // PUSH ("Cluster push" below; clusters without silu, sm_90): each block pushes the sums of the
 // outputs other blocks store straight into their shared memory and leaves, instead of the owners
 // pulling them between two cluster barriers. The same sums in the same order: the same bits.
-template <typename T, int NT, bool NORM, bool PACKED, int OCC, bool PUSH = false>
+// STAGE ("Staged weights"; packed-norm kernels whose warps have at most kMaxStageGroups groups):
+// instead of the first group in registers and the next ones asked into L2, every group of the
+// warp is copied into shared memory before pdl_wait, so no weight is held in registers across the
+// wait (80 registers: 3 blocks an SM fit without spills) and none is read from L2 after it. The
+// same a values in the same order: the same bits.
+template <typename T, int NT, bool NORM, bool PACKED, int OCC, bool PUSH = false, bool STAGE = false>
 __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
+  extern __shared__ uint4 gemv_staged[];  // STAGE: [warp][staged group][kStageSlot]
   __shared__ float red[kWarps][NT * 8 * kLd];
   __shared__ float inv_rms[NT * 8];
   constexpr int E = NT * 8 * kTileN;  // outputs of the tile, row-major over (row of x, column)
@@ -196,10 +227,18 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
 
   const int stride = C * kWarps, first = rank * kWarps + warp;
   // Before pdl_wait (ops/cuda/pdl.cuh): weights only. The warp's first group goes to registers
-  // and its next p.prefetch groups to L2 (lane l: row n0 + l) while the predecessor still runs.
+  // and its next p.prefetch groups to L2 (lane l: row n0 + l) while the predecessor still runs;
+  // STAGE: all its groups to shared memory.
   uint4 a[kUnroll][4];
-  load_weights<T>(wr, wok, first, p.K, t, a);
-  const int64_t pf_row = w_row(lane);
+  uint4* const staged = gemv_staged + warp * p.stage_groups * kStageSlot;
+  if constexpr (STAGE) {
+    for (int s = 0, grp = first; grp < p.groups; ++s, grp += stride)
+      stage_weights<T>(wr, wok, grp, p.K, t, lane, staged + s * kStageSlot);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  } else {
+    load_weights<T>(wr, wok, first, p.K, t, a);
+  }
+  const int64_t pf_row = STAGE ? -1 : w_row(lane);  // STAGE: every group is in shared memory
   if (pf_row >= 0)
     for (int j = 1; j <= p.prefetch; ++j) {
       const int64_t k = static_cast<int64_t>(first + j * stride) * kGroupK;
@@ -297,8 +336,16 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
   }
 
   float acc[2][NT][4] = {};
-  for (int grp = first; grp < p.groups; grp += stride) {
-    if (grp != first) load_weights<T>(wr, wok, grp, p.K, t, a);
+  for (int grp = first, s = 0; grp < p.groups; grp += stride, ++s) {
+    if constexpr (STAGE) {
+      if (s == 0) asm volatile("cp.async.wait_group 0;" ::: "memory");  // this lane's copies
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) a[u][j] = staged[s * kStageSlot + (u * 4 + j) * 32 + lane];
+    } else if (grp != first) {
+      load_weights<T>(wr, wok, grp, p.K, t, a);
+    }
     // x after w, so that all loads of the group are in flight together; past K they are zeros.
     uint4 b[kUnroll][NT];
 #pragma unroll
@@ -470,6 +517,20 @@ int gemv_occ(bool norm, int64_t blocks, int64_t weight_bytes, int sms) {
   return !norm && blocks > sms && weight_bytes <= kEarlyTriggerMaxBytes ? 3 : 2;
 }
 
+// Once per STAGE kernel and device: the dynamic shared memory it may take (above the default 48 KB).
+// The carveout stays the driver's choice: asking every small-M kernel (and the decode attention)
+// for the largest shared-memory carveout cost +0.09 ms at qwen3-0.6b bs 1 (session 19 calls B, C:
+// SMs reconfigured between kernels, lm_head's x reads with an L1 of 28 KB 103 -> 126 us).
+void configure_staged(int index, const void* kernel) {
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, bool> done;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!done.emplace(std::make_pair(index, kernel), true).second) return;
+  constexpr int bytes = kMaxStageGroups * kWarps * kStageSlot * 16;
+  GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+                 "allowing {} bytes of shared memory for the staged small-M linear on cuda:{}", bytes, index);
+}
+
 // occ: gemv_occ's choice (used by the NT = 1 kernels only).
 template <typename T, int NT, bool NORM, bool PACKED = false>
 void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks, int occ) {
@@ -479,7 +540,17 @@ void launch(int index, cudaStream_t stream, const Params& p, int64_t blocks, int
   // Cluster push: the plain one-tile kernels (o_proj and down at decode) only.
   if constexpr (NT == 1 && !NORM && !PACKED)
     if (p.cluster_push) kernel = occ == 3 ? gemv_kernel<T, 1, false, false, 3, true> : gemv_kernel<T, 1, false, false, 2, true>;
-  (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+  // Staged weights: the packed-norm kernels only (the default norm path).
+  size_t smem = 0;
+  if constexpr (NORM && PACKED)
+    if (p.stage_groups > 0) {
+      kernel = gemv_kernel<T, NT, true, true, 2, false, true>;
+      if constexpr (NT == 1)
+        if (occ == 3) kernel = gemv_kernel<T, 1, true, true, 3, false, true>;
+      smem = static_cast<size_t>(p.stage_groups) * kWarps * kStageSlot * 16;
+    }
+  if (smem > 0) configure_staged(index, reinterpret_cast<const void*>(kernel));
+  (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), smem, stream,
                     static_cast<unsigned>(p.cluster), p);  // its error is also the last error, checked next
 }
 
@@ -553,6 +624,23 @@ bool cluster_push() {
   return (cluster_push_override >= 0 ? cluster_push_override : mode) == 1;
 }
 
+// Staged weights ("Staged weights" in gemv_kernel) for the packed-norm kernels (qkv and gate_up at
+// decode) whose warps have at most kMaxStageGroups groups of K: GRAPHRT_GEMV_STAGE=0 (the first
+// group in registers, the next in L2; sessions 4-18), 2 (staged, 2 blocks an SM), 3 (default:
+// staged, one-tile kernels at 3 blocks an SM), read once; set_gemv_stage overrides it (tests). The
+// same bits whichever. Only small models take it (qwen3-0.6b's qkv and gate_up: 1 and 2 groups a
+// warp; llama-3.1-8b's and qwen3-30b-a3b's have 4-8, which would need 128-256 KB a block).
+// Measured (H100, bench/results/h100_2026-11-25_session19, calls B-D, six interleaved fresh
+// processes each, graph ms, 3 against 0): qwen3-0.6b bs 1 (ctx 1024) 1.012 / 1.009 (equal), bs 8
+// 1.541 / 1.555, prefill of 4 tokens 0.928 / 0.961, of 16 1.079 / 1.085. Staging only the first
+// group so that every gate_up block lands beside o_proj's at once lost (bs 1 +0.04): the landing
+// was not what gate_up waited for.
+int stage_override = -1;  // -1 the environment, else 0, 2, 3
+int gemv_stage() {
+  static const int mode = std::array<int, 3>{0, 2, 3}[static_cast<size_t>(env_choice("GRAPHRT_GEMV_STAGE", {"0", "2", "3"}, 2))];
+  return stage_override >= 0 ? stage_override : mode;
+}
+
 // The decode fusions of one launch (all off: plain linear).
 struct Fusion {
   const void* norm_w = nullptr;
@@ -600,7 +688,14 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
   }
   const int64_t blocks = tiles * p.cluster;
   p.prefetch = prefetch_groups(blocks, groups, p.cluster, info);
-  const int occ = gemv_occ(norm_w != nullptr, blocks, N * K * static_cast<int64_t>(dtype_size(in_dtype)), info.sms);
+  int occ = gemv_occ(norm_w != nullptr, blocks, N * K * static_cast<int64_t>(dtype_size(in_dtype)), info.sms);
+  const int64_t per_warp = (groups + p.cluster * kWarps - 1) / (p.cluster * kWarps);
+  const int stage = gemv_stage();
+  if (stage != 0 && norm_w && norm_packed() && per_warp <= kMaxStageGroups) {
+    p.stage_groups = static_cast<int>(per_warp);
+    p.prefetch = 0;
+    if (stage == 3) occ = 3;
+  }
   p.cluster_push = p.cluster > 1 && !norm_w && f.silu_inter == 0 && M <= 8 && cluster_push() ? 1 : 0;
   if (in_dtype == DType::BF16) launch_rows<__nv_bfloat16>(d.index, stream, p, blocks, M > 8, occ);
   else launch_rows<__half>(d.index, stream, p, blocks, M > 8, occ);
@@ -632,6 +727,12 @@ void set_gemv_occ(int mode) {
   GRT_CHECK(mode == -1 || mode == 0 || mode == 2 || mode == 3,
             "set_gemv_occ: mode {} (-1 environment, 0 auto, 2 or 3 blocks an SM)", mode);
   occ_override = mode;
+}
+
+void set_gemv_stage(int mode) {
+  GRT_CHECK(mode == -1 || mode == 0 || mode == 2 || mode == 3,
+            "set_gemv_stage: mode {} (-1 environment, 0 off, 2 or 3: staged at that many blocks an SM)", mode);
+  stage_override = mode;
 }
 
 void set_gemv_cluster_push(int mode) {

@@ -34,6 +34,10 @@ void set_gemv_occ(int mode);
 // barriers, 1 every block pushes them to their owners; -1 back to the environment). The same bits
 // either way. Host side, not thread-safe.
 void set_gemv_cluster_push(int mode);
+// Tests: forces GRAPHRT_GEMV_STAGE (0 off, 2 / 3: the packed-norm kernels copy their warps' weights
+// into shared memory before pdl_wait, at 2 / 3 blocks an SM; -1 back to the environment). The same
+// bits whichever. Host side, not thread-safe.
+void set_gemv_stage(int mode);
 
 // Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
 // decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads

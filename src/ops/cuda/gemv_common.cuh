@@ -44,6 +44,9 @@ struct Params {
   // other blocks store into their shared memory and leaves), 0 = the pull between two cluster
   // barriers. Chooses the kernel (its PUSH parameter).
   int cluster_push;
+  // gemv.cu, the STAGE kernels: groups of w a warp copies into shared memory before pdl_wait (all
+  // of its groups; 0 elsewhere). See "Staged weights" in gemv.cu.
+  int stage_groups;
 };
 
 // The GPU facts the work split depends on (never M).

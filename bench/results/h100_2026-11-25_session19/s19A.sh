@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Session 19 call A (code of 073f946): the targets table with PyTorch measured in the same job
+# (scripts/gpu_check.sh BENCHES="decode prefill attention moe capture", prebuilt binary).
+set -u
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+mkdir -p $OUT; HERE=$PWD/.gpuwork/lead
+unpack() { mkdir -p $2; tar xJf $1 -C $2 2>/dev/null || python3 -c "import tarfile; tarfile.open('$1').extractall('$2')"; }
+rm -rf $PWD/pre; unpack $HERE/pre.tar.xz $PWD/pre
+export LD_LIBRARY_PATH="$PWD/.deps/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export NCCL_NVLS_ENABLE=0
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > $OUT/gpu.txt 2>&1
+OUT=$OUT/check BUILD=pre SKIP_BUILD=1 CUDA_TESTS=0 CPU_TESTS=0 VERIFY=0 SANITIZE=0 BENCHES="decode prefill attention moe capture" CAPTURE_REPEATS=3 timeout $((560 - $(el))) bash scripts/gpu_check.sh > $OUT/check.txt 2>&1
+echo "benches rc $? at $(el)s"
+tail -60 $OUT/check.txt
