@@ -54,7 +54,13 @@ void run_decode(const DecodeOpts& o) {
   const int max_bs = *std::max_element(bss.begin(), bss.end());
   ServerArgs args = o.args;
   GRT_CHECK(!args.disable_cuda_graph, "bench decode compares graphs with eager: drop --disable-cuda-graph");
-  args.context_length = o.context + 2;
+  // The server's --context-length sizes the decode attention's grid (its most splits a request):
+  // by default just the bench's context; a larger one times the step as a server of that length
+  // runs it.
+  GRT_CHECK(args.context_length == 0 || args.context_length >= o.context + 2,
+            "bench decode: --context-length {} cannot hold --context {} plus the step's token (at least {})",
+            args.context_length, o.context, o.context + 2);
+  if (args.context_length == 0) args.context_length = o.context + 2;
   args.disable_piecewise_cuda_graph = true;  // decode only: no prefill graphs to capture
   args.cuda_graph_lazy = false;              // captured at start; --lazy times a lazy runner after
   args.max_total_tokens = static_cast<int64_t>(max_bs) * (o.context + 2);

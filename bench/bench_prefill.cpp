@@ -37,7 +37,11 @@ void run_prefill(const PrefillOpts& o) {
   const std::vector<int> toks = bench::parse_int_list(o.tokens);
   const int max_tok = std::max(o.max_tokens, *std::max_element(toks.begin(), toks.end()));
   ServerArgs args = o.args;
-  args.context_length = max_tok + 8;
+  // --context-length as in bench decode: at least the largest prompt; by default just that.
+  GRT_CHECK(args.context_length == 0 || args.context_length >= max_tok + 8,
+            "bench prefill: --context-length {} cannot hold {} tokens (at least {})", args.context_length, max_tok,
+            max_tok + 8);
+  if (args.context_length == 0) args.context_length = max_tok + 8;
   args.max_total_tokens = max_tok + 8;
   args.max_running_requests = std::max(args.max_running_requests, 1);
   args.piecewise_cuda_graph_max_tokens = o.max_tokens;

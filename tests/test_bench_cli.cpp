@@ -45,6 +45,24 @@ TEST(BenchCli, DecodeTimesEagerAndGraphPerBatchSize) {
   }
 }
 
+// --context-length sets the server length the benches run at (the decode attention's grid
+// follows it); one too short for the bench's requests is an error naming both numbers.
+TEST(BenchCli, ContextLengthIsTheServersAndMustHoldTheRequests) {
+  auto r = run_graphrt(
+      "bench decode --model builtin:tiny --device cpu --batch-sizes 2 --cuda-graph-bs 2 --context 64 --iters 2 "
+      "--context-length 512 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.all;
+  EXPECT_GT(json::parse(r.out)["decode"][0]["graph_ms"].get<double>(), 0.0) << r.out;
+  r = run_graphrt("bench decode --model builtin:tiny --device cpu --context 64 --context-length 65");
+  EXPECT_NE(r.exit_code, 0) << r.all;
+  EXPECT_NE(r.all.find("--context-length 65 cannot hold --context 64 plus the step's token (at least 66)"),
+            std::string::npos)
+      << r.all;
+  r = run_graphrt("bench prefill --model builtin:tiny --device cpu --tokens 16 --schedule-max-tokens 64 --context-length 70");
+  EXPECT_NE(r.exit_code, 0) << r.all;
+  EXPECT_NE(r.all.find("--context-length 70 cannot hold 64 tokens (at least 72)"), std::string::npos) << r.all;
+}
+
 TEST(BenchCli, TraceOnTheCpuIsAnErrorNamingTheFlag) {
   for (const char* bench : {"decode", "prefill"}) {
     auto r = run_graphrt(std::string("bench ") + bench + " --model builtin:tiny --device cpu --trace /tmp/never.json");
