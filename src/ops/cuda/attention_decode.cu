@@ -424,7 +424,9 @@ int sm_count(Device device) {
 // splits streams their tiles across split boundaries, 0 it drains its stages at each: the s6
 // kernel; same bits), GRAPHRT_DECODE_MMA_EARLY (1: the carry kernel reads the decode metadata
 // before pdl_wait; default 0: after it), GRAPHRT_DECODE_MMA_WIDE (default 1: from SMs pairs on,
-// 512-token splits, one block each; 0: 256-token splits, blocks looping; see launch_mma) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
+// 512-token splits, one block each; 0: 256-token splits, blocks looping; see launch_mma) and
+// GRAPHRT_DECODE_MMA_WIDE_SPLITS (the wide geometry's most splits a request, default 4; 0:
+// GRAPHRT_DECODE_MMA_SPLITS; see DecodeKnobs) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
 // global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma) and
 // GRAPHRT_DECODE_MMA_KV_GROUP (auto, 1, 2, 4: kv heads per block of the wide geometry; see
 // mma_kv_group) and GRAPHRT_DECODE_MMA_WIDE_CHUNK (the wide geometry's most tokens a split, default
@@ -452,6 +454,21 @@ struct DecodeKnobs {
   int mma_head_cluster = 0;
   int mma_kv_group = 1;  // 0: auto (mma_kv_group)
   int mma_wide_chunk = 512;
+  // The wide geometry's most splits a request (0: GRAPHRT_DECODE_MMA_SPLITS alone, as sessions
+  // 7-18). Why a cap of its own: the grid is that many blocks a (request, kv head) whatever the
+  // live lengths (a graph serves every length up to the table width, so up to 16 at a table of
+  // 8192 tokens), and with short requests most blocks only read a length and leave, which still
+  // takes their turn on the SMs; from SMs pairs on, fewer, longer splits still fill the GPU. A
+  // fixed number, so a row's splits (and bits) still depend on its length and on which side of
+  // the SM count the batch lies only (padding changes no real row). Measured (H100,
+  // bench/results/h100_2026-11-25_session19, graph ms, qwen3-0.6b unless noted). Call I, ABBA, 4
+  // against the old cap (16): prefill of 64 tokens as rows (table 4104: 9 splits, 4608 blocks,
+  // 512 working) 1.339 / 1.364 vs 1.406 / 1.428; bs 256 ctx 700 with a table of 8192 9.080 /
+  // 9.057 vs 9.128 / 9.120; bs 64 ctx 1024 with a table of 40960 4.099 / 4.112 vs 4.098 / 4.134,
+  // with 1026 (3 splits either way) equal; llama-3.1-8b bs 64 (table 8192) equal; but long
+  // requests just above SMs pairs lose: bs 32 ctx 4096 (8 splits before) 6.652 / 6.642 vs 6.584 /
+  // 6.583 (+1%). Calls G-H: 2 lost more there (bs 32 ctx 4096 +0.33 ms, bs 24 ctx 8192 +0.07).
+  int mma_wide_splits = 4;
   int mma_swap = 2;  // 0 off, 1 on where it applies, 2 auto (default; mma_swap)
   // s8-dattn2 run 1: llama bs 64 ncu 107.0 -> 105.9 us, graph -0.05 / 0.00 ms, qwen bs 64 -0.00 /
   // -0.03 (a small gain, same bits): on.
@@ -500,6 +517,7 @@ DecodeKnobs read_knobs() {
   constexpr int kKvGroups[] = {1, 0, 2, 4};
   k.mma_kv_group = kKvGroups[env_choice("GRAPHRT_DECODE_MMA_KV_GROUP", {"1", "auto", "2", "4"}, 0)];
   k.mma_wide_chunk = env_int("GRAPHRT_DECODE_MMA_WIDE_CHUNK", k.mma_wide_chunk, 16, 1 << 20);
+  k.mma_wide_splits = env_int("GRAPHRT_DECODE_MMA_WIDE_SPLITS", k.mma_wide_splits, 0, kDecodeMmaMaxSplits);
   k.mma_swap = env_choice("GRAPHRT_DECODE_MMA_SWAP", {"0", "1", "auto"}, k.mma_swap);  // (index = mode)
   k.mma_warp_pipe = env_int("GRAPHRT_DECODE_MMA_WARP_PIPE", k.mma_warp_pipe, 0, 1);
   k.mma_early_trigger = env_int("GRAPHRT_DECODE_MMA_EARLY_TRIGGER", k.mma_early_trigger, 0, 1);
@@ -706,7 +724,8 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.chunk = wide ? knobs().mma_wide_chunk : mma_chunk(pairs, sms);
   // No request can use more splits than the table width allows: scratch for those only.
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
-  p.max_splits = static_cast<int>(std::min<int64_t>(knobs().mma_splits, by_ctx));
+  const int cap = wide && knobs().mma_wide_splits > 0 ? knobs().mma_wide_splits : knobs().mma_splits;
+  p.max_splits = static_cast<int>(std::min<int64_t>(cap, by_ctx));
   p.scale_log2 = a.scale * kLog2e;
   p.cluster = mma_cluster(device.index, a.dtype, p.hd, pairs, sms, p.max_splits, &p.cluster_slots);
   Tensor part_o, part_lse;
