@@ -976,8 +976,10 @@ TEST(OpsAttentionCuda, DecodeMmaEqualsCpuAcrossGroupsHeadDimsDtypesAndLengths) {
 
 // Padding rows as decode graphs make them (request index -1 and/or seq_len 0) after real rows:
 // every real row's output is bit for bit the one of the batch without the padding (nothing
-// depends on other rows; both batches are on the same side of the split-chunk rule), and every
-// row equals the CPU op (padding rows of length 0 are zeros, not NaN).
+// depends on other rows; 5 and 8 rows are in one bucket of the split-chunk rule, mma_chunk:
+// 20 / 32 pairs at 4 kv heads, 40 / 64 at 8, as a batch padded to its decode graph's size is
+// wherever the capture sizes do not jump over a bucket bound), and every row equals the CPU op
+// (padding rows of length 0 are zeros, not NaN).
 TEST(OpsAttentionCuda, DecodeMmaPaddedRowsChangeNoRealRow) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   std::vector<int> modes = {0};
@@ -987,8 +989,8 @@ TEST(OpsAttentionCuda, DecodeMmaPaddedRowsChangeNoRealRow) {
     ClusterScope cluster(mode);
     SCOPED_TRACE("cluster mode " + std::to_string(mode) + " heads " + std::to_string(sh.nq) + "/" +
                  std::to_string(sh.nkv) + " hd " + std::to_string(sh.hd));
-    const int real = 5, padded = 12;
-    DecodeSetup s = decode_setup(sh, padded, {1, 7, 64, 1000, 4097, 5, 5, 5, 5, 5, 5, 5}, 800);
+    const int real = 5, padded = 8;
+    DecodeSetup s = decode_setup(sh, padded, {1, 7, 64, 1000, 4097, 5, 5, 5}, 800);
     PagedCase& c = s.c;
     for (int b = real; b < padded; ++b) {
       const size_t i = static_cast<size_t>(b);

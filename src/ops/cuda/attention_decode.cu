@@ -415,7 +415,9 @@ int sm_count(Device device) {
 // GRAPHRT_DECODE_HEADS_PER_BLOCK (most query heads of a GQA group one block applies its K/V rows
 // to: 1, 2, 4 or 8; a larger group is split into chunks of that many; default 0: by batch, see
 // heads_per_block);
-// GRAPHRT_DECODE_MMA_CHUNK (mma path: tokens per split at least; default 0: by batch, see mma_chunk) and
+// GRAPHRT_DECODE_MMA_CHUNK (mma path: tokens per split at least; default 0: by batch, see mma_chunk),
+// GRAPHRT_DECODE_MMA_CHUNK_BY_PAIRS (1 default: below SMs pairs the chunk grows with the pairs; 0:
+// 64; see mma_chunk) and
 // GRAPHRT_DECODE_MMA_SPLITS (mma path: most splits a request uses, default 16, at most 64),
 // GRAPHRT_DECODE_MMA_CLUSTER (mma path: -1 by batch, see mma_cluster (default); 0 the global merge;
 // 2..16 clusters of that many blocks whenever they launch) and GRAPHRT_DECODE_MMA_CARVEOUT (mma
@@ -445,6 +447,7 @@ struct DecodeKnobs {
   int blocks_per_sm = 8;
   int heads_per_block = 0;  // 0: by batch
   int mma_chunk = 0;  // 0: by batch
+  int mma_chunk_by_pairs = 1;  // below SMs pairs: the chunk grows with the pairs (mma_chunk)
   int mma_splits = 16;
   int mma_cluster = -1;  // -1: by batch
   int mma_carveout = -2;  // by kernel
@@ -504,6 +507,7 @@ DecodeKnobs read_knobs() {
   k.blocks_per_sm = env_int("GRAPHRT_DECODE_BLOCKS_PER_SM", k.blocks_per_sm, 1, 64);
   k.heads_per_block = env_int("GRAPHRT_DECODE_HEADS_PER_BLOCK", k.heads_per_block, 0, 8);
   k.mma_chunk = env_int("GRAPHRT_DECODE_MMA_CHUNK", k.mma_chunk, 0, 1 << 20);
+  k.mma_chunk_by_pairs = env_int("GRAPHRT_DECODE_MMA_CHUNK_BY_PAIRS", k.mma_chunk_by_pairs, 0, 1);
   k.mma_splits = env_int("GRAPHRT_DECODE_MMA_SPLITS", k.mma_splits, 1, kDecodeMmaMaxSplits);
   k.mma_cluster = env_int("GRAPHRT_DECODE_MMA_CLUSTER", k.mma_cluster, -1, kDecodeMmaMaxCluster);
   GRT_CHECK(k.mma_cluster != 1, "GRAPHRT_DECODE_MMA_CLUSTER=1: use 0 (global merge), -1 (by batch) or 2..{}",
@@ -588,16 +592,27 @@ bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
   return pairs <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms;
 }
 
-// Tokens per split at least (GRAPHRT_DECODE_MMA_CHUNK, else by batch): 64 while batch x kv heads
-// is below the SM count (many short splits fill the GPU: qwen3-30b-a3b bs 1/8 with 32 and 32
-// splits was slower, 4.412 / 13.141 ms), 256 from there (fewer partials, a pipelined loop per
-// split: llama-3.1-8b bs 64 10.445 -> 9.917 ms, qwen3-0.6b 4.904 -> 4.442 against 64). A request's
-// split count, and so its bits, depends on its length and on which side of the SM count the
-// batch lies, never on other rows' contents.
-// (From SMs pairs on, the wide geometry (default) takes 512 instead, one block a split: launch_mma.)
+// Tokens per split at least (GRAPHRT_DECODE_MMA_CHUNK, else by batch). Below the SM count in
+// batch x kv heads pairs, by pairs (GRAPHRT_DECODE_MMA_CHUNK_BY_PAIRS=1, default): 64 up to 8 pairs,
+// 128 up to 16, 256 up to 32, 512 above (0: 64 for all of them, sessions 5-18); 256 from the SM
+// count on (outside the wide geometry, which takes 512: launch_mma). Why: at 8 pairs (bs 1 of an
+// 8-kv-head model) 16 short splits are what fill the GPU, but with more pairs the same short
+// splits only add merges and per-block start-up: qwen3-0.6b bs 16 (128 pairs) streamed its 67 MB
+// of K/V a layer at 1.7 TB/s in 64-token splits. Measured (H100, bench/results/h100_2026-11-25_
+// session19 call M, ctx 1024, graph ms, chunk 64 against the one this rule picks): qwen3-0.6b bs 1
+// 1.004 / 1.021 (64; 128: 1.026, 256: 1.12), bs 4 1.302 / 1.310 -> 1.191 (256), bs 8 1.545 / 1.555
+// -> 1.399 (512), bs 12 1.876 / 1.897 -> 1.718, bs 16 2.057 / 2.076 -> 1.856; at ctx 4096 bs 16
+// 3.99 -> 3.89; llama-3.1-8b bs 8 6.709 -> 6.324, bs 16 7.517 -> 7.158; qwen3-30b-a3b bs 8 (32
+// pairs) 12.75 / 12.87 -> 12.28. A request's split count, and so its bits, depends on its length
+// and on its batch's pairs bucket (bounds 8 / 16 / 32 / SMs: for 8 kv heads bs 1 / 2 / 4 / 16,
+// capture sizes, so padding a batch to its graph rarely crosses one), never on other rows' contents.
 int mma_chunk(int64_t pairs, int sms) {
   if (knobs().mma_chunk > 0) return knobs().mma_chunk;
-  return pairs < sms ? 64 : 256;
+  if (pairs >= sms) return 256;
+  if (!knobs().mma_chunk_by_pairs) return 64;
+  int chunk = 64;
+  while (chunk < 512 && pairs > chunk / 8) chunk *= 2;
+  return chunk;
 }
 
 // Cluster size of the mma path (0: the global merge), GRAPHRT_DECODE_MMA_CLUSTER or by batch.

@@ -10,7 +10,8 @@
 // Design:
 //  - One block of 4 warps per (split, kv head, request); grid (grid_x, nkv, B). A request's split
 //    count is min(max_splits, ceil(len / chunk)) from its live length read on the device, so it
-//    does not depend on the grid or on other rows (padding included): block x takes
+//    does not depend on the grid or on other rows' contents (chunk and max_splits are the host's
+//    choice by the batch's pairs bucket, attention_decode.cu's mma_chunk): block x takes
 //    splits x, x + grid_x, ... (one each whenever the grid is wide enough); blocks past the count
 //    exit right after pdl_wait.
 //  - A split's tokens go through shared memory in tiles of 64, gathered through req_to_token with
