@@ -112,8 +112,14 @@ if [ "${SANITIZE:-1}" != 0 ] && [ "$(left)" -gt 150 ] && command -v compute-sani
       --random-input-min-len 1 --random-output-len 24 --random-output-min-len 8 --timeout 60 --json \
       >"$OUT/sanitizer_bench.json" 2>"$OUT/sanitizer_bench.err"
     pid=$SERVER_PID
-    # SIGTERM to graphrt itself (compute-sanitizer's child): it exits 0 and the tool reports.
-    child=$(ps -o pid= --ppid "$pid" 2>/dev/null | head -1 | tr -d ' ')
+    # SIGTERM to graphrt itself: it exits 0 and the tool reports. graphrt runs two levels below the
+    # tool (compute-sanitizer -> TreeLauncherSubreaper -> graphrt), so it is found by its command
+    # line (the tool's own has the same words, so its pid is left out; the launcher's puts the
+    # binary last). A SIGTERM to the tool or the launcher kills graphrt instead, and the tool then
+    # says "couldn't find exit code" and exits 1 (sessions 3-19 did that).
+    ps -eo pid,ppid,args --forest | grep -A3 "compute-sanitizer --tool" | grep -v grep >"$OUT/sanitizer_procs.txt" 2>&1
+    child=$(pgrep -f -- "graphrt serve --model-path builtin:tiny .*--port 30001" | grep -vx "$pid" | tail -1)
+    echo "SIGTERM to ${child:-$pid} (tool $pid)" >>"$OUT/sanitizer_procs.txt"
     kill -TERM "${child:-$pid}"; for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
     kill -KILL "$pid" 2>/dev/null
     wait "$pid"; SAN_RC=$?; SERVER_PID=""

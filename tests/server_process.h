@@ -19,7 +19,8 @@ namespace grt::testing {
 
 class ServerProcess {
  public:
-  explicit ServerProcess(const std::string& args) {
+  // env: "NAME=value ..." set for the server only (empty: none).
+  explicit ServerProcess(const std::string& args, const std::string& env = "") {
     int out[2];
     if (pipe(out) != 0) return;
     log_ = ::testing::TempDir() + "graphrt_serve_" + std::to_string(getpid()) + "_" + std::to_string(counter()++);
@@ -28,7 +29,8 @@ class ServerProcess {
       dup2(out[1], 1);
       close(out[0]);
       close(out[1]);
-      std::string cmd = std::string("exec ") + GRAPHRT_BIN + " serve --host 127.0.0.1 --port 0 " + args + " 2>" + log_;
+      std::string cmd = std::string("exec ") + (env.empty() ? "" : "env " + env + " ") + GRAPHRT_BIN +
+                        " serve --host 127.0.0.1 --port 0 " + args + " 2>" + log_;
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }

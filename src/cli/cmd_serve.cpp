@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/server_args.h"
+#include "cli/shutdown_signal.h"
 #include "model/model_loader.h"
 #include "cli/text_setup.h"
 #include "cli/tp_launch.h"
@@ -42,7 +43,8 @@ void register_serve(CLI::App& app) {
 #ifndef GRAPHRT_WITH_HTTP
     GRT_FAIL("graphrt was built without cpp-httplib (libcpp-httplib-dev), so it cannot serve");
 #else
-    // SIGINT/SIGTERM go to one thread (sigwait); every thread started from here inherits the mask.
+    // SIGINT/SIGTERM are blocked in every thread started from here (they inherit the mask); the
+    // leader's ShutdownSignal takes them (cli/shutdown_signal.h).
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
@@ -65,6 +67,7 @@ void register_serve(CLI::App& app) {
       pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
       return follow_leader(a, tp);
     }
+    ShutdownSignal shutdown;  // the leader's SIGINT / SIGTERM: a graceful stop
     TextSupport text = text_support_for(a.model);
     SchedulerOptions so = a.scheduler_options();
     so.eos_token_ids = eos_token_ids_of(a.model);
@@ -77,7 +80,7 @@ void register_serve(CLI::App& app) {
         std::lock_guard<std::mutex> g(*group_error_mu);
         *group_error = why;
       }
-      kill(getpid(), SIGTERM);  // blocked in every thread: the signal thread's sigwait takes it
+      kill(getpid(), SIGTERM);  // the signal thread's ShutdownSignal::wait takes it
     };
     Scheduler sched([args = a, tp] { return make_runner(args, tp.comm, tp.device); }, so);
     HttpServerOptions ho;
@@ -91,8 +94,7 @@ void register_serve(CLI::App& app) {
     std::printf("graphrt serve: listening on http://%s:%d\n", opts->host.c_str(), port);
     std::fflush(stdout);
     std::thread signals([&] {
-      int sig = 0;
-      sigwait(&sigs, &sig);
+      const int sig = shutdown.wait();
       GRT_INFO("signal {}: shutting down", sig);
       server.shutdown();
     });
@@ -102,7 +104,7 @@ void register_serve(CLI::App& app) {
       GRT_INFO("ready: model loaded and graphs captured");
     } catch (const std::exception& e) {
       GRT_ERROR("cannot start: {}", e.what());
-      pthread_kill(signals.native_handle(), SIGTERM);
+      shutdown.notify(SIGTERM);
       signals.join();
       serving.join();
       throw;
