@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "core/error.h"
+#include "core/logging.h"
 
 namespace grt {
 namespace {
@@ -68,7 +69,11 @@ int ShutdownSignal::wait() {
   for (;;) {
     const ssize_t n = read(g_read_fd, &b, 1);
     if (n == 1) break;
-    GRT_CHECK(n < 0 && errno == EINTR, "ShutdownSignal: reading the signal pipe failed (errno {})", errno);
+    if (n < 0 && errno == EINTR) continue;
+    // (Called on its own thread: no exception; a pipe that cannot be read stops the server.)
+    GRT_ERROR("ShutdownSignal: reading the signal pipe failed ({}, errno {}): shutting down", n, errno);
+    b = SIGTERM;
+    break;
   }
   pthread_sigmask(SIG_BLOCK, &s, nullptr);  // a second signal waits for the next wait()
   return b;

@@ -10,7 +10,7 @@ namespace grt {
 // (compute-sanitizer's and profilers' are started before main) do not block the signals, and the
 // kernel may hand a process signal to one of them, whose default action killed the server
 // instead of shutting it down (session 19: "process didn't terminate successfully").
-// One at a time in a process; errors from the system calls are Errors naming the call.
+// One at a time in a process; the constructor's failing system calls are Errors naming the call.
 class ShutdownSignal {
  public:
   ShutdownSignal();
@@ -19,7 +19,8 @@ class ShutdownSignal {
   ShutdownSignal& operator=(const ShutdownSignal&) = delete;
 
   // Unblocks SIGINT and SIGTERM in the calling thread and blocks until one of them arrives (or
-  // notify() is called): the signal's number.
+  // notify() is called): the signal's number (SIGTERM, logged, if the pipe cannot be read). Never
+  // throws: it runs on a thread of its own.
   int wait();
   // Makes wait() return `sig` without a signal (any thread; e.g. when start-up fails).
   void notify(int sig);

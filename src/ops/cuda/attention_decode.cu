@@ -457,8 +457,8 @@ struct DecodeKnobs {
   int mma_head_cluster = 0;
   int mma_kv_group = 1;  // 0: auto (mma_kv_group)
   int mma_wide_chunk = 512;
-  // The wide geometry's most splits a request (0: GRAPHRT_DECODE_MMA_SPLITS alone, as sessions
-  // 7-18). Why a cap of its own: the grid is that many blocks a (request, kv head) whatever the
+  // The wide geometry's most splits a request, within GRAPHRT_DECODE_MMA_SPLITS (0: that alone, as
+  // sessions 7-18). Why a cap of its own: the grid is that many blocks a (request, kv head) whatever the
   // live lengths (a graph serves every length up to the table width, so up to 16 at a table of
   // 8192 tokens), and with short requests most blocks only read a length and leave, which still
   // takes their turn on the SMs; from SMs pairs on, fewer, longer splits still fill the GPU. A
@@ -739,7 +739,8 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.chunk = wide ? knobs().mma_wide_chunk : mma_chunk(pairs, sms);
   // No request can use more splits than the table width allows: scratch for those only.
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
-  const int cap = wide && knobs().mma_wide_splits > 0 ? knobs().mma_wide_splits : knobs().mma_splits;
+  const int cap = wide && knobs().mma_wide_splits > 0 ? std::min(knobs().mma_wide_splits, knobs().mma_splits)
+                                                       : knobs().mma_splits;
   p.max_splits = static_cast<int>(std::min<int64_t>(cap, by_ctx));
   p.scale_log2 = a.scale * kLog2e;
   p.cluster = mma_cluster(device.index, a.dtype, p.hd, pairs, sms, p.max_splits, &p.cluster_slots);
