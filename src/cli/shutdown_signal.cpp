@@ -49,15 +49,27 @@ ShutdownSignal::ShutdownSignal() {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  GRT_CHECK(sigaction(SIGINT, &sa, &g_old_int) == 0 && sigaction(SIGTERM, &sa, &g_old_term) == 0,
-            "ShutdownSignal: sigaction for SIGINT / SIGTERM failed (errno {})", errno);
+  if (sigaction(SIGINT, &sa, &g_old_int) != 0) {
+    const int err = errno;
+    release();
+    GRT_FAIL("ShutdownSignal: sigaction for SIGINT failed (errno {})", err);
+  }
+  if (sigaction(SIGTERM, &sa, &g_old_term) != 0) {
+    const int err = errno;
+    sigaction(SIGINT, &g_old_int, nullptr);
+    release();
+    GRT_FAIL("ShutdownSignal: sigaction for SIGTERM failed (errno {})", err);
+  }
 }
 
 ShutdownSignal::~ShutdownSignal() {
   sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
-  const int w = g_write_fd.exchange(-1);
-  close(w);
+  release();
+}
+
+void ShutdownSignal::release() {
+  close(g_write_fd.exchange(-1));
   close(g_read_fd);
   g_read_fd = -1;
 }

@@ -24,6 +24,9 @@ class ShutdownSignal {
   int wait();
   // Makes wait() return `sig` without a signal (any thread; e.g. when start-up fails).
   void notify(int sig);
+
+ private:
+  void release();  // closes the pipe (the handlers must be gone or never installed)
 };
 
 }  // namespace grt
