@@ -428,7 +428,7 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
   // thread: E / C <= kThreads.
   if constexpr (PUSH) {
     const int per = E / C;
-    tma::mbar_wait_cluster(&ps.bar, 0);
+    tma::mbar_wait<true>(&ps.bar, 0);
     const int j = static_cast<int>(threadIdx.x), e = rank * per + j;
     if (j < per && e / kTileN < p.M && n0 + e % kTileN < p.N) {
       float s = ps.recv[j];
