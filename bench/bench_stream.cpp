@@ -63,7 +63,16 @@ struct Config {
   const char* name;
   int depth, bps;
   bool max_shared;
+  cuda::StreamPattern pattern = cuda::StreamPattern::kContiguous;
 };
+
+const char* pattern_name(cuda::StreamPattern p) {
+  switch (p) {
+    case cuda::StreamPattern::kKvNear: return "kv-near";
+    case cuda::StreamPattern::kKvFar: return "kv-far";
+    default: return "contig";
+  }
+}
 
 std::vector<Config> configs() {
   std::vector<Config> c;
@@ -76,6 +85,11 @@ std::vector<Config> configs() {
   for (int bps : {1, 2})
     for (int k : {2, 4, 8, 12})
       if (k * 16 * bps <= 220) c.push_back({cuda::StreamMethod::kBulk, "bulk", k, bps, false});
+  // The paged KV cache's pattern (256-byte pieces of 8 heads' rows), against cp.async contiguous.
+  for (auto pat : {cuda::StreamPattern::kKvNear, cuda::StreamPattern::kKvFar})
+    for (int bps : {1, 2})
+      for (int k : {2, 4})
+        c.push_back({cuda::StreamMethod::kCpAsync, "cp.async", k, bps, false, pat});
   return c;
 }
 
@@ -121,7 +135,7 @@ void run_stream(const StreamOpts& o) {
     const auto* base = static_cast<const unsigned char*>(pool.data());
     if (!o.json) std::printf("\n%lld bytes (%.1f MB), %lld slices\n%-9s %5s %3s %-8s %9s %9s %7s %s\n",
                              static_cast<long long>(b), b / 1e6, static_cast<long long>(slices), "method", "depth",
-                             "bps", "carveout", "us", "GB/s", "x copy", "xor");
+                             "bps", "carveout", "pattern", "us", "GB/s", "x copy", "xor");
     uint32_t want = 0;
     bool first = true;
     for (const Config& c : configs()) {
@@ -133,6 +147,7 @@ void run_stream(const StreamOpts& o) {
         a.depth = c.depth;
         a.blocks_per_sm = c.bps;
         a.max_shared_carveout = c.max_shared;
+        a.pattern = b % (int64_t{16 << 10} * cuda::kStreamKvHeads) == 0 ? c.pattern : cuda::StreamPattern::kContiguous;
         a.partials = static_cast<uint32_t*>(partials.data());
         return a;
       };
@@ -147,10 +162,11 @@ void run_stream(const StreamOpts& o) {
       const double gbps = static_cast<double>(b) / (med * 1e3);
       const char* carve = c.method == cuda::StreamMethod::kLdg ? (c.max_shared ? "max-shm" : "default") : "-";
       j["results"].push_back({{"bytes", b}, {"method", c.name}, {"depth", c.depth}, {"blocks_per_sm", c.bps},
-                              {"carveout", carve}, {"us", med}, {"gbps", gbps}, {"vs_copy", gbps / copy_gbps},
+                              {"carveout", carve}, {"pattern", pattern_name(args(0).pattern)}, {"us", med}, {"gbps", gbps}, {"vs_copy", gbps / copy_gbps},
                               {"xor_ok", got == want}, {"us_all", us}});
       if (!o.json)
-        std::printf("%-9s %5d %3d %-8s %9.2f %9.0f %7.2f %s\n", c.name, c.depth, c.bps, carve, med, gbps,
+        std::printf("%-9s %5d %3d %-8s %-8s %9.2f %9.0f %7.2f %s\n", c.name, c.depth, c.bps, carve,
+                    pattern_name(args(0).pattern), med, gbps,
                     gbps / copy_gbps, got == want ? "ok" : "MISMATCH");
     }
   }

@@ -72,9 +72,25 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(smem)), "l"(gmem) : "memory");
 }
 
+// 16-byte chunk c (0..1023) of tile t in `pattern` (StreamPattern): a tile is 64 rows x 16 chunks
+// (256 bytes) of one head in the KV patterns, rows of kStreamKvHeads x 16 chunks.
+template <int kPattern>
+__device__ __forceinline__ int64_t tile_chunk(int64_t t, int c, int64_t tiles) {
+  if constexpr (kPattern == 0) {
+    return t * kStageChunks + c;
+  } else {
+    constexpr int kRowChunks = kStreamKvHeads * 16;
+    const int64_t blocks = tiles / kStreamKvHeads;  // row blocks of 64 rows
+    const int64_t h = kPattern == 1 ? t % kStreamKvHeads : t / blocks;
+    const int64_t rb = kPattern == 1 ? t / kStreamKvHeads : t % blocks;
+    return (rb * 64 + c / 16) * kRowChunks + h * 16 + c % 16;
+  }
+}
+
 // Tiles of 16 KB, tile t of the buffer to block t % grid; kDepth stages in flight. Each thread
 // copies and later reads back only its own chunks, so its own cp.async.wait_group suffices.
-template <int kDepth>
+// kPattern: StreamPattern (where a tile's chunks lie).
+template <int kDepth, int kPattern = 0>
 __global__ void __launch_bounds__(kSmemThreads) cp_async_kernel(const uint4* __restrict__ p, int64_t n,
                                                                 uint32_t* partials) {
   extern __shared__ __align__(16) uint4 stages[];
@@ -87,7 +103,7 @@ __global__ void __launch_bounds__(kSmemThreads) cp_async_kernel(const uint4* __r
 #pragma unroll
       for (int j = 0; j < kStageChunks / kSmemThreads; ++j) {
         const int c = threadIdx.x + j * kSmemThreads;
-        if (t * kStageChunks + c < n) cp_async16(st + c, p + t * kStageChunks + c);
+        if (t * kStageChunks + c < n) cp_async16(st + c, p + tile_chunk<kPattern>(t, c, tiles));
       }
     }
     asm volatile("cp.async.commit_group;" ::: "memory");  // an empty group past the end keeps the count
@@ -178,11 +194,20 @@ void launch_ldg(bool max_shared, int blocks, cudaStream_t s, const uint4* p, int
   }
 }
 
-template <int kDepth>
-void launch_cp_async(int blocks, cudaStream_t s, const uint4* p, int64_t n, uint32_t* out) {
+template <int kDepth, int kPattern>
+void launch_cp_async_in(int blocks, cudaStream_t s, const uint4* p, int64_t n, uint32_t* out) {
   const int smem = kDepth * kStageBytes;
-  allow_smem(cp_async_kernel<kDepth>, smem, "cp.async");
-  cp_async_kernel<kDepth><<<blocks, kSmemThreads, smem, s>>>(p, n, out);
+  allow_smem(cp_async_kernel<kDepth, kPattern>, smem, "cp.async");
+  cp_async_kernel<kDepth, kPattern><<<blocks, kSmemThreads, smem, s>>>(p, n, out);
+}
+
+template <int kDepth>
+void launch_cp_async(StreamPattern pattern, int blocks, cudaStream_t s, const uint4* p, int64_t n, uint32_t* out) {
+  switch (pattern) {
+    case StreamPattern::kContiguous: return launch_cp_async_in<kDepth, 0>(blocks, s, p, n, out);
+    case StreamPattern::kKvNear: return launch_cp_async_in<kDepth, 1>(blocks, s, p, n, out);
+    case StreamPattern::kKvFar: return launch_cp_async_in<kDepth, 2>(blocks, s, p, n, out);
+  }
 }
 
 }  // namespace
@@ -197,6 +222,10 @@ void stream_probe(Device d, const StreamProbeArgs& a) {
             "stream probe: the source must be 16-byte aligned and partials given");
   GRT_CHECK(a.blocks_per_sm == 1 || a.blocks_per_sm == 2, "stream probe: blocks per SM must be 1 or 2, got {}",
             a.blocks_per_sm);
+  GRT_CHECK(a.pattern == StreamPattern::kContiguous ||
+                (a.method == StreamMethod::kCpAsync && a.bytes % (int64_t{kStageBytes} * kStreamKvHeads) == 0),
+            "stream probe: the KV read patterns take the cp.async method and a multiple of {} bytes, got {} bytes",
+            kStageBytes * kStreamKvHeads, a.bytes);
   const int blocks = f.sms * a.blocks_per_sm;
   const auto* p = static_cast<const uint4*>(a.src);
   const int64_t n = a.bytes / 16;
@@ -216,9 +245,9 @@ void stream_probe(Device d, const StreamProbeArgs& a) {
               a.blocks_per_sm);
     if (a.method == StreamMethod::kCpAsync) {
       switch (a.depth) {
-        case 2: launch_cp_async<2>(blocks, s, p, n, a.partials); break;
-        case 4: launch_cp_async<4>(blocks, s, p, n, a.partials); break;
-        case 8: launch_cp_async<8>(blocks, s, p, n, a.partials); break;
+        case 2: launch_cp_async<2>(a.pattern, blocks, s, p, n, a.partials); break;
+        case 4: launch_cp_async<4>(a.pattern, blocks, s, p, n, a.partials); break;
+        case 8: launch_cp_async<8>(a.pattern, blocks, s, p, n, a.partials); break;
         default: throw Error(fmt::format("stream probe (cp.async): depth must be 2, 4 or 8, got {}", a.depth));
       }
     } else {

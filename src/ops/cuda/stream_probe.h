@@ -17,6 +17,19 @@ enum class StreamMethod {
   kBulk,     // cp.async.bulk (TMA, 1-D) into a ring of `depth` shared stages of 16 KB, mbarriers (2..12)
 };
 
+// Where the 16 KB tiles of the cp.async method lie (the paged KV cache's read pattern, issue 18):
+// kContiguous, 16 KB each; kKvNear / kKvFar, the buffer read as rows of kKvHeads x 256 bytes (a
+// token's K of 8 kv heads at head_dim 128, bf16) and a tile = 64 rows' 256-byte piece of one head,
+// as the decode attention's block of one (request, kv head) reads them. Near: tile u is head
+// u % 8 of row block u / 8, so neighbouring blocks read the 8 heads of the same rows at about the
+// same time (the attention's launch order); far: head u / blocks of row block u % blocks, so the 8
+// pieces of a row are read at 8 distant times. Every byte is read once in each pattern.
+// H100, 256 MB (bench/results/h100_2026-11-25_session20, call B): near 2.99-3.10 TB/s against
+// contiguous 3.01-3.11 for the same depth and blocks; far 2.76-3.01. So the decode attention's
+// gathered 256-byte pieces do not cap its ~2.6 TB/s.
+enum class StreamPattern { kContiguous, kKvNear, kKvFar };
+constexpr int kStreamKvHeads = 8;
+
 struct StreamProbeArgs {
   const void* src = nullptr;  // 16-byte aligned
   int64_t bytes = 0;          // a positive multiple of 16
@@ -24,6 +37,7 @@ struct StreamProbeArgs {
   int depth = 4;                // see StreamMethod
   int blocks_per_sm = 1;        // 1 or 2
   bool max_shared_carveout = false;  // kLdg only: ask for the largest shared carveout (less L1)
+  StreamPattern pattern = StreamPattern::kContiguous;  // kCpAsync only; other patterns need bytes a multiple of 128 KB
   uint32_t* partials = nullptr;      // stream_probe_blocks() words: each block's XOR
 };
 
