@@ -80,7 +80,7 @@ __device__ __forceinline__ int64_t tile_chunk(int64_t t, int c, int64_t tiles) {
     return t * kStageChunks + c;
   } else {
     constexpr int kRowChunks = kStreamKvHeads * 16;
-    const int64_t blocks = tiles / kStreamKvHeads;  // row blocks of 64 rows
+    const int64_t blocks = tiles / kStreamKvHeads;  // row blocks of 64 rows (kStreamKvPatternBytes each)
     const int64_t h = kPattern == 1 ? t % kStreamKvHeads : t / blocks;
     const int64_t rb = kPattern == 1 ? t / kStreamKvHeads : t % blocks;
     return (rb * 64 + c / 16) * kRowChunks + h * 16 + c % 16;
@@ -223,9 +223,9 @@ void stream_probe(Device d, const StreamProbeArgs& a) {
   GRT_CHECK(a.blocks_per_sm == 1 || a.blocks_per_sm == 2, "stream probe: blocks per SM must be 1 or 2, got {}",
             a.blocks_per_sm);
   GRT_CHECK(a.pattern == StreamPattern::kContiguous ||
-                (a.method == StreamMethod::kCpAsync && a.bytes % (int64_t{kStageBytes} * kStreamKvHeads) == 0),
+                (a.method == StreamMethod::kCpAsync && a.bytes % kStreamKvPatternBytes == 0),
             "stream probe: the KV read patterns take the cp.async method and a multiple of {} bytes, got {} bytes",
-            kStageBytes * kStreamKvHeads, a.bytes);
+            kStreamKvPatternBytes, a.bytes);
   const int blocks = f.sms * a.blocks_per_sm;
   const auto* p = static_cast<const uint4*>(a.src);
   const int64_t n = a.bytes / 16;

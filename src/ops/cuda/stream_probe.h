@@ -29,6 +29,8 @@ enum class StreamMethod {
 // gathered 256-byte pieces do not cap its ~2.6 TB/s.
 enum class StreamPattern { kContiguous, kKvNear, kKvFar };
 constexpr int kStreamKvHeads = 8;
+// The KV patterns read whole row blocks of every head: their sizes are multiples of this (128 KB).
+constexpr int64_t kStreamKvPatternBytes = int64_t{16 << 10} * kStreamKvHeads;
 
 struct StreamProbeArgs {
   const void* src = nullptr;  // 16-byte aligned
@@ -37,7 +39,7 @@ struct StreamProbeArgs {
   int depth = 4;                // see StreamMethod
   int blocks_per_sm = 1;        // 1 or 2
   bool max_shared_carveout = false;  // kLdg only: ask for the largest shared carveout (less L1)
-  StreamPattern pattern = StreamPattern::kContiguous;  // kCpAsync only; other patterns need bytes a multiple of 128 KB
+  StreamPattern pattern = StreamPattern::kContiguous;  // kCpAsync only; KV patterns: bytes % kStreamKvPatternBytes == 0
   uint32_t* partials = nullptr;      // stream_probe_blocks() words: each block's XOR
 };
 
