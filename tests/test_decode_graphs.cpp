@@ -1,5 +1,8 @@
 // Decode graphs of the tiny model on the CPU backend: bitwise equal to the eager forward.
+#include <cstdlib>
+
 #include "decode_graph_model_checks.h"
+#include "runtime/graph_input_schema.h"
 
 namespace grt {
 namespace {
@@ -10,6 +13,16 @@ TEST(DecodeGraphs, ReplayEqualsEagerForCapturedAndPaddedSizes) {
 
 TEST(DecodeGraphs, VmmReplayEqualsEagerForCapturedAndPaddedSizes) {
   testing::check_decode_graphs_match_eager(Device::cpu(), 0.0f, GraphMemoryMode::kVmm);
+}
+
+TEST(DecodeGraphs, LogitsInsideTheGraphUpToTheRowRule) {
+  // (GRAPHRT_DECODE_GRAPH_LOGITS_MAX_ROWS unset in the test environment.) Both sides of the rule
+  // run in ReplayEqualsEagerForCapturedAndPaddedSizes (sizes 1..64).
+  if (std::getenv("GRAPHRT_DECODE_GRAPH_LOGITS_MAX_ROWS") != nullptr) GTEST_SKIP() << "the rule is overridden";
+  EXPECT_TRUE(decode_graph_logits_inside(1));
+  EXPECT_TRUE(decode_graph_logits_inside(kDecodeGraphLogitsMaxRows));
+  EXPECT_FALSE(decode_graph_logits_inside(kDecodeGraphLogitsMaxRows + 1));
+  EXPECT_FALSE(decode_graph_logits_inside(64));
 }
 
 TEST(DecodeGraphs, RefusedBatchRunsEagerly) { testing::check_refused_batch_runs_eagerly(Device::cpu(), 0.0f); }

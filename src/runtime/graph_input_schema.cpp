@@ -2,12 +2,19 @@
 
 #include <algorithm>
 
+#include "core/env_switch.h"
 #include "core/error.h"
 #include "model/moe_layer.h"
 #include "ops/attention.h"
 #include "ops/gather.h"
 
 namespace grt {
+
+bool decode_graph_logits_inside(int64_t rows) {
+  static const int max_rows =
+      env_int("GRAPHRT_DECODE_GRAPH_LOGITS_MAX_ROWS", kDecodeGraphLogitsMaxRows, 0, 1 << 30);
+  return rows <= max_rows;
+}
 
 namespace {
 
@@ -79,9 +86,14 @@ class DecodeSchema final : public GraphInputSchema {
     in.graph_break_layers = graph_break_layers_;
     in.num_real_tokens = inputs_.view(num_real_, 1);
     in.moe_eager_routing = moe_eager_routing_;
-    return model_->logits(model_->forward(in));
+    Tensor hidden = model_->forward(in);
+    return decode_graph_logits_inside(n) ? model_->logits(hidden) : hidden;
   }
-  Tensor logits(const Tensor& output, const Tensor& rows) const override { return ops::gather_rows(output, rows); }
+  // `output` has the replayed shape's rows (step's n), so the rule gives what step returned.
+  Tensor logits(const Tensor& output, const Tensor& rows) const override {
+    if (decode_graph_logits_inside(output.size(0))) return ops::gather_rows(output, rows);
+    return model_->logits(ops::gather_rows(output, rows));
+  }
 
  private:
   std::shared_ptr<const DecoderModel> model_;

@@ -50,6 +50,16 @@ class GraphInputSchema {
   int logit_rows_ = -1;  // declared by each schema, read after replay by the gather only
 };
 
+// Whether a decode graph of `rows` rows computes the logits itself (lm_head on every row, the
+// replay's caller gathering the logit rows out of graph memory) or ends at the final norm (the
+// caller gathers the logit rows' hidden states and runs lm_head on them alone): inside up to
+// GRAPHRT_DECODE_GRAPH_LOGITS_MAX_ROWS rows (read once, default kDecodeGraphLogitsMaxRows; 0:
+// never). Above it, the gather out of graph memory moved rows x vocab float32 logits (qwen3-0.6b
+// bs 64: 39 MB, 26 us on an H100) and an extend run as rows (extend_rows.h) computed lm_head for
+// every token where it needs one row a request; inside, lm_head keeps its PDL edge to the norm.
+bool decode_graph_logits_inside(int64_t rows);
+inline constexpr int kDecodeGraphLogitsMaxRows = 8;
+
 // Decode: one row per token, one token per request — or, for an extend run as rows
 // (extend_rows.h), several rows of one request, each with its own seq len and the request's
 // prefix staged as `kv_new_from` (the first position the step stores; seq len - 1 for a decode
