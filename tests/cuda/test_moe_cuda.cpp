@@ -488,6 +488,13 @@ TEST(MoeFusedCuda, OneTokenExpertsBulkGateUpMatchSeparateOpsBitwise) {
   one_token_experts_vs_separate_ops("bulk, gate_up bulk");
 }
 
+TEST(MoeFusedCuda, OneTokenExpertsPipelinedGateUpMatchSeparateOpsBitwise) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "environment overrides the GEMV rule";
+  OneTokenCopyScope scope(cuda::Down1Copy::kBulk, cuda::GateUp1Copy::kPipe);
+  one_token_experts_vs_separate_ops("bulk, gate_up pipelined loads");
+}
+
 TEST(MoeFusedCuda, OneTokenExpertsCpAsyncDownMatchSeparateOpsBitwise) {
   REQUIRE_GPU();
   if (std::getenv("GRAPHRT_MOE_GEMV_MAX_SLOTS")) GTEST_SKIP() << "environment overrides the GEMV rule";
@@ -558,6 +565,12 @@ TEST(MoeFusedCuda, CapturedOneTokenBlockEqualsEager) {
 TEST(MoeFusedCuda, CapturedOneTokenBlockBulkGateUpEqualsEager) {
   REQUIRE_GPU();
   OneTokenCopyScope scope(cuda::Down1Copy::kBulk, cuda::GateUp1Copy::kBulk);
+  captured_one_token_block_equals_eager();
+}
+
+TEST(MoeFusedCuda, CapturedOneTokenBlockPipelinedGateUpEqualsEager) {
+  REQUIRE_GPU();
+  OneTokenCopyScope scope(cuda::Down1Copy::kBulk, cuda::GateUp1Copy::kPipe);
   captured_one_token_block_equals_eager();
 }
 
@@ -769,7 +782,7 @@ TEST(MoeFusedCuda, OneTokenExpertsAddNormMatchesFusedAddNormBitwise) {
   const Device d = Device::cuda(0);
   const float eps = 1e-6f;
   int runs = 0;
-  for (cuda::GateUp1Copy gu_copy : {cuda::GateUp1Copy::kLoads, cuda::GateUp1Copy::kBulk}) {
+  for (cuda::GateUp1Copy gu_copy : {cuda::GateUp1Copy::kLoads, cuda::GateUp1Copy::kBulk, cuda::GateUp1Copy::kPipe}) {
     OneTokenCopyScope scope(cuda::Down1Copy::kBulk, gu_copy);
     for (const Shape4& sh : {Shape4{16, 8, 1024, 384}, Shape4{48, 32, 512, 96}, Shape4{128, 8, 2048, 64},
                              Shape4{8, 2, 8192, 64}, Shape4{4, 1, 136, 8}, Shape4{12, 3, 1000, 40}}) {

@@ -150,6 +150,113 @@ __global__ void __launch_bounds__(kGuThreads, 4)
   }
 }
 
+// gate_up1 with its loads pipelined across rounds (GateUp1Copy::kPipe): the same units, warps and
+// per-lane chunk order (so the same bits), but a warp issues round r + 1's loads (kGuPipeUnroll
+// chunks a lane and matrix, across unit boundaries) before it multiplies round r. gate_up1_kernel
+// issues a round, waits for all of it, multiplies, and only then issues the next: with every warp
+// of the grid starting together, its rounds go out in waves with the DRAM queue draining between
+// them (qwen3-30b-a3b: 4 rounds a warp, 50 MB in 22.8 us, 2.2 TB/s). Same registers (two rounds
+// of 2 chunks where gate_up1_kernel holds one of 4: 62 registers), so down1 still fits beside it.
+// Measured (H100, qwen3-30b-a3b bs 1, bench/results/h100_2026-11-25_session21 calls G-H): its
+// advance in the graph 23.55 -> 20.42-20.61 us a layer as predicted, but down1's grew 10.5 ->
+// 13.5: down1 copies its 25 MB while gate_up1 streams, and the pair's 75 MB take ~34 us either
+// way (2.2 TB/s together). Step 3.618 against 3.620 ms (three interleaved runs each): not the
+// default; the pair's shared stream is what to shorten next.
+constexpr int kGuPipeUnroll = 2;
+template <int kLoad>
+__global__ void __launch_bounds__(kGuThreads, 4)
+    gate_up1_pipe_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ ids, const bf16* __restrict__ w,
+                         bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_warp,
+                         int32_t* __restrict__ done) {
+  constexpr int P = kGuPipeUnroll;
+  pdl_wait();     // x and ids come from the kernels before
+  pdl_trigger();  // down1's blocks start copying their weights now
+  if (done && blockIdx.x == 0 && threadIdx.x == 0) *done = 0;  // down1's block count (add + norm)
+  const int lane = threadIdx.x % 32;
+  const int gw = blockIdx.x * kGuWarps + threadIdx.x / 32;
+  int id = lane < top_k ? ids[lane] : -1;
+  if (!valid_expert(id, experts)) id = -1;
+  const int chunks = K / 8, units = top_k * I;
+  const int rounds = (chunks + 32 * P - 1) / (32 * P);  // a unit's rounds (warp-uniform)
+  const auto* x4 = reinterpret_cast<const uint4*>(x);
+  const int u_end = min((gw + 1) * units_per_warp, units);
+  uint64_t policy = 0;
+  if constexpr (kLoad == kLoadEvictFirst) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  // The warp's next unit from `u` on whose choice routes to an expert (warp-uniform), or u_end.
+  const auto next_unit = [&](int u, int& e) {
+    for (; u < u_end; ++u) {
+      e = __shfl_sync(0xffffffffu, id, u / I);
+      if (e >= 0) break;  // a choice that routes nowhere has no act row
+    }
+    return u;
+  };
+  const auto rows = [&](int u, int e, const uint4*& wg, const uint4*& wu) {
+    const int n = u - (u / I) * I;
+    wg = reinterpret_cast<const uint4*>(w + (static_cast<int64_t>(e) * 2 * I + n) * K);
+    wu = wg + static_cast<int64_t>(I) * chunks;
+  };
+  const auto load = [&](const uint4* wg, const uint4* wu, int r, uint4 (&vg)[P], uint4 (&vu)[P]) {
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const int c = lane + 32 * (r * P + i);
+      vg[i] = c < chunks ? load_weight_row<kLoad>(wg + c, policy) : make_uint4(0, 0, 0, 0);
+      vu[i] = c < chunks ? load_weight_row<kLoad>(wu + c, policy) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  int e = -1;
+  int u = next_unit(gw * units_per_warp, e);
+  if (u >= u_end) return;
+  const uint4 *wg, *wu;
+  rows(u, e, wg, wu);
+  uint4 cg[P], cu[P], ng[P], nu[P];
+  load(wg, wu, 0, cg, cu);
+  float g = 0.0f, up = 0.0f;
+  for (int r = 0;;) {
+    // Round r + 1 (or the next unit's round 0) goes out before round r is multiplied.
+    const bool unit_end = r + 1 >= rounds;
+    int nu_u = u, nr = r + 1, ne = e;
+    const uint4 *nwg = wg, *nwu = wu;
+    if (unit_end) {
+      nu_u = next_unit(u + 1, ne);
+      nr = 0;
+      if (nu_u < u_end) rows(nu_u, ne, nwg, nwu);
+    }
+    const bool more = nu_u < u_end;
+    if (more) load(nwg, nwu, nr, ng, nu);
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const int c = lane + 32 * (r * P + i);
+      if (c >= chunks) continue;
+      const uint4 xv = x4[c];
+      g = dot8(cg[i], xv, g);
+      up = dot8(cu[i], xv, up);
+    }
+    if (unit_end) {
+      g = warp_sum(g);
+      up = warp_sum(up);
+      if (lane == 0) {  // gate_up1_kernel's epilogue
+        const int j = u / I, n = u - j * I;
+        const float gr = dense::round_to<bf16>(g), ur = dense::round_to<bf16>(up);
+        const float v = dense::round_to<bf16>(gr / (1.0f + expf(-gr))) * ur;
+        act[static_cast<int64_t>(j) * I + n] = __float2bfloat16_rn(v);
+      }
+      g = 0.0f;
+      up = 0.0f;
+    }
+    if (!more) break;
+    u = nu_u;
+    r = nr;
+    e = ne;
+    wg = nwg;
+    wu = nwu;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      cg[i] = ng[i];
+      cu[i] = nu[i];
+    }
+  }
+}
+
 // gate_up1 by TMA bulk copies: one persistent block an SM owns the contiguous units [u0, u1) (runs
 // differ by at most one unit) and streams them in tiles of `tile` units (<= kGuWarps), each tile
 // the gate rows and the up rows of its units (two contiguous runs per expert it touches) into one
@@ -491,7 +598,9 @@ OneTokenInfo one_token_info(int index, bool shared_carveout) {
     info.gu_smem = optin - static_cast<int>(fg.sharedSizeBytes);
     allow_down1_smem(gate_up1_bulk_kernel, static_cast<int>(info.gu_smem), index);
     if (shared_carveout)
-      for (auto kernel : {gate_up1_kernel<kLoadCs>, gate_up1_kernel<kLoadNoAllocate>, gate_up1_kernel<kLoadEvictFirst>})
+      for (auto kernel : {gate_up1_kernel<kLoadCs>, gate_up1_kernel<kLoadNoAllocate>, gate_up1_kernel<kLoadEvictFirst>,
+                          gate_up1_pipe_kernel<kLoadCs>, gate_up1_pipe_kernel<kLoadNoAllocate>,
+                          gate_up1_pipe_kernel<kLoadEvictFirst>})
         GRT_CUDA_CHECK(
             cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
             "setting the carveout of the MoE gate_up1 kernel on cuda:{}", index);
@@ -505,10 +614,10 @@ OneTokenInfo one_token_info(int index, bool shared_carveout) {
 std::atomic<int> g_down1_copy_override{static_cast<int>(Down1Copy::kEnv)};
 std::atomic<int> g_gate_up1_copy_override{static_cast<int>(GateUp1Copy::kEnv)};
 
-// GRAPHRT_MOE_GATE_UP1_COPY as an index of {"loads", "bulk"}, read once.
+// GRAPHRT_MOE_GATE_UP1_COPY as an index of {"loads", "bulk", "pipe"}, read once.
 GateUp1Copy gate_up1_copy_from_env() {
-  static const int v = env_choice("GRAPHRT_MOE_GATE_UP1_COPY", {"loads", "bulk"}, 0);
-  return v == 0 ? GateUp1Copy::kLoads : GateUp1Copy::kBulk;
+  static const int v = env_choice("GRAPHRT_MOE_GATE_UP1_COPY", {"loads", "bulk", "pipe"}, 0);
+  return v == 0 ? GateUp1Copy::kLoads : v == 1 ? GateUp1Copy::kBulk : GateUp1Copy::kPipe;
 }
 
 // gate_up1_bulk_kernel's tile (units a stage) and depth (stages) for rows of K elements within
@@ -523,9 +632,14 @@ std::pair<int, int> gate_up1_bulk_shape(int64_t K, int64_t budget) {
   return {0, 0};
 }
 
-// GRAPHRT_MOE_GATE_UP1_LOAD ({"no-allocate", "cs", "evict-first"}, read once) as gate_up1's kernel.
-auto gate_up1_kernel_from_env() {
+// GRAPHRT_MOE_GATE_UP1_LOAD ({"no-allocate", "cs", "evict-first"}, read once) as gate_up1's kernel,
+// the pipelined one where `pipe`.
+auto gate_up1_kernel_from_env(bool pipe) {
   static const int v = env_choice("GRAPHRT_MOE_GATE_UP1_LOAD", {"no-allocate", "cs", "evict-first"}, 0);
+  if (pipe)
+    return v == 0   ? gate_up1_pipe_kernel<kLoadNoAllocate>
+           : v == 1 ? gate_up1_pipe_kernel<kLoadCs>
+                    : gate_up1_pipe_kernel<kLoadEvictFirst>;
   return v == 0 ? gate_up1_kernel<kLoadNoAllocate> : v == 1 ? gate_up1_kernel<kLoadCs> : gate_up1_kernel<kLoadEvictFirst>;
 }
 
@@ -579,8 +693,9 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
   const int64_t gu_blocks = (warps + kGuWarps - 1) / kGuWarps;
   cudaStream_t s = dense::launch_stream(d);
   const auto og = static_cast<GateUp1Copy>(g_gate_up1_copy_override.load());
+  const GateUp1Copy gu_copy = og == GateUp1Copy::kEnv ? gate_up1_copy_from_env() : og;
   const auto [tile, depth] = gate_up1_bulk_shape(H, info.gu_smem);
-  if (info.bulk && tile > 0 && (og == GateUp1Copy::kEnv ? gate_up1_copy_from_env() : og) == GateUp1Copy::kBulk) {
+  if (info.bulk && tile > 0 && gu_copy == GateUp1Copy::kBulk) {
     const int64_t upb = (units + info.sms - 1) / info.sms, blocks = (units + upb - 1) / upb;
     const size_t gsmem = static_cast<size_t>(H * 2 + int64_t{depth} * 2 * tile * H * 2);
     (void)launch_pdl(d.index, gate_up1_bulk_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGuThreads), gsmem, s,
@@ -591,12 +706,12 @@ bool moe_experts_combine_one_token(Device d, const ops::MoeExpertsCombineArgs& a
         "moe_experts_combine (one token) gate_up (bulk) blocks={} units/block={} tile={} depth={} smem={} hidden={}",
         blocks, upb, tile, depth, gsmem, H);
   } else {
-  (void)launch_pdl(d.index, gate_up1_kernel_from_env(), dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
+  (void)launch_pdl(d.index, gate_up1_kernel_from_env(gu_copy == GateUp1Copy::kPipe), dim3(static_cast<unsigned>(gu_blocks)), dim3(kGuThreads), 0, s, 1,
                    static_cast<const bf16*>(e.x), a.topk_ids, static_cast<const bf16*>(e.gate_up),
                    static_cast<bf16*>(e.act), static_cast<int>(k), static_cast<int>(a.num_experts),
                    static_cast<int>(I), static_cast<int>(H), static_cast<int>(per_warp), a.done_blocks);
-  GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) gate_up blocks={} hidden={} inter={} top_k={}", gu_blocks, H,
-                        I, k);
+  GRT_CUDA_CHECK_LAUNCH("moe_experts_combine (one token) gate_up blocks={} hidden={} inter={} top_k={} pipe={}",
+                        gu_blocks, H, I, k, gu_copy == GateUp1Copy::kPipe);
   }
   const auto o = static_cast<Down1Copy>(g_down1_copy_override.load());
   const bool bulk = info.bulk && (o == Down1Copy::kEnv ? down1_copy_from_env() : o) == Down1Copy::kBulk;

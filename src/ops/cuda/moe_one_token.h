@@ -36,9 +36,10 @@ void set_down1_copy_override(Down1Copy c);
 // over a grid of 3 blocks an SM (the default), or kBulk, one persistent block an SM that streams
 // tiles of its units (gate and up rows) by TMA bulk copies into a ring of shared stages (sm_90+,
 // where 2 stages of one unit fit). kEnv: GRAPHRT_MOE_GATE_UP1_COPY (read once): unset, "" or
-// "loads": kLoads; "bulk": kBulk; anything else is an error. Same bits either way. kBulk
-// measured slower on an H100 (bench/results/h100_2026-11-23_s5_stream).
-enum class GateUp1Copy { kEnv, kLoads, kBulk };
+// "loads": kLoads; "bulk": kBulk; "pipe": kPipe, kLoads with each warp's next round of loads
+// issued before it multiplies the current one (gate_up1_pipe_kernel); anything else is an error.
+// Same bits either way. kBulk measured slower on an H100 (bench/results/h100_2026-11-23_s5_stream).
+enum class GateUp1Copy { kEnv, kLoads, kBulk, kPipe };
 void set_gate_up1_copy_override(GateUp1Copy c);
 
 // How the one-token router (moe_fused.cu) picks its token's top_k experts: kRank, every expert's
