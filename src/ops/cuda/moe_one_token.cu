@@ -99,18 +99,26 @@ __device__ __forceinline__ uint4 load_weight_row(const uint4* p, uint64_t policy
   else return __ldcs(p);
 }
 
+// The start of both gate_up1 kernels: the PDL wait (x and ids come from the kernels before) and
+// trigger (down1's blocks start copying their weights now), down1's block count reset (add +
+// norm), and the expert of this lane's choice (-1: none, or past top_k).
+__device__ __forceinline__ int gate_up1_enter(const int32_t* ids, int top_k, int experts, int32_t* done) {
+  pdl_wait();
+  pdl_trigger();
+  if (done && blockIdx.x == 0 && threadIdx.x == 0) *done = 0;
+  const int lane = threadIdx.x % 32;
+  const int id = lane < top_k ? ids[lane] : -1;
+  return valid_expert(id, experts) ? id : -1;
+}
+
 template <int kLoad>
 __global__ void __launch_bounds__(kGuThreads, 4)
     gate_up1_kernel(const bf16* __restrict__ x, const int32_t* __restrict__ ids, const bf16* __restrict__ w,
                     bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_warp,
                     int32_t* __restrict__ done) {
-  pdl_wait();     // x and ids come from the kernels before
-  pdl_trigger();  // down1's blocks start copying their weights now
-  if (done && blockIdx.x == 0 && threadIdx.x == 0) *done = 0;  // down1's block count (add + norm)
+  const int id = gate_up1_enter(ids, top_k, experts, done);
   const int lane = threadIdx.x % 32;
   const int gw = blockIdx.x * kGuWarps + threadIdx.x / 32;
-  int id = lane < top_k ? ids[lane] : -1;
-  if (!valid_expert(id, experts)) id = -1;
   const int chunks = K / 8, units = top_k * I;
   const auto* x4 = reinterpret_cast<const uint4*>(x);
   const int u_end = min((gw + 1) * units_per_warp, units);
@@ -169,13 +177,9 @@ __global__ void __launch_bounds__(kGuThreads, 4)
                          bf16* __restrict__ act, int top_k, int experts, int I, int K, int units_per_warp,
                          int32_t* __restrict__ done) {
   constexpr int P = kGuPipeUnroll;
-  pdl_wait();     // x and ids come from the kernels before
-  pdl_trigger();  // down1's blocks start copying their weights now
-  if (done && blockIdx.x == 0 && threadIdx.x == 0) *done = 0;  // down1's block count (add + norm)
+  const int id = gate_up1_enter(ids, top_k, experts, done);
   const int lane = threadIdx.x % 32;
   const int gw = blockIdx.x * kGuWarps + threadIdx.x / 32;
-  int id = lane < top_k ? ids[lane] : -1;
-  if (!valid_expert(id, experts)) id = -1;
   const int chunks = K / 8, units = top_k * I;
   const int rounds = (chunks + 32 * P - 1) / (32 * P);  // a unit's rounds (warp-uniform)
   const auto* x4 = reinterpret_cast<const uint4*>(x);
