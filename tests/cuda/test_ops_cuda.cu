@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
@@ -495,6 +496,103 @@ TEST(OpsCudaLinear, SmallMRowsDoNotDependOnTheBatch) {
   }
 }
 
+// The 1-row kernel (gemv_row1.cu; a warp per output row, weights held across the PDL wait): one
+// bf16 row takes it where the shape fits (counted by gemv_row1_launches), it matches the CPU
+// reference and the M <= 16 kernel within rounding, its bits do not depend on how many units a
+// warp takes (the grid) or where the weights wait (registers or shared memory), the fusions keep
+// the unfused row kernel's bits (silu and residual epilogues), and shapes it refuses (K > 3072,
+// more than 16 MiB of weights, two rows, f16) run the other kernels.
+TEST(OpsCudaLinear, OneRowKernelMatchesCpuAndKeepsItsBitsWhateverTheGrid) {
+  struct Reset {
+    ~Reset() {
+      cuda::set_gemv_row1(-1);
+      cuda::set_gemv_row1_units(-1);
+    }
+  } reset;
+  cuda::set_gemv_row1(2);
+  // Every units-a-warp choice, with the weights held in registers (mode 1) and in shared memory (2).
+  const auto runs = [](const std::function<Tensor()>& op, const std::vector<int>& units, const std::string& what) {
+    std::vector<float> first;
+    for (int mode : {1, 2})
+      for (int u : units) {
+        cuda::set_gemv_row1(mode);
+        cuda::set_gemv_row1_units(u);
+        const int64_t before = cuda::gemv_row1_launches();
+        poison();
+        const std::vector<float> got = host(op());
+        const std::string how = what + ": mode " + std::to_string(mode) + ", units " + std::to_string(u);
+        EXPECT_GT(cuda::gemv_row1_launches(), before) << how << " did not run the 1-row kernel";
+        if (first.empty()) first = got;
+        else EXPECT_EQ(got, first) << how << " changed the bits";
+      }
+    cuda::set_gemv_row1(2);
+    cuda::set_gemv_row1_units(0);
+    return first;
+  };
+  struct Case {
+    int64_t N, K;
+    std::vector<int> units;
+    DType out;
+    bool bias;
+  };
+  for (const Case& c : {Case{4096, 1024, {1, 2, 4}, DType::BF16, false}, Case{1024, 2048, {1, 2}, DType::BF16, false},
+                 Case{1024, 3072, {1}, DType::BF16, false}, Case{77, 136, {1, 2, 4}, DType::BF16, false},
+                 Case{1030, 2048, {1, 2}, DType::F32, false}, Case{384, 256, {1, 2, 4}, DType::BF16, true},
+                 Case{40, 8, {1, 2, 4}, DType::F32, true}}) {
+    const uint32_t seed = static_cast<uint32_t>(c.N * 7 + c.K);
+    Pair x = random_pair(Shape{1, c.K}, seed), w = random_pair(Shape{c.N, c.K}, seed + 1, DType::BF16, -0.1f, 0.1f);
+    Pair b = random_pair(Shape{c.N}, seed + 2);
+    Tensor bg = c.bias ? b.gpu : Tensor(), bc = c.bias ? b.cpu : Tensor();
+    const std::string what = "1-row linear N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
+                             (c.bias ? " bias" : "") + " -> " + dtype_name(c.out);
+    const std::vector<float> row = runs([&] { return ops::linear(x.gpu, w.gpu, bg, c.out); }, c.units, what);
+    expect_close(row, host(ops::linear(x.cpu, w.cpu, bc, DType::F32)), c.out == DType::BF16 ? 1e-2 : 1e-3, what + " vs cpu");
+    cuda::set_gemv_row1(0);
+    expect_close(row, host(ops::linear(x.gpu, w.gpu, bg, c.out)), c.out == DType::BF16 ? 1e-2 : 1e-4, what + " vs gemv.cu");
+    cuda::set_gemv_row1(2);
+  }
+  // The norm prologue, and silu with and without it: every units choice where its grid fits one
+  // wave (1024 rows), and the auto choice at qwen3-0.6b's qkv (4096) and gate_up (3072).
+  for (const auto& [N, inter, units] : {std::tuple<int64_t, int64_t, std::vector<int>>{1024, 1024, {1, 2, 4}},
+                                        std::tuple<int64_t, int64_t, std::vector<int>>{4096, 3072, {0}}}) {
+    const int64_t K = 1024;
+    const std::string shape = " N=" + std::to_string(N) + " inter=" + std::to_string(inter);
+    Pair x = random_pair(Shape{1, K}, 91, DType::BF16, -3.0f, 3.0f), nw = random_pair(Shape{K}, 92, DType::BF16, 0.5f, 1.5f);
+    Pair w = random_pair(Shape{N, K}, 93, DType::BF16, -0.1f, 0.1f), gu = random_pair(Shape{2 * inter, K}, 94, DType::BF16, -0.1f, 0.1f);
+    const std::vector<float> qkv = runs([&] { return ops::rms_norm_linear(x.gpu, nw.gpu, 1e-6f, w.gpu); }, units, "1-row rms_norm_linear" + shape);
+    expect_close(qkv, host(ops::rms_norm_linear(x.cpu, nw.cpu, 1e-6f, w.cpu)), 2e-2, "1-row rms_norm_linear vs cpu" + shape);
+    expect_close(qkv, host(ops::linear(ops::rms_norm(x.gpu, nw.gpu, 1e-6f), w.gpu)), 1e-2, "1-row rms_norm_linear vs unfused" + shape);
+    const std::vector<int> silu_units = units.size() > 1 ? std::vector<int>{1, 2} : units;  // silu: 2 units at most
+    const std::vector<float> act = runs([&] { return ops::rms_norm_gate_up_silu(x.gpu, nw.gpu, 1e-6f, gu.gpu); }, silu_units, "1-row gate_up silu" + shape);
+    expect_close(act, host(ops::rms_norm_gate_up_silu(x.cpu, nw.cpu, 1e-6f, gu.cpu)), 6e-2, "1-row gate_up silu vs cpu" + shape);
+    const std::vector<float> plain = runs([&] { return ops::rms_norm_gate_up_silu(x.gpu, Tensor(), 0.0f, gu.gpu); }, silu_units, "1-row gate_up silu, no norm" + shape);
+    EXPECT_EQ(plain, host(ops::silu_and_mul(ops::linear(x.gpu, gu.gpu)))) << "1-row gate_up silu (no norm) vs unfused" << shape;
+  }
+  {  // the residual epilogue: linear_add_ equals the row kernel's linear, rounded, then added
+    const int64_t N = 1024, K = 3072;
+    Pair x = random_pair(Shape{1, K}, 95), w = random_pair(Shape{N, K}, 96, DType::BF16, -0.1f, 0.1f);
+    Pair r = random_pair(Shape{1, N}, 97, DType::BF16, -4.0f, 4.0f);
+    const std::vector<float> out = host(ops::linear(x.gpu, w.gpu));
+    std::vector<float> want = host(r.gpu);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = bf16_to_float(float_to_bf16(want[i] + out[i]));
+    const int64_t before = cuda::gemv_row1_launches();
+    ops::linear_add_(x.gpu, w.gpu, r.gpu);
+    EXPECT_EQ(cuda::gemv_row1_launches(), before + 1);
+    EXPECT_EQ(host(r.gpu), want) << "1-row linear_add_ vs unfused";
+  }
+  // Shapes it leaves to the other kernels.
+  const int64_t before = cuda::gemv_row1_launches();
+  Pair x4 = random_pair(Shape{2, 4096}, 98), w4 = random_pair(Shape{512, 4096}, 99, DType::BF16, -0.1f, 0.1f);
+  expect_close(host(ops::linear(x4.gpu.slice(0, 0, 1), w4.gpu)), host(ops::linear(x4.cpu.slice(0, 0, 1), w4.cpu)), 1e-2, "K 4096");
+  expect_close(host(ops::linear(x4.gpu, w4.gpu)), host(ops::linear(x4.cpu, w4.cpu)), 1e-2, "two rows");
+  Pair wb = random_pair(Shape{8193, 1024}, 102, DType::BF16, -0.1f, 0.1f);  // 16 MiB + a row: streams more than waits
+  expect_close(host(ops::linear(x4.gpu.slice(0, 0, 1).slice(1, 0, 1024), wb.gpu)),
+               host(ops::linear(x4.cpu.slice(0, 0, 1).slice(1, 0, 1024), wb.cpu)), 1e-2, "16 MiB + a row");
+  Pair xh = random_pair(Shape{1, 264}, 100, DType::F16), wh = random_pair(Shape{520, 264}, 101, DType::F16, -0.1f, 0.1f);
+  expect_close(host(ops::linear(xh.gpu, wh.gpu)), host(ops::linear(xh.cpu, wh.cpu, Tensor(), DType::F32)), 1e-3, "f16");
+  EXPECT_EQ(cuda::gemv_row1_launches(), before) << "the 1-row kernel took a shape it should leave";
+}
+
 // ---- capture ----------------------------------------------------------------------------------
 
 // A layer-like chain, warmed up and captured on one stream (as the graph runners do), replays on
@@ -761,7 +859,7 @@ TEST(OpsCudaCapture, LinearFirstUsedWhileCapturing) {
 // captured after a warm-up replay on new inputs bit for bit as they run eagerly; at M >= 24 also
 // the fused RMSNorm + gate_up + silu_and_mul and the residual epilogue.
 TEST(OpsCudaCapture, SmallMLinearReplaysOnNewInputs) {
-  for (int64_t M : {5, 24, 40, 64}) {
+  for (int64_t M : {1, 5, 24, 40, 64}) {  // 1: gemv_row1.cu's linear and residual epilogue
     if (M > cuda::gemv_max_rows()) continue;
     const int64_t N = 1024, K = 3072;
     Pair x = random_pair(Shape{M, K}, 61), w = random_pair(Shape{N, K}, 62, DType::BF16, -0.1f, 0.1f);

@@ -142,11 +142,7 @@ __device__ __forceinline__ uint2 bf16x4_bits(float a, float b, float c, float d)
 
 __device__ __forceinline__ uint4 ldcg16(const void* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
+using dense::warp_sum;
 
 // Sum over the block; every thread gets it. `red` holds kWarps floats; ends with a barrier so it
 // can be called again at once.

@@ -135,4 +135,25 @@ inline int row_threads(int64_t chunks) {
   return static_cast<int>(t < 32 ? 32 : (t > 1024 ? 1024 : t));
 }
 
+// acc + w . x over one 16-byte chunk of bf16 (8 elements, ascending, one fmaf each): the order of
+// the grouped GEMVs (moe_gemv.cu) and of the 1-row linear (gemv_row1.cu).
+__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
+  const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&x);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 p = __bfloat1622float2(a[i]), q = __bfloat1622float2(b[i]);
+    acc = fmaf(p.x, q.x, acc);
+    acc = fmaf(p.y, q.y, acc);
+  }
+  return acc;
+}
+
+// The sum over the warp by an xor butterfly (16, 8, 4, 2, 1): every lane gets the same bits.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 }  // namespace grt::cuda::dense

@@ -38,6 +38,13 @@ void set_gemv_cluster_push(int mode);
 // into shared memory before pdl_wait, at 2 / 3 blocks an SM; -1 back to the environment). The same
 // bits whichever. Host side, not thread-safe.
 void set_gemv_stage(int mode);
+// The 1-row kernel (gemv_row1.cu): mode -1 the environment (GRAPHRT_GEMV_ROW1), 0 off, 1 weights
+// held in registers, 2 in shared memory (the default); units
+// a warp -1 the environment (GRAPHRT_GEMV_ROW1_UNITS), 0 auto, 1, 2 or 4. For tests and A/B.
+void set_gemv_row1(int mode);
+void set_gemv_row1_units(int units);
+// Launches of the 1-row kernel in this process so far (tests: whether a call took it).
+int64_t gemv_row1_launches();
 
 // Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
 // decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads

@@ -200,4 +200,10 @@ __device__ __forceinline__ void store_silu(const Params& p, int m, int64_t col, 
 // cluster, prefetch and wn, which it sets from N, K and the GPU.
 void launch_wide(int index, cudaStream_t stream, Params p, bool bf16, const DeviceInfo& info);
 
+// Launches the 1-row kernel (gemv_row1.cu) for p (M = 1; p complete but groups, cluster, prefetch,
+// stage_groups and cluster_push, which it does not use) and returns true, or returns false
+// (nothing launched) where it does not take the shape: switched off, not bf16, K > 3072, or a grid
+// its registers cannot hold in one wave. The launch's error is left to the caller's check.
+bool launch_row1(int index, cudaStream_t stream, const Params& p, bool bf16, const DeviceInfo& info);
+
 }  // namespace grt::cuda::gemv_detail

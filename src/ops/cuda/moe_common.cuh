@@ -11,19 +11,8 @@ namespace grt::cuda::moe {
 
 constexpr int kMaxPerLane = 16;  // 512 experts / 32 lanes
 
-// acc + w . x over one 16-byte chunk of bf16 (8 elements, ascending, one fmaf each): the order of
-// the grouped GEMVs (moe_gemv.cu), so kernels that use it give their bits.
-__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
-  const __nv_bfloat162* a = reinterpret_cast<const __nv_bfloat162*>(&w);
-  const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&x);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 p = __bfloat1622float2(a[i]), q = __bfloat1622float2(b[i]);
-    acc = fmaf(p.x, q.x, acc);
-    acc = fmaf(p.y, q.y, acc);
-  }
-  return acc;
-}
+using dense::dot8;  // the grouped GEMVs' (moe_gemv.cu) order, so kernels that use it give their bits
+using dense::warp_sum;
 
 // The same with x already in float32 (two float4 of one chunk): the same bits as dot8.
 __device__ __forceinline__ float dot8(const uint4& w, const float4& x0, const float4& x1, float acc) {
@@ -39,12 +28,6 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& x0, const fl
   acc = fmaf(p3.x, x1.z, acc);
   acc = fmaf(p3.y, x1.w, acc);
   return acc;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 // The softmax numerators of route_row: v[i] = exp(row[e] - max) for expert e = lane + 32 * i

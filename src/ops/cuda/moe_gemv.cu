@@ -39,11 +39,7 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
   }
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
+using dense::warp_sum;
 
 // Weights are read once: evict-first, so the few activation rows stay cached for all warps.
 __device__ __forceinline__ uint4 load_weights(const bf16* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }

@@ -85,12 +85,6 @@ bool trigger_first() { return pdl_trigger_first(TriggerFirstSite::prepare); }
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kSmemBytes = 48 * 1024;  // the default dynamic shared memory limit
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 // One head of hd elements, read from src, written to dst (may be src). buf: hd floats of this
 // warp's shared memory. w: the norm weight or null. cs: the cos/sin row or null (no rope).
 // Called by all 32 lanes of a warp.
