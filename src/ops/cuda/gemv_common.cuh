@@ -47,6 +47,8 @@ struct Params {
   // gemv.cu, the STAGE kernels: groups of w a warp copies into shared memory before pdl_wait (all
   // of its groups; 0 elsewhere). See "Staged weights" in gemv.cu.
   int stage_groups;
+  // gemv_row1.cu: 1 = the residual element is read right after the PDL wait, beside x.
+  int res_early;
 };
 
 // The GPU facts the work split depends on (never M).

@@ -124,6 +124,12 @@ __global__ void __launch_bounds__(kRowThreads, 2) gemv_row1_kernel(Params p) {
     const int c = lane + 32 * i;
     x[i] = c < chunks ? __ldg(static_cast<const uint4*>(p.x) + c) : zero;
   }
+  // The residual epilogue's element (lane u stores unit u), asked for beside x instead of after
+  // the sums: one L2 trip off the end of the chain. bf16 residuals (the row kernel's dtype).
+  const bool res_early = !SILU && p.residual != nullptr && p.out_kind == kBF16 && p.res_early;
+  float res_old = 0.0f;
+  if (res_early && lane < U && unit0 + lane < units)
+    res_old = __bfloat162float(static_cast<const bf16*>(p.residual)[unit0 + lane]);
   if constexpr (NORM) {
     // gemv.cu's one-pass inverse RMS of row 0 (zeros past K leave the sum's bits as they are),
     // then rms_norm's rounding of each element.
@@ -152,8 +158,15 @@ __global__ void __launch_bounds__(kRowThreads, 2) gemv_row1_kernel(Params p) {
   for (int u = 0; u < U; ++u) {
     const int64_t unit = unit0 + u;
     if (lane != u || unit >= units) continue;
-    if constexpr (SILU) store_silu<bf16>(p, 0, unit, acc[u][0], acc[u][1]);
-    else store_out(p, 0, unit, acc[u][0]);
+    if constexpr (SILU) {
+      store_silu<bf16>(p, 0, unit, acc[u][0], acc[u][1]);
+    } else if (res_early) {  // store_out's residual add, with the element read above
+      float y = acc[u][0];
+      if (p.bias_kind != kNone) y += load_kind(p.bias, p.bias_kind, unit);
+      static_cast<bf16*>(p.residual)[unit] = __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(y)) + res_old);
+    } else {
+      store_out(p, 0, unit, acc[u][0]);
+    }
   }
 }
 
@@ -223,6 +236,13 @@ int row1_mode() {
   return row1_override >= 0 ? row1_override : mode;
 }
 
+// GRAPHRT_GEMV_ROW1_RES_EARLY=0|1 (read once): the residual element read beside x (1) or after the
+// sums by store_out (0).
+bool row1_res_early() {
+  static const bool on = env_choice("GRAPHRT_GEMV_ROW1_RES_EARLY", {"0", "1"}, 1) == 1;
+  return on;
+}
+
 int row1_units() {
   static const int mode = std::array<int, 4>{0, 1, 2, 4}[static_cast<size_t>(
       env_choice("GRAPHRT_GEMV_ROW1_UNITS", {"auto", "1", "2", "4"}, 0))];
@@ -257,8 +277,10 @@ bool launch_row1(int index, cudaStream_t stream, const Params& p, bool bf16_in, 
     if (forced != 0 || b >= info.sms) break;
   }
   if (!kernel || blocks > static_cast<int64_t>(blocks_per_sm(index, kernel, smem)) * info.sms) return false;  // one wave
+  Params q = p;
+  q.res_early = row1_res_early() ? 1 : 0;
   (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kRowThreads), static_cast<size_t>(smem),
-                   stream, 1u, p);
+                   stream, 1u, q);
   row1_launches.fetch_add(1, std::memory_order_relaxed);
   return true;  // the launch's error is the last error, checked by the caller
 }
