@@ -468,8 +468,9 @@ TEST(OpsCudaLinear, SmallMBiasStridedAndFallbacks) {
 }
 
 // Row r of the result is bit for bit the same whatever the other rows and their number (decode
-// graphs pad the batch with dummy rows), and from call to call, within a kernel class: rows
-// 1..16 (gemv.cu) and 17..64 (gemv_wide.cu; e.g. a batch of 60 padded to 64).
+// graphs pad the batch with dummy rows), and from call to call, within a kernel class: rows 1..2
+// (gemv_row1.cu, where it takes the shape), 3..16 (gemv.cu; 1..16 where gemv_row1.cu does not take
+// the shape) and 17..64 (gemv_wide.cu; e.g. a batch of 60 padded to 64).
 TEST(OpsCudaLinear, SmallMRowsDoNotDependOnTheBatch) {
   struct Class {
     int64_t R;
@@ -591,6 +592,52 @@ TEST(OpsCudaLinear, OneRowKernelMatchesCpuAndKeepsItsBitsWhateverTheGrid) {
   Pair xh = random_pair(Shape{1, 264}, 100, DType::F16), wh = random_pair(Shape{520, 264}, 101, DType::F16, -0.1f, 0.1f);
   expect_close(host(ops::linear(xh.gpu, wh.gpu)), host(ops::linear(xh.cpu, wh.cpu, Tensor(), DType::F32)), 1e-3, "f16");
   EXPECT_EQ(cuda::gemv_row1_launches(), before) << "the 1-row kernel took a shape it should leave";
+}
+
+// 2 rows (the weights in shared memory): each row goes through the 1-row chain, so row m of a
+// 2-row call is bit for bit the 1-row call on that row alone, for qwen3-0.6b's four decode GEMVs
+// (plain, norm, silu and residual kernels); 3 and 4 rows are gemv.cu's.
+TEST(OpsCudaLinear, TwoRowKernelGivesEachRowItsOneRowBits) {
+  struct Reset {
+    ~Reset() { cuda::set_gemv_row1(-1); }
+  } reset;
+  cuda::set_gemv_row1(2);
+  const int64_t K = 1024;
+  Pair x = random_pair(Shape{4, 3072}, 111, DType::BF16, -3.0f, 3.0f), nw = random_pair(Shape{K}, 112, DType::BF16, 0.5f, 1.5f);
+  Pair wq = random_pair(Shape{4096, K}, 113, DType::BF16, -0.1f, 0.1f), gu = random_pair(Shape{2 * 3072, K}, 114, DType::BF16, -0.1f, 0.1f);
+  Pair wo = random_pair(Shape{1024, 2048}, 115, DType::BF16, -0.1f, 0.1f), wd = random_pair(Shape{1024, 3072}, 116, DType::BF16, -0.1f, 0.1f);
+  Pair r0 = random_pair(Shape{4, 1024}, 117, DType::BF16, -4.0f, 4.0f);
+  struct Op {
+    std::string name;
+    int64_t k;
+    std::function<Tensor(const Tensor&, int64_t)> run;  // (x rows, first row index) -> output rows
+  };
+  const std::vector<Op> ops_list = {
+      {"qkv", K, [&](const Tensor& xs, int64_t) { return ops::rms_norm_linear(xs, nw.gpu, 1e-6f, wq.gpu); }},
+      {"gate_up silu", K, [&](const Tensor& xs, int64_t) { return ops::rms_norm_gate_up_silu(xs, nw.gpu, 1e-6f, gu.gpu); }},
+      {"plain K 1024", K, [&](const Tensor& xs, int64_t) { return ops::linear(xs, wq.gpu); }},
+      {"o_proj", 2048, [&](const Tensor& xs, int64_t) { return ops::linear(xs, wo.gpu); }},
+      {"down + residual", 3072, [&](const Tensor& xs, int64_t row) {
+         const int64_t M = xs.size(0);
+         Tensor r = from_floats(host(r0.gpu.slice(0, row, row + M)), Shape{M, 1024}, DType::BF16, kGpu);
+         ops::linear_add_(xs, wd.gpu, r);
+         return r;
+       }}};
+  for (const Op& op : ops_list) {
+    std::vector<std::vector<float>> one;  // each row alone
+    for (int64_t m = 0; m < 4; ++m) one.push_back(host(op.run(x.gpu.slice(0, m, m + 1).slice(1, 0, op.k), m)));
+    for (int64_t M = 2; M <= 4; ++M) {
+      const int64_t before = cuda::gemv_row1_launches();
+      const std::vector<float> got = host(op.run(x.gpu.slice(0, 0, M).slice(1, 0, op.k), 0));
+      const bool took = cuda::gemv_row1_launches() > before;
+      EXPECT_EQ(took, M <= 2) << op.name << " M=" << M << (M <= 2 ? " did not run" : " ran") << " the row kernel";
+      if (!took) continue;  // gemv.cu's class: no promise against the 1-row bits
+      const size_t n = got.size() / static_cast<size_t>(M);
+      for (int64_t m = 0; m < M; ++m)
+        EXPECT_EQ(std::vector<float>(got.begin() + m * n, got.begin() + (m + 1) * n), one[m])
+            << op.name << ": row " << m << " of M=" << M << " differs from the row alone";
+    }
+  }
 }
 
 // ---- capture ----------------------------------------------------------------------------------
@@ -990,7 +1037,8 @@ TEST(OpsCudaFusedLinear, LinearAddEqualsUnfusedBitForBit) {
 }
 
 // Row r of both fused ops is bit for bit the same whatever the number of rows (decode graphs pad
-// the batch) and from call to call, within a kernel class (1..16 rows, 17..64 rows).
+// the batch) and from call to call, within a kernel class (1..2 rows where gemv_row1.cu takes the
+// shape, 3..16, 17..64 rows).
 TEST(OpsCudaFusedLinear, RowsDoNotDependOnTheBatch) {
   const int64_t N = 1024, K = 1024;
   Pair x = random_pair(Shape{64, K}, 71, DType::BF16, -3.0f, 3.0f);

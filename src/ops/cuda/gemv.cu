@@ -1,4 +1,4 @@
-// linear for decode-shaped x (M <= 16 rows; 17..64 rows: gemv_wide.cu, 1 row of bf16: gemv_row1.cu, whose
+// linear for decode-shaped x (M <= 16 rows; 17..64 rows: gemv_wide.cu, 1-2 rows of bf16: gemv_row1.cu, whose
 // entry points also make): out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias). Reading w
 // is all the work, so the kernel streams it exactly once with 16-byte loads that skip L1 (x, which
 // every block rereads, keeps L1), and multiplies on the tensor cores (mma m16n8k16, f32
@@ -24,8 +24,8 @@
 // only decides which rows of x are loaded (the others are zeros) and which outputs are stored; the
 // second column tile (rows 8..15) adds mmas on other accumulators. So row r is bit-identical for
 // M = 3 or M = 4 with a padding row (decode graphs pad batches), and from run to run, for every
-// M of 1..16 (17..64 rows run gemv_wide.cu's split: bits per class, see there). One row of bf16
-// runs gemv_row1.cu's kernel where it takes the shape (K <= 3072): a class of its own.
+// M of 1..16 (17..64 rows run gemv_wide.cu's split: bits per class, see there). 1 and 2 rows of
+// bf16 run gemv_row1.cu's kernel where it takes the shape (K <= 3072): a class of their own.
 //
 // Programmatic dependent launch (ops/cuda/pdl.cuh). Launched while the previous kernel still
 // runs, a warp loads its first group of w into registers and asks its next few into L2 (or, in
@@ -680,10 +680,10 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
   p.silu_inter = static_cast<int>(f.silu_inter);
   p.early_trigger = early_trigger(N * K * static_cast<int64_t>(dtype_size(in_dtype))) ? 1 : 0;
   p.norm_one_pass = norm_w ? norm_one_pass() : 0;
-  if (M == 1 && launch_row1(d.index, stream, p, in_dtype == DType::BF16, info)) {
-    GRT_CUDA_CHECK_LAUNCH("linear (1 row{}{}{}) N={} K={} {} -> {}", norm_w ? ", rms_norm prologue" : "",
-                          residual ? ", residual epilogue" : "", f.silu_inter ? ", silu_and_mul epilogue" : "", N, K,
-                          dtype_name(in_dtype), dtype_name(out_dtype));
+  if (M <= 2 && launch_row1(d.index, stream, p, in_dtype == DType::BF16, info)) {
+    GRT_CUDA_CHECK_LAUNCH("linear (warp a row{}{}{}) M={} N={} K={} {} -> {}", norm_w ? ", rms_norm prologue" : "",
+                          residual ? ", residual epilogue" : "", f.silu_inter ? ", silu_and_mul epilogue" : "", M, N,
+                          K, dtype_name(in_dtype), dtype_name(out_dtype));
     return;
   }
   if (M > kGemvMaxRows) {  // 17..64 rows: the wide kernel, its own split (gemv_wide.cu)

@@ -202,9 +202,10 @@ __device__ __forceinline__ void store_silu(const Params& p, int m, int64_t col, 
 // cluster, prefetch and wn, which it sets from N, K and the GPU.
 void launch_wide(int index, cudaStream_t stream, Params p, bool bf16, const DeviceInfo& info);
 
-// Launches the 1-row kernel (gemv_row1.cu) for p (M = 1; p complete but groups, cluster, prefetch,
+// Launches the 1-2-row kernel (gemv_row1.cu) for p (M <= 2; p complete but groups, cluster, prefetch,
 // stage_groups and cluster_push, which it does not use) and returns true, or returns false
-// (nothing launched) where it does not take the shape: switched off, not bf16, K > 3072, or a grid
+// (nothing launched) where it does not take the shape: switched off, not bf16, K > 3072, more
+// than 16 MiB of weights, two rows with the weights in registers, or a grid
 // its registers cannot hold in one wave. The launch's error is left to the caller's check.
 bool launch_row1(int index, cudaStream_t stream, const Params& p, bool bf16, const DeviceInfo& info);
 

@@ -1,4 +1,4 @@
-// linear of ONE row of x (M = 1, bf16; the decode step at batch 1): out[n] = x · w[n]ᵀ with a warp
+// linear of ONE or TWO rows of x (M <= 2, bf16; decode at batch 1 and 2): out[m, n] = x[m] · w[n]ᵀ with a warp
 // per output row and no reduction across warps or blocks. The M <= 16 kernel (gemv.cu) gives the
 // tensor cores a 32-column tile and splits K over the 8 warps of a block and the blocks of a
 // cluster, so that every SM streams: each of its sums then meets in shared memory and across the
@@ -31,6 +31,10 @@
 // in registers. Mixing them (o_proj in registers, the rest in shared memory: call D) lost, 0.913-
 // 0.928 ms (that o_proj took 6.53 us beside the shared-memory kernels). So shared memory by default.
 //
+// Two rows (weights in shared memory): each lane holds both rows' chunks of x and runs one chain
+// a row, so row m of a 2-row call is bit for bit the row alone (session 22 call J: qwen3-0.6b bs
+// 2 1.061-1.076 -> 1.008-1.012 ms, prefill of 2 tokens 0.963-0.983 -> 0.867-0.879).
+//
 // Takes: bf16; K <= 1024 with the norm prologue or silu, K <= 3072 without; at most 16 MiB of
 // weights; a grid that fits one wave (checked against the occupancy of the kernel chosen).
 // GRAPHRT_GEMV_ROW1=0|regs|smem (default smem), GRAPHRT_GEMV_ROW1_UNITS=auto|1|2|4 (units a warp)
@@ -62,6 +66,10 @@ constexpr int kRowWarps = 8, kRowThreads = kRowWarps * 32;
 // that two blocks of 256 threads fit an SM without spills (launch bounds below).
 constexpr int kMaxLanePieces = 24;
 constexpr int kMaxChunksPerLane = 12;  // K <= 3072
+// Rows of x (2 only with the weights in shared memory). 4-row kernels (qkv and gate_up at K 1024,
+// 107-128 registers) measured slower than gemv.cu (session 22 call J: qwen3-0.6b bs 4 1.17 -> 1.41
+// ms, prefill of 4 tokens 0.94 -> 1.15), 2 rows faster (bs 2 1.061-1.076 -> 1.008-1.012).
+constexpr int kRow1MaxRows = 2;
 // The largest weight it takes: above it a GEMV streams more than it waits (session 22 call C:
 // qwen3-30b-a3b's 21 MB qkv, 320 blocks for 132 SMs, cost its bs-1 step +0.11 ms).
 constexpr int64_t kRow1MaxWeightBytes = 16ll << 20;
@@ -73,10 +81,15 @@ using dense::warp_sum;
 // RMSNorm'ed by p.norm_w first; SILU: a unit is gate row c and up row silu_inter + c; SMEM: the
 // weights wait in shared memory (copied there by cp.async, lane l's pieces in its own slots, so
 // only its own cp.async.wait_group orders them: no barrier) instead of registers.
-template <int CPL, int U, bool NORM, bool SILU, bool SMEM>
+// MR: rows of x the kernel takes (1, or 2 with SMEM; p.M <= MR, rows past p.M are zeros).
+// Each row of x goes through the same per-lane chain as a single row would: the bits of row m do
+// not depend on M.
+template <int CPL, int U, bool NORM, bool SILU, bool SMEM, int MR>
 __global__ void __launch_bounds__(kRowThreads, 2) gemv_row1_kernel(Params p) {
   constexpr int RPU = SILU ? 2 : 1, kPieces = U * RPU * CPL;
-  static_assert(kPieces + CPL * (NORM ? 2 : 1) <= kMaxLanePieces, "registers: see kMaxLanePieces");
+  static_assert(MR == 1 || SMEM, "more rows of x only with the weights in shared memory");
+  static_assert((SMEM ? 0 : kPieces) + CPL * (MR + (NORM ? 1 : 0)) <= kMaxLanePieces,
+                "registers: see kMaxLanePieces");
   extern __shared__ uint4 row1_held[];  // SMEM: [warp][piece][lane]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   uint4* const held = row1_held + static_cast<int64_t>(warp) * kPieces * 32 + lane;
@@ -120,84 +133,113 @@ __global__ void __launch_bounds__(kRowThreads, 2) gemv_row1_kernel(Params p) {
   pdl_wait();
   if (p.early_trigger) pdl_trigger();  // the next kernel's blocks load their weights beside ours
 
-  uint4 x[CPL];
+  uint4 x[MR][CPL];
 #pragma unroll
-  for (int i = 0; i < CPL; ++i) {
-    const int c = lane + 32 * i;
-    x[i] = c < chunks ? __ldg(static_cast<const uint4*>(p.x) + c) : zero;
+  for (int m = 0; m < MR; ++m) {
+    const bool mok = m < p.M;
+    const auto* xr = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x) + (mok ? m : 0) * p.x_stride);
+#pragma unroll
+    for (int i = 0; i < CPL; ++i) {
+      const int c = lane + 32 * i;
+      x[m][i] = mok && c < chunks ? __ldg(xr + c) : zero;
+    }
   }
   // The residual epilogue's element (lane u stores unit u), asked for beside x instead of after
-  // the sums: one L2 trip off the end of the chain. bf16 residuals (the row kernel's dtype).
-  const bool res_early = !SILU && p.residual != nullptr && p.out_kind == kBF16 && p.res_early;
+  // the sums: one L2 trip off the end of the chain. bf16 residuals (the row kernel's dtype); one
+  // row of x.
+  const bool res_early = MR == 1 && !SILU && p.residual != nullptr && p.out_kind == kBF16 && p.res_early;
   float res_old = 0.0f;
   if (res_early && lane < U && unit0 + lane < units)
     res_old = __bfloat162float(static_cast<const bf16*>(p.residual)[unit0 + lane]);
   if constexpr (NORM) {
-    // gemv.cu's one-pass inverse RMS of row 0 (zeros past K leave the sum's bits as they are),
+    // gemv.cu's one-pass inverse RMS of each row (zeros past K leave the sum's bits as they are),
     // then rms_norm's rounding of each element.
-    float ss = 0.0f;
 #pragma unroll
-    for (int i = 0; i < CPL; ++i) ss = add_squares<bf16>(ss, x[i]);
-    const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(p.K) + p.eps);
+    for (int m = 0; m < MR; ++m) {
+      float ss = 0.0f;
 #pragma unroll
-    for (int i = 0; i < CPL; ++i)
-      if (lane + 32 * i < chunks) x[i] = norm_chunk<bf16, true>(x[i], nw[i], inv);
+      for (int i = 0; i < CPL; ++i) ss = add_squares<bf16>(ss, x[m][i]);
+      const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(p.K) + p.eps);
+#pragma unroll
+      for (int i = 0; i < CPL; ++i)
+        if (m < p.M && lane + 32 * i < chunks) x[m][i] = norm_chunk<bf16, true>(x[m][i], nw[i], inv);
+    }
   }
   if constexpr (SMEM) asm volatile("cp.async.wait_group 0;" ::: "memory");  // this lane's pieces
-  float acc[U][RPU];
+  float acc[U][RPU][MR];
 #pragma unroll
   for (int u = 0; u < U; ++u)
 #pragma unroll
     for (int h = 0; h < RPU; ++h) {
-      float a = 0.0f;
+      float a[MR] = {};
 #pragma unroll
-      for (int i = 0; i < CPL; ++i)
-        a = dot8(SMEM ? held[((u * RPU + h) * CPL + i) * 32] : w[SMEM ? 0 : u][SMEM ? 0 : h][SMEM ? 0 : i], x[i], a);
-      acc[u][h] = warp_sum(a);
+      for (int i = 0; i < CPL; ++i) {
+        const uint4 wv = SMEM ? held[((u * RPU + h) * CPL + i) * 32] : w[SMEM ? 0 : u][SMEM ? 0 : h][SMEM ? 0 : i];
+#pragma unroll
+        for (int m = 0; m < MR; ++m) a[m] = dot8(wv, x[m][i], a[m]);
+      }
+#pragma unroll
+      for (int m = 0; m < MR; ++m) acc[u][h][m] = warp_sum(a[m]);
     }
   if (!p.early_trigger) pdl_trigger();
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int64_t unit = unit0 + u;
-    if (lane != u || unit >= units) continue;
-    if constexpr (SILU) {
-      store_silu<bf16>(p, 0, unit, acc[u][0], acc[u][1]);
-    } else if (res_early) {  // store_out's residual add, with the element read above
-      float y = acc[u][0];
-      if (p.bias_kind != kNone) y += load_kind(p.bias, p.bias_kind, unit);
-      static_cast<bf16*>(p.residual)[unit] = __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(y)) + res_old);
-    } else {
-      store_out(p, 0, unit, acc[u][0]);
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int m = 0; m < MR; ++m) {  // lane u * MR + m stores output (m, unit u)
+      const int64_t unit = unit0 + u;
+      if (lane != u * MR + m || unit >= units) continue;
+      if constexpr (SILU) {
+        store_silu<bf16>(p, m, unit, acc[u][0][m], acc[u][1][m]);
+      } else if (res_early) {  // store_out's residual add, with the element read above
+        float y = acc[u][0][m];
+        if (p.bias_kind != kNone) y += load_kind(p.bias, p.bias_kind, unit);
+        static_cast<bf16*>(p.residual)[unit] = __float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(y)) + res_old);
+      } else {
+        store_out(p, m, unit, acc[u][0][m]);
+      }
     }
-  }
 }
 
 using RowKernel = void (*)(Params);
 
-// The instantiated kernels (their static_assert: within kMaxLanePieces), nullptr for the rest.
-template <bool NORM, bool SILU, bool SMEM>
-RowKernel pick(int cpl, int u) {
-  if (cpl == 4) {
-    if (u == 1) return gemv_row1_kernel<4, 1, NORM, SILU, SMEM>;
-    if (u == 2) return gemv_row1_kernel<4, 2, NORM, SILU, SMEM>;
-    if constexpr (!SILU)
-      if (u == 4) return gemv_row1_kernel<4, 4, NORM, SILU, SMEM>;
-  } else if (cpl == 8) {
-    if constexpr (!SILU && !NORM) {  // (8, 1) with the norm spills at 128 registers
-      if (u == 1) return gemv_row1_kernel<8, 1, NORM, SILU, SMEM>;
-      if (u == 2) return gemv_row1_kernel<8, 2, NORM, SILU, SMEM>;
-    }
-  } else if (cpl == 12) {
-    if constexpr (!SILU && !NORM)
-      if (u == 1) return gemv_row1_kernel<12, 1, NORM, SILU, SMEM>;
-  }
-  return nullptr;
+// The kernels instantiated: within kMaxLanePieces; silu and the norm prologue only at K <= 1024
+// (at 2048 the norm kernel spilled at 128 registers); more rows of x only from shared memory.
+template <int CPL, int U, bool NORM, bool SILU, bool SMEM, int MR>
+constexpr bool instantiated() {
+  if ((MR > 1 && !SMEM) || ((NORM || SILU) && CPL > 4) || (SILU && U > 2) || (CPL == 8 && U > 2) ||
+      (CPL == 12 && U > 1))
+    return false;
+  return (SMEM ? 0 : U * (SILU ? 2 : 1) * CPL) + CPL * (MR + (NORM ? 1 : 0)) <= kMaxLanePieces;
 }
 
-template <bool SMEM>
-RowKernel pick_kernel(int cpl, int u, bool norm, bool silu) {
-  if (norm) return silu ? pick<true, true, SMEM>(cpl, u) : pick<true, false, SMEM>(cpl, u);
-  return silu ? pick<false, true, SMEM>(cpl, u) : pick<false, false, SMEM>(cpl, u);
+template <int CPL, int U, bool NORM, bool SILU, bool SMEM, int MR>
+RowKernel kernel_if() {
+  if constexpr (instantiated<CPL, U, NORM, SILU, SMEM, MR>()) return gemv_row1_kernel<CPL, U, NORM, SILU, SMEM, MR>;
+  else return nullptr;
+}
+
+template <bool NORM, bool SILU, bool SMEM, int MR>
+RowKernel pick(int cpl, int u) {
+  switch (cpl * 10 + u) {
+    case 41: return kernel_if<4, 1, NORM, SILU, SMEM, MR>();
+    case 42: return kernel_if<4, 2, NORM, SILU, SMEM, MR>();
+    case 44: return kernel_if<4, 4, NORM, SILU, SMEM, MR>();
+    case 81: return kernel_if<8, 1, NORM, SILU, SMEM, MR>();
+    case 82: return kernel_if<8, 2, NORM, SILU, SMEM, MR>();
+    case 121: return kernel_if<12, 1, NORM, SILU, SMEM, MR>();
+    default: return nullptr;
+  }
+}
+
+template <bool SMEM, int MR>
+RowKernel pick_rows(int cpl, int u, bool norm, bool silu) {
+  if (norm) return silu ? pick<true, true, SMEM, MR>(cpl, u) : pick<true, false, SMEM, MR>(cpl, u);
+  return silu ? pick<false, true, SMEM, MR>(cpl, u) : pick<false, false, SMEM, MR>(cpl, u);
+}
+
+RowKernel pick_kernel(int cpl, int u, bool norm, bool silu, bool smem, int mr) {
+  if (!smem) return mr == 1 ? pick_rows<false, 1>(cpl, u, norm, silu) : nullptr;
+  return mr == 1 ? pick_rows<true, 1>(cpl, u, norm, silu) : pick_rows<true, 2>(cpl, u, norm, silu);
 }
 
 // Dynamic shared memory of the SMEM kernels: every piece of the block's warps.
@@ -245,6 +287,12 @@ bool row1_res_early() {
   return on;
 }
 
+// GRAPHRT_GEMV_ROW1_ROWS=1|2 (read once): the most rows of x it takes.
+int row1_max_rows() {
+  static const int rows = env_int("GRAPHRT_GEMV_ROW1_ROWS", kRow1MaxRows, 1, kRow1MaxRows);
+  return rows;
+}
+
 int row1_units() {
   static const int mode = std::array<int, 4>{0, 1, 2, 4}[static_cast<size_t>(
       env_choice("GRAPHRT_GEMV_ROW1_UNITS", {"auto", "1", "2", "4"}, 0))];
@@ -255,7 +303,8 @@ int row1_units() {
 
 bool launch_row1(int index, cudaStream_t stream, const Params& p, bool bf16_in, const DeviceInfo& info) {
   const int mode = row1_mode();
-  if (mode == 0 || p.M != 1 || !bf16_in || p.K > 256 * kMaxChunksPerLane) return false;
+  if (mode == 0 || p.M < 1 || p.M > row1_max_rows() || !bf16_in || p.K > 256 * kMaxChunksPerLane) return false;
+  const int mr = p.M;
   if (static_cast<int64_t>(p.N) * p.K * 2 > kRow1MaxWeightBytes) return false;
   if (p.norm_w && !dense::aligned16(p.norm_w, 0, 2)) return false;
   const bool norm = p.norm_w != nullptr, silu = p.silu_inter > 0;
@@ -270,7 +319,7 @@ bool launch_row1(int index, cudaStream_t stream, const Params& p, bool bf16_in, 
   const int forced = row1_units();
   for (int u : {4, 2, 1}) {
     if (forced != 0 && u != forced) continue;
-    RowKernel k = smem_held ? pick_kernel<true>(cpl, u, norm, silu) : pick_kernel<false>(cpl, u, norm, silu);
+    RowKernel k = pick_kernel(cpl, u, norm, silu, smem_held, mr);
     if (!k) continue;
     const int64_t b = (units + int64_t{kRowWarps} * u - 1) / (int64_t{kRowWarps} * u);
     kernel = k;
