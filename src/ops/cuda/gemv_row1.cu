@@ -43,12 +43,11 @@
 // set_gemv_row1 / set_gemv_row1_units override the first two (tests).
 #include <cuda_bf16.h>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <tuple>
+#include <utility>
 
 #include "core/env_switch.h"
 #include "ops/cuda/dense_common.cuh"
