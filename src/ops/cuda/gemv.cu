@@ -126,10 +126,8 @@ __device__ __forceinline__ void stage_weights(const T* const (&wr)[4], const boo
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const bool ok = k < K && wok[j];
-      const auto d = static_cast<uint32_t>(__cvta_generic_to_shared(dst + (u * 4 + j) * 32 + lane));
-      asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(d), "l"(ok ? wr[j] + k : wr[j]),
-                   "r"(ok ? 16 : 0)
-                   : "memory");
+      cp_async16(static_cast<uint32_t>(__cvta_generic_to_shared(dst + (u * 4 + j) * 32 + lane)), ok ? wr[j] + k : wr[j],
+                 ok);
     }
   }
 }
@@ -235,7 +233,7 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
   if constexpr (STAGE) {
     for (int s = 0, grp = first; grp < p.groups; ++s, grp += stride)
       stage_weights<T>(wr, wok, grp, p.K, t, lane, staged + s * kStageSlot);
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    cp_async_commit();
   } else {
     load_weights<T>(wr, wok, first, p.K, t, a);
   }
@@ -339,7 +337,7 @@ __global__ void __launch_bounds__(kThreads, OCC) gemv_kernel(Params p) {
   float acc[2][NT][4] = {};
   for (int grp = first, s = 0; grp < p.groups; grp += stride, ++s) {
     if constexpr (STAGE) {
-      if (s == 0) asm volatile("cp.async.wait_group 0;" ::: "memory");  // this lane's copies
+      if (s == 0) cp_async_wait<0>();  // this lane's copies
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
 #pragma unroll

@@ -69,6 +69,19 @@ __device__ __forceinline__ uint4 load_weight(const void* p) {
   return v;
 }
 
+// 16 bytes global -> shared (dst: a shared-state-space address), zero-filled when !valid (src-size
+// 0 reads nothing; src must still be an address in the tensor); the L2 fetches the surrounding 256
+// bytes, which the neighbouring lanes read next. With cp_async_commit and cp_async_wait<N>.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
 // Asks the L2 for the line holding p (weights the block reads after pdl_wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 

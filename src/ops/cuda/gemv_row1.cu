@@ -111,16 +111,14 @@ __global__ void __launch_bounds__(kRowThreads, 2) gemv_row1_kernel(Params p) {
         const int c = lane + 32 * i;
         const bool ok = unit < units && c < chunks;
         if constexpr (SMEM) {  // zero-filled past the rows (src-size 0 reads nothing)
-          const auto d = static_cast<uint32_t>(__cvta_generic_to_shared(held + ((u * RPU + h) * CPL + i) * 32));
-          asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(d),
-                       "l"(w4 + (ok ? row * chunks + c : 0)), "r"(ok ? 16 : 0)
-                       : "memory");
+          cp_async16(static_cast<uint32_t>(__cvta_generic_to_shared(held + ((u * RPU + h) * CPL + i) * 32)),
+                     w4 + (ok ? row * chunks + c : 0), ok);
         } else {
           w[u][h][i] = ok ? load_weight(w4 + row * chunks + c) : zero;
         }
       }
     }
-  if constexpr (SMEM) asm volatile("cp.async.commit_group;" ::: "memory");
+  if constexpr (SMEM) cp_async_commit();
   uint4 nw[NORM ? CPL : 1];
   if constexpr (NORM) {
 #pragma unroll
@@ -164,7 +162,7 @@ __global__ void __launch_bounds__(kRowThreads, 2) gemv_row1_kernel(Params p) {
         if (m < p.M && lane + 32 * i < chunks) x[m][i] = norm_chunk<bf16, true>(x[m][i], nw[i], inv);
     }
   }
-  if constexpr (SMEM) asm volatile("cp.async.wait_group 0;" ::: "memory");  // this lane's pieces
+  if constexpr (SMEM) cp_async_wait<0>();  // this lane's pieces
   float acc[U][RPU][MR];
 #pragma unroll
   for (int u = 0; u < U; ++u)

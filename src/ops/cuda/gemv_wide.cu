@@ -75,21 +75,12 @@ constexpr size_t smem_bytes(int bm, int rm) {
   return std::max(ring, red);
 }
 
-// 16 bytes global -> shared, zero-filled when !valid; the L2 fetches 256 bytes (the next stage's
-// 128 bytes of the same row of w come with it).
-__device__ __forceinline__ void cp16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait_groups() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
+// cp_async16 (gemv_common.cuh): the L2's 256 bytes bring the next stage's 128 bytes of the same
+// row of w with them.
 // Waits until at most stages - 2 groups are pending (stages: 4 or 6, uniform).
 __device__ __forceinline__ void wait_ring(int stages) {
-  if (stages == 4) wait_groups<2>();
-  else wait_groups<4>();
+  if (stages == 4) cp_async_wait<2>();
+  else cp_async_wait<4>();
 }
 
 // Byte offset of 16-byte chunk c of row r of a stage operand (chunks XOR-swizzled by row).
@@ -143,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
     for (int i = 0; i < 4; ++i)
       if (32 * i < BM) {
         const bool ok = wok[i] && k < p.K;
-        cp16(base + swz(r0 + 32 * i, cc), ok ? wsrc[i] + k : wsrc[i], ok);
+        cp_async16(base + swz(r0 + 32 * i, cc), ok ? wsrc[i] + k : wsrc[i], ok);
       }
   };
   const auto issue_x = [&](int it) {
@@ -153,7 +144,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
     for (int i = 0; i < RM / 32; ++i) {
       const int m = r0 + 32 * i;
       const bool ok = m < p.M && k < p.K;
-      cp16(base + swz(m, cc), static_cast<const T*>(p.x) + (ok ? m * p.x_stride + k : 0), ok);
+      cp_async16(base + swz(m, cc), static_cast<const T*>(p.x) + (ok ? m * p.x_stride + k : 0), ok);
     }
   };
 
@@ -165,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
   // Group it holds x of stage it (group 0 also every w above): the loop waits group by group.
   for (int it = 0; it < S - 1; ++it) {
     if (it < nst) issue_x(it);
-    commit();
+    cp_async_commit();
   }
 
   if constexpr (NORM) {
@@ -224,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
       issue_w(it + S - 1);  // into the slot of stage it - 1
       issue_x(it + S - 1);
     }
-    commit();  // always: the group count stays in step with the loop
+    cp_async_commit();  // always: the group count stays in step with the loop
     const uint32_t ws = slot, xs = slot + BM * kRowBytes;
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
@@ -248,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_kernel(Params p) {
       }
     }
   }
-  wait_groups<0>();
+  cp_async_wait<0>();
   if (!p.early_trigger) pdl_trigger();
   __syncthreads();  // every warp is done with the ring: the partial sums alias it
 
