@@ -1486,6 +1486,10 @@ TEST(OpsAttentionCuda, DecodeFusedPrepareEqualsPrepareThenAttentionBitForBit) {
     int batch;
     std::vector<int32_t> lens;
     bool pad;  // the last row is a padding row
+    // kv_new_from set (as decode graphs always carry it: an extend's tokens as rows) to each row's
+    // last position. One row: the fused kernel still runs (a one-token step writes only that
+    // position). More rows: kv_new_from keeps the unfused path (checked below).
+    bool new_from = false;
   };
   const std::vector<Case> cases = {{{16, 8, 128}, true, 1, {1025}, false},
                                    {{16, 8, 128}, true, 1, {1}, false},
@@ -1495,7 +1499,10 @@ TEST(OpsAttentionCuda, DecodeFusedPrepareEqualsPrepareThenAttentionBitForBit) {
                                    {{16, 8, 64}, true, 1, {700}, false},
                                    {{32, 8, 128}, false, 4, {1025, 64, 2, 700}, true},
                                    {{16, 8, 128}, true, 8, {1, 65, 1024, 4097, 7, 129, 33, 2}, true},
-                                   {{32, 4, 128}, true, 16, {5, 1024, 63, 2049, 1, 300}, true}};
+                                   {{32, 4, 128}, true, 16, {5, 1024, 63, 2049, 1, 300}, true},
+                                   {{16, 8, 128}, true, 1, {1025}, false, true},
+                                   {{16, 8, 128}, true, 1, {64}, false, true},
+                                   {{16, 8, 128}, true, 4, {1025, 64, 2, 700}, false, true}};
   struct Mode {
     int cluster, carry;
   };
@@ -1511,7 +1518,13 @@ TEST(OpsAttentionCuda, DecodeFusedPrepareEqualsPrepareThenAttentionBitForBit) {
     const PagedCase& c = s.c;
     const int B = k.batch, hd = c.hd;
     const int64_t qw = c.q_width(), kvw = c.kv_width(), W = qw + 2 * kvw;
-    const ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);
+    ops::DecodeAttentionMeta meta = decode_meta(c, s.seq_lens, kGpu);
+    if (k.new_from) {
+      std::vector<int32_t> from;
+      for (int32_t len : s.seq_lens) from.push_back(len - 1);
+      meta.kv_new_from = from_vector(from, Shape{k.batch}, DType::I32, kGpu);
+    }
+    const bool fuses = !k.new_from || k.batch == 1;  // fuse_prepare_fits in attention_decode.cu
     std::mt19937 rng(2400 + static_cast<uint32_t>(ci));
     std::uniform_real_distribution<float> u(-2.0f, 2.0f), wu(0.5f, 1.5f);
     std::vector<float> rows(static_cast<size_t>(B * W)), wq(static_cast<size_t>(hd)), wk(static_cast<size_t>(hd));
@@ -1556,7 +1569,11 @@ TEST(OpsAttentionCuda, DecodeFusedPrepareEqualsPrepareThenAttentionBitForBit) {
       const Result two = run(0), one = run(1);
       for (float x : two.out) ASSERT_TRUE(std::isfinite(x));
       EXPECT_FALSE(testing::same_bits(two.q, raw)) << "prepare_qkv_ left q as it was (the case checks nothing)";
-      EXPECT_TRUE(testing::same_bits(one.q, raw)) << "q was prepared in place: the fused kernel did not run";
+      if (fuses) {
+        EXPECT_TRUE(testing::same_bits(one.q, raw)) << "q was prepared in place: the fused kernel did not run";
+      } else {
+        EXPECT_TRUE(testing::same_bits(one.q, two.q)) << "rows with kv_new_from took the fused kernel";
+      }
       EXPECT_TRUE(testing::same_bits(one.out, two.out)) << "the fused prepare changed the attention's bits";
       EXPECT_TRUE(testing::same_bits(one.k_cache, two.k_cache)) << "the fused prepare stored other K bits";
       EXPECT_TRUE(testing::same_bits(one.v_cache, two.v_cache)) << "the fused prepare stored other V bits";

@@ -497,6 +497,15 @@ TEST(OpsCudaLinear, SmallMRowsDoNotDependOnTheBatch) {
   }
 }
 
+// Turns the few-row kernel (gemv_rows.cu) off for its lifetime, so that 3..16 rows run gemv.cu's
+// kernels (the tests of gemv.cu's variants).
+struct FewRowKernelOff {
+  FewRowKernelOff() { cuda::set_gemv_rows(0); }
+  ~FewRowKernelOff() { cuda::set_gemv_rows(-1); }
+  FewRowKernelOff(const FewRowKernelOff&) = delete;
+  FewRowKernelOff& operator=(const FewRowKernelOff&) = delete;
+};
+
 // The 1-row kernel (gemv_row1.cu; a warp per output row, weights held across the PDL wait): one
 // bf16 row takes it where the shape fits (counted by gemv_row1_launches), it matches the CPU
 // reference and the M <= 16 kernel within rounding, its bits do not depend on how many units a
@@ -638,6 +647,121 @@ TEST(OpsCudaLinear, TwoRowKernelGivesEachRowItsOneRowBits) {
             << op.name << ": row " << m << " of M=" << M << " differs from the row alone";
     }
   }
+}
+
+// The few-row kernel (gemv_rows.cu; whole output columns a block, x and the weights in shared
+// memory): 3..16 bf16 rows take it where the shape fits (counted by gemv_rows_launches), it matches
+// the CPU reference, row m of every M in 3..16 is bit for bit row m of M = 16 (the class promise,
+// for the plain, norm, silu and residual kernels at qwen3-0.6b's sizes and odd ones), every
+// units-a-block choice gives the same bits (the K groups are fixed by K), the fusions keep the
+// unfused bits of this kernel (norm prologue, silu, residual), and shapes it refuses (K > 3072, K > 1024 with the norm, more
+// than 16 MiB, f16, 1-2 rows, 17 rows) run the other kernels.
+TEST(OpsCudaLinear, FewRowKernelMatchesCpuAndGivesEveryMTheSameRowBits) {
+  struct Reset {
+    ~Reset() {
+      cuda::set_gemv_rows(-1);
+      cuda::set_gemv_rows_tb(-1);
+    }
+  } reset;
+  cuda::set_gemv_rows(1);
+  cuda::set_gemv_rows_tb(0);
+  const int64_t H = 1024;
+  Pair x = random_pair(Shape{16, 3072}, 131, DType::BF16, -3.0f, 3.0f), nw = random_pair(Shape{H}, 132, DType::BF16, 0.5f, 1.5f);
+  Pair wq = random_pair(Shape{4096, H}, 133, DType::BF16, -0.1f, 0.1f), gu = random_pair(Shape{2 * 3072, H}, 134, DType::BF16, -0.1f, 0.1f);
+  Pair wo = random_pair(Shape{1030, 2048}, 135, DType::BF16, -0.1f, 0.1f), wd = random_pair(Shape{1024, 3072}, 136, DType::BF16, -0.1f, 0.1f);
+  Pair wodd = random_pair(Shape{77, 136}, 137, DType::BF16, -0.1f, 0.1f), bodd = random_pair(Shape{77}, 138);
+  Pair r0 = random_pair(Shape{16, 1024}, 139, DType::BF16, -4.0f, 4.0f);
+  struct Op {
+    std::string name;
+    std::function<Tensor(int64_t)> gpu;  // M rows -> output
+    std::function<Tensor()> cpu;         // 16 rows, f32
+    double tol;
+    std::vector<int> tbs;  // units-a-block choices to try (0: auto)
+  };
+  const auto xg = [&](int64_t M, int64_t k) { return x.gpu.slice(0, 0, M).slice(1, 0, k); };
+  const auto xc = [&](int64_t k) { return x.cpu.slice(1, 0, k); };
+  const std::vector<Op> ops_list = {
+      {"qkv (norm)", [&](int64_t M) { return ops::rms_norm_linear(xg(M, H), nw.gpu, 1e-6f, wq.gpu); },
+       [&] { return ops::rms_norm_linear(xc(H), nw.cpu, 1e-6f, wq.cpu); }, 2e-2, {0, 2, 4, 8}},
+      {"gate_up silu (norm)", [&](int64_t M) { return ops::rms_norm_gate_up_silu(xg(M, H), nw.gpu, 1e-6f, gu.gpu); },
+       [&] { return ops::rms_norm_gate_up_silu(xc(H), nw.cpu, 1e-6f, gu.cpu); }, 6e-2, {0, 2, 4}},
+      {"gate_up silu", [&](int64_t M) { return ops::rms_norm_gate_up_silu(xg(M, H), Tensor(), 0.0f, gu.gpu); },
+       [&] { return ops::silu_and_mul(ops::linear(xc(H), gu.cpu)); }, 6e-2, {0, 1}},
+      {"o_proj N 1030 to f32", [&](int64_t M) { return ops::linear(xg(M, 2048), wo.gpu, Tensor(), DType::F32); },
+       [&] { return ops::linear(xc(2048), wo.cpu, Tensor(), DType::F32); }, 1e-3, {0, 1, 2}},
+      {"down + residual", [&](int64_t M) {
+         Tensor r = from_floats(host(r0.gpu.slice(0, 0, M)), Shape{M, 1024}, DType::BF16, kGpu);
+         ops::linear_add_(xg(M, 3072), wd.gpu, r);
+         return r;
+       },
+       [&] {
+         Tensor r = from_floats(host(r0.cpu), Shape{16, 1024}, DType::F32, kCpu);
+         ops::linear_add_(xc(3072), wd.cpu, r);
+         return r;
+       },
+       2e-2, {0, 1}},
+      {"N 77 K 136 bias", [&](int64_t M) { return ops::linear(xg(M, 136), wodd.gpu, bodd.gpu); },
+       [&] { return ops::linear(xc(136), wodd.cpu, bodd.cpu, DType::F32); }, 1e-2, {0, 1, 8}}};
+  for (const Op& op : ops_list) {
+    std::vector<float> first;
+    for (int tb : op.tbs) {
+      cuda::set_gemv_rows_tb(tb);
+      const std::string what = op.name + " units a block " + std::to_string(tb);
+      poison();
+      const int64_t before = cuda::gemv_rows_launches();
+      const std::vector<float> all = host(op.gpu(16));
+      ASSERT_GT(cuda::gemv_rows_launches(), before) << what << ": the few-row kernel did not run";
+      if (first.empty()) {
+        first = all;
+        expect_close(all, host(op.cpu()), op.tol, what + " vs cpu");
+      } else {
+        EXPECT_EQ(all, first) << what << " changed the bits";
+      }
+      for (int64_t M : {3, 4, 5, 8, 9, 15}) {
+        poison();
+        const std::vector<float> got = host(op.gpu(M));
+        ASSERT_EQ(got.size() * 16, all.size() * static_cast<size_t>(M)) << what;
+        EXPECT_EQ(got, std::vector<float>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(got.size())))
+            << what << ": rows of M=" << M << " differ from the same rows of M=16";
+      }
+    }
+    cuda::set_gemv_rows_tb(0);
+  }
+  // The fusions keep this kernel's unfused bits.
+  for (int64_t M : {3, 16}) {
+    const std::string m = " M=" + std::to_string(M);
+    EXPECT_EQ(host(ops::rms_norm_linear(xg(M, H), nw.gpu, 1e-6f, wq.gpu)),
+              host(ops::linear(ops::rms_norm(xg(M, H), nw.gpu, 1e-6f), wq.gpu)))
+        << "rms_norm_linear vs linear(rms_norm)" << m;
+    EXPECT_EQ(host(ops::rms_norm_gate_up_silu(xg(M, H), nw.gpu, 1e-6f, gu.gpu)),
+              host(ops::silu_and_mul(ops::linear(ops::rms_norm(xg(M, H), nw.gpu, 1e-6f), gu.gpu))))
+        << "rms_norm_gate_up_silu vs silu_and_mul(linear(rms_norm))" << m;
+    EXPECT_EQ(host(ops::rms_norm_gate_up_silu(xg(M, H), Tensor(), 0.0f, gu.gpu)),
+              host(ops::silu_and_mul(ops::linear(xg(M, H), gu.gpu))))
+        << "gate_up silu (no norm) vs silu_and_mul(linear)" << m;
+    std::vector<float> want = host(r0.gpu.slice(0, 0, M));
+    const std::vector<float> out = host(ops::linear(xg(M, 3072), wd.gpu));
+    for (size_t i = 0; i < want.size(); ++i) want[i] = bf16_to_float(float_to_bf16(want[i] + out[i]));
+    Tensor r = from_floats(host(r0.gpu.slice(0, 0, M)), Shape{M, 1024}, DType::BF16, kGpu);
+    ops::linear_add_(xg(M, 3072), wd.gpu, r);
+    EXPECT_EQ(host(r), want) << "linear_add_ vs linear, rounded, added" << m;
+  }
+  // Shapes it leaves to the other kernels.
+  const int64_t before = cuda::gemv_rows_launches();
+  Pair x4 = random_pair(Shape{17, 4096}, 140), w4 = random_pair(Shape{512, 4096}, 141, DType::BF16, -0.1f, 0.1f);
+  Pair n4 = random_pair(Shape{2048}, 142, DType::BF16, 0.5f, 1.5f), w2 = random_pair(Shape{512, 2048}, 143, DType::BF16, -0.1f, 0.1f);
+  expect_close(host(ops::linear(x4.gpu.slice(0, 0, 8), w4.gpu)), host(ops::linear(x4.cpu.slice(0, 0, 8), w4.cpu)), 1e-2, "K 4096");
+  expect_close(host(ops::rms_norm_linear(x4.gpu.slice(0, 0, 8).slice(1, 0, 2048), n4.gpu, 1e-6f, w2.gpu)),
+               host(ops::rms_norm_linear(x4.cpu.slice(0, 0, 8).slice(1, 0, 2048), n4.cpu, 1e-6f, w2.cpu)), 2e-2,
+               "norm at K 2048");
+  expect_close(host(ops::linear(x4.gpu.slice(0, 0, 2).slice(1, 0, 1024), wq.gpu)),
+               host(ops::linear(x4.cpu.slice(0, 0, 2).slice(1, 0, 1024), wq.cpu)), 1e-2, "two rows");
+  Pair wb = random_pair(Shape{8193, 1024}, 144, DType::BF16, -0.1f, 0.1f);  // 16 MiB + a row
+  expect_close(host(ops::linear(x4.gpu.slice(0, 0, 4).slice(1, 0, 1024), wb.gpu)),
+               host(ops::linear(x4.cpu.slice(0, 0, 4).slice(1, 0, 1024), wb.cpu)), 1e-2, "16 MiB + a row");
+  Pair xh = random_pair(Shape{4, 264}, 145, DType::F16), wh = random_pair(Shape{520, 264}, 146, DType::F16, -0.1f, 0.1f);
+  expect_close(host(ops::linear(xh.gpu, wh.gpu)), host(ops::linear(xh.cpu, wh.cpu, Tensor(), DType::F32)), 1e-3, "f16");
+  EXPECT_EQ(cuda::gemv_rows_launches(), before) << "the few-row kernel took a shape it should leave";
 }
 
 // ---- capture ----------------------------------------------------------------------------------
@@ -1077,6 +1201,7 @@ TEST(OpsCudaFusedLinear, RowsDoNotDependOnTheBatch) {
 // push kernels take 1..8: ranks owning real rows or none), 2 and 3 blocks an SM, N not a multiple
 // of the tile, a row-strided x, bf16 and f16, and repeated calls.
 TEST(OpsCudaFusedLinear, ClusterPushGivesTheSameBits) {
+  FewRowKernelOff gemv_cu;  // these variants are gemv.cu's
   struct Case {
     int64_t N, K;
     DType dt;
@@ -1159,6 +1284,7 @@ struct GemvNormVariant {
 };
 
 TEST(OpsCudaFusedLinear, NormPrologueVariantsGiveTheSameBits) {
+  FewRowKernelOff gemv_cu;  // these variants are gemv.cu's
   struct Case {
     int64_t N, K;
     DType dt;
@@ -1197,6 +1323,7 @@ TEST(OpsCudaFusedLinear, NormPrologueVariantsGiveTheSameBits) {
 // gate_up) and more (MoE qkv: not staged, the same kernel), K not a multiple of a group, 1..16
 // rows, a row-strided x, bf16 and f16, twice in a row (the staged slots are reused).
 TEST(OpsCudaFusedLinear, StagedWeightsGiveTheSameBits) {
+  FewRowKernelOff gemv_cu;  // these variants are gemv.cu's
   struct Case {
     int64_t N, K;
     DType dt;
@@ -1242,6 +1369,7 @@ TEST(OpsCudaFusedLinear, StagedWeightsGiveTheSameBits) {
 // epilogue) and rms_norm_linear, 1..8 rows, at the qwen3-30b-a3b o_proj / qkv shapes (which the
 // auto rule runs at 3), qwen3-0.6b's qkv and a partial tile; and auto equals both.
 TEST(OpsCudaFusedLinear, GemvOccupancyVariantsGiveTheSameBits) {
+  FewRowKernelOff gemv_cu;  // these variants are gemv.cu's
   struct Case {
     int64_t N, K;
   };

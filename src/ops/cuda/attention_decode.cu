@@ -493,7 +493,11 @@ struct DecodeKnobs {
   // prepare_qkv between them the attention's blocks land only as the qkv GEMV's blocks (which hold
   // the register file) leave, 1.0 us before it ends instead of 3.1 us before prepare_qkv does, so
   // the K/V preload moves onto the chain (attention advance 7.68 + prepare 1.79 -> 10.56 us a layer):
-  // off. (Decode graphs carry kv_new_from, so it could run in them only at decode-only sizes anyway.)
+  // off. Session 23 (bench/results/h100_2026-11-25_session23, call A), with the one-row qkv kernel
+  // (weights in shared memory, 38-65 registers) before it and the decode graph of one row fused
+  // (kv_new_from at batch 1 now fits): qwen3-0.6b bs 1 0.849-0.863 -> 0.877-0.893 ms, llama-3.1-8b
+  // 5.836 -> 5.861, qwen3-30b-a3b 3.628 -> 3.663; the fused attention's blocks still land only
+  // 1.5 us before the qkv GEMV ends (attention 9.60 us a layer against prepare 2.05 + 6.66): off.
   int fuse_prepare = 0;
   int legacy_cluster = -1;  // -1: by batch
 };
@@ -703,12 +707,16 @@ bool mma_swap(int mode, int group) { return mode != 0 && group >= 2 && group <= 
 
 // Whether the mma kernel set up in p does prepare_qkv_'s work (pr) itself ("Fused prepare" in
 // attention_decode_mma.cu): the preload kernel (one kv head a block, the small-batch geometry) of a
-// decode (no kv_new_from), bf16 as prepare_qkv_'s lanes kernel, pr on the same rows, heads and caches
-// as the attention, every row and weight 16-byte aligned (the kernel moves 16-byte chunks).
+// decode, bf16 as prepare_qkv_'s lanes kernel, pr on the same rows, heads and caches as the
+// attention, every row and weight 16-byte aligned (the kernel moves 16-byte chunks). A decode: no
+// kv_new_from, or one row, whose kv_new_from can only be its own last position (a step of one
+// token writes that position alone), so the fused kernel's rule (every position before seq_lens - 1
+// is old) holds. Rows of an extend (two or more rows, kv_new_from set) need every new K/V row
+// stored before any block reads it: unfused.
 bool fuse_prepare_fits(const DecodeMmaParams& p, const ops::DecodeArgs& d, const ops::PrepareQkvArgs& pr) {
   const ops::PagedAttentionArgs& a = d.a;
   constexpr size_t es = 2;  // bf16
-  return decode_fuse_prepare() && p.preload && d.kv_new_from == nullptr && a.dtype == DType::BF16 &&
+  return decode_fuse_prepare() && p.preload && (d.kv_new_from == nullptr || d.batch == 1) && a.dtype == DType::BF16 &&
          pr.dtype == DType::BF16 && pr.head_dim == p.hd && pr.q == a.q && pr.q_stride == a.q_row_stride &&
          pr.q_heads == p.nq && pr.kv_heads == p.nkv && pr.tokens == d.batch && pr.k_cache == a.k_cache &&
          pr.v_cache == a.v_cache && pr.num_slots == a.num_slots && dense::aligned16(pr.k, pr.k_stride, es) &&
@@ -798,6 +806,7 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
     const ops::PrepareQkvArgs& pr = *d.prepare;
     p.fuse_prepare = fuse_prepare_fits(p, d, pr);
     if (p.fuse_prepare) {
+      p.kv_new_from = nullptr;  // one row at most (fuse_prepare_fits): its new position is seq_lens - 1
       p.k_new = pr.k;
       p.v_new = pr.v;
       p.k_stride = pr.k_stride;

@@ -1,5 +1,5 @@
-// linear for decode-shaped x (M <= 16 rows; 17..64 rows: gemv_wide.cu, 1-2 rows of bf16: gemv_row1.cu, whose
-// entry points also make): out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias). Reading w
+// linear for decode-shaped x (M <= 16 rows; 17..64 rows: gemv_wide.cu, 1-2 rows of bf16: gemv_row1.cu,
+// 3-16 rows of bf16: gemv_rows.cu, whose entry points also make): out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias). Reading w
 // is all the work, so the kernel streams it exactly once with 16-byte loads that skip L1 (x, which
 // every block rereads, keeps L1), and multiplies on the tensor cores (mma m16n8k16, f32
 // accumulation), where the M rows cost nothing.
@@ -25,7 +25,8 @@
 // second column tile (rows 8..15) adds mmas on other accumulators. So row r is bit-identical for
 // M = 3 or M = 4 with a padding row (decode graphs pad batches), and from run to run, for every
 // M of 1..16 (17..64 rows run gemv_wide.cu's split: bits per class, see there). 1 and 2 rows of
-// bf16 run gemv_row1.cu's kernel where it takes the shape (K <= 3072): a class of their own.
+// bf16 run gemv_row1.cu's kernel where it takes the shape (K <= 3072): a class of their own; 3..16
+// rows of bf16 run gemv_rows.cu's where it takes the shape (the shape alone decides): another class.
 //
 // Programmatic dependent launch (ops/cuda/pdl.cuh). Launched while the previous kernel still
 // runs, a warp loads its first group of w into registers and asks its next few into L2 (or, in
@@ -682,6 +683,13 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
     GRT_CUDA_CHECK_LAUNCH("linear (warp a row{}{}{}) M={} N={} K={} {} -> {}", norm_w ? ", rms_norm prologue" : "",
                           residual ? ", residual epilogue" : "", f.silu_inter ? ", silu_and_mul epilogue" : "", M, N,
                           K, dtype_name(in_dtype), dtype_name(out_dtype));
+    return;
+  }
+  if (M >= 3 && M <= kGemvMaxRows && launch_rows(d.index, stream, p, in_dtype == DType::BF16, info)) {
+    GRT_CUDA_CHECK_LAUNCH("linear (whole columns a block{}{}{}) M={} N={} K={} {} -> {}",
+                          norm_w ? ", rms_norm prologue" : "", residual ? ", residual epilogue" : "",
+                          f.silu_inter ? ", silu_and_mul epilogue" : "", M, N, K, dtype_name(in_dtype),
+                          dtype_name(out_dtype));
     return;
   }
   if (M > kGemvMaxRows) {  // 17..64 rows: the wide kernel, its own split (gemv_wide.cu)

@@ -45,6 +45,13 @@ void set_gemv_row1(int mode);
 void set_gemv_row1_units(int units);
 // Launches of the 1-row kernel in this process so far (tests: whether a call took it).
 int64_t gemv_row1_launches();
+// The few-row kernel (gemv_rows.cu, 3..16 rows of bf16): mode -1 the environment (GRAPHRT_GEMV_ROWS),
+// 0 off, 1 on; units (8 output columns) a block -1 the environment (GRAPHRT_GEMV_ROWS_TB), 0 auto,
+// 1, 2, 4 or 8 (changes the bits: the K slices). For tests and A/B.
+void set_gemv_rows(int mode);
+void set_gemv_rows_tb(int tb);
+// Launches of the few-row kernel in this process so far (tests: whether a call took it).
+int64_t gemv_rows_launches();
 
 // Bytes a weight needs for the wide kernel to take 17..64 rows (smaller ones: cuBLASLt, and no
 // decode fusion): GRAPHRT_GEMV_WIDE_MIN_MB (read once; default 0, every weight). The rule reads

@@ -1,4 +1,5 @@
-// What the two small-M GEMV kernels share (gemv.cu: M <= 16, gemv_wide.cu: 17..64 rows): the
+// What the small-M GEMV kernels share (gemv.cu: M <= 16, gemv_row1.cu: 1-2 rows, gemv_rows.cu: 3-16,
+// gemv_wide.cu: 17..64 rows): the
 // launch parameters, the 16-byte weight loads, the mma, the RMSNorm prologue's rounding and the
 // epilogue stores. Internal to ops/cuda (the public entry points are gemv.h / gemv_fused.h).
 #pragma once
@@ -221,5 +222,12 @@ void launch_wide(int index, cudaStream_t stream, Params p, bool bf16, const Devi
 // than 16 MiB of weights, two rows with the weights in registers, or a grid
 // its registers cannot hold in one wave. The launch's error is left to the caller's check.
 bool launch_row1(int index, cudaStream_t stream, const Params& p, bool bf16, const DeviceInfo& info);
+
+// Launches the few-row kernel (gemv_rows.cu) for p (3 <= M <= 16; p complete but groups, cluster,
+// prefetch, stage_groups and cluster_push, which it does not use) and returns true, or returns false
+// (nothing launched) where it does not take the shape: switched off, not bf16, K > 3072 (> 1024 with
+// the norm prologue), more than 16 MiB of weights, or a grid that does not fit one wave. The
+// launch's error is left to the caller's check.
+bool launch_rows(int index, cudaStream_t stream, const Params& p, bool bf16, const DeviceInfo& info);
 
 }  // namespace grt::cuda::gemv_detail

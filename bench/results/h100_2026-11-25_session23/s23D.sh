@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 23 call D: the few-row kernel with K groups fixed by K (bits independent of the geometry):
+# tests, geometry A/B (GRAPHRT_GEMV_ROWS=0, fill 4 / 7 / 12), traces, verify.
+set -u
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+mkdir -p $OUT; HERE=$PWD/.gpuwork/lead
+unpack() { mkdir -p $2; tar xJf $1 -C $2 2>/dev/null || python3 -c "import tarfile; tarfile.open('$1').extractall('$2')"; }
+rm -rf $PWD/pre; unpack $HERE/pre.tar.xz $PWD/pre
+export LD_LIBRARY_PATH="$PWD/.deps/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+B=$PWD/pre/graphrt
+S=$OUT/summary.txt; : > $S
+mkdir -p $OUT/raw
+timeout 200 $PWD/pre/graphrt_cuda_tests --gtest_filter='OpsCudaLinear.*:OpsCudaFusedLinear.*:OpsCudaCapture.*:DecodeGraphsCuda.*:ForwardGraphsCuda.*:PiecewiseGraph*:ModelCuda.*' > $OUT/raw/tests.txt 2>&1
+echo "tests rc=$? at $(el)s: $(grep -E '^\[  (PASSED|FAILED)' $OUT/raw/tests.txt | tr '\n' ' ')" >> $S
+grep -E '^\[  FAILED|Failure$' -A4 $OUT/raw/tests.txt | head -40 >> $S
+g() { grep -E '^decode bs' $1 | sed -E 's/.*bs +([0-9]+) ctx.*graph +([0-9.]+) ms \(x.*/bs\1:\2/' | tr '\n' ' '; }
+p() { grep -E '^prefill' $1 | sed -E 's/prefill +([0-9]+) tokens:.*graph +([0-9.]+) ms \(([a-z -]+)\).*/p\1:\2/' | tr '\n' ' '; }
+run() {  # $1 label, env in $2
+  env $2 timeout 60 $B bench decode --model builtin:qwen3-0.6b --batch-sizes 3,4,8,12,16 --iters 30 > $OUT/raw/q_$1.txt 2>&1
+  env $2 timeout 60 $B bench prefill --model builtin:qwen3-0.6b --tokens 3,4,8,16 --iters 20 > $OUT/raw/p_$1.txt 2>&1
+  echo "$1: $(g $OUT/raw/q_$1.txt) | $(p $OUT/raw/p_$1.txt) at $(el)s" >> $S
+}
+for v in "GRAPHRT_GEMV_ROWS_FILL=7" "GRAPHRT_GEMV_ROWS_FILL=12"; do
+  env $v timeout 60 $B bench prefill --model builtin:qwen3-0.6b --tokens 16 --iters 10 --trace $OUT/raw/t.json > $OUT/raw/tr_$v.txt 2>&1
+  echo "== trace prefill 16 $v (rc $?)" >> $S; grep -A9 "^| pos" $OUT/raw/tr_$v.txt | cut -c1-100 >> $S
+done
+for r in 1 2; do
+  run off_$r "GRAPHRT_GEMV_ROWS=0"; run f7_$r "GRAPHRT_GEMV_ROWS_FILL=7"; run f12_$r "GRAPHRT_GEMV_ROWS_FILL=12"; run f4_$r "GRAPHRT_GEMV_ROWS_FILL=4"
+  run f4b_$r "GRAPHRT_GEMV_ROWS_FILL=4"; run f12b_$r "GRAPHRT_GEMV_ROWS_FILL=12"; run f7b_$r "GRAPHRT_GEMV_ROWS_FILL=7"; run offb_$r "GRAPHRT_GEMV_ROWS=0"
+done
+for m in "qwen3-0.6b pool" "qwen3-0.6b vmm"; do
+  set -- $m
+  timeout 150 $B inspect --model builtin:$1 --device cuda --graph-memory $2 --verify-cuda-graph --json > $OUT/raw/v.json 2> $OUT/raw/verify_$1_$2.log
+  echo "verify $1 $2 rc=$? at $(el)s: $(python3 -c "
+import json;j=json.load(open('$OUT/raw/v.json'));r=[]
+for k in ('decode','piecewise'):
+  p=(j.get(k) or {}).get('per_size',[]);r.append('%s %d/%d max %s'%(k,sum(1 for s in p if s.get('verified')),len(p),max([s.get('max_abs_diff') or 0 for s in p] or [0])))
+print('; '.join(r))" 2>&1 | tail -1)" >> $S
+done
+rm -f $OUT/raw/v.json $OUT/raw/*.json
+(cd $OUT && tar czf raw.tgz raw && rm -rf raw)
+cat $S
