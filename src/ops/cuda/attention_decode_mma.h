@@ -81,7 +81,8 @@ struct DecodeMmaParams {
   // request and kv head always works and waits). Decided from the host-written lengths only; the
   // same bits either way.
   bool idle_exit;
-  // Fused prepare (with preload, kv_new_from null, bf16; "Fused prepare" in attention_decode_mma.cu):
+  // Fused prepare (with preload, kv_new_from null (the host passes null for a one-row batch too), bf16;
+  // "Fused prepare" in attention_decode_mma.cu):
   // q is the raw q of the qkv projection (prepare_qkv_ has not run), and the kernel does
   // prepare_qkv_'s work for its rows itself with prepare's arithmetic: q's per-head norm and rope
   // into its shared Q tile (q in memory stays raw), and in the block whose split holds the new
