@@ -685,7 +685,7 @@ void run_small_m(Device d, cudaStream_t stream, const void* x, int64_t x_stride,
                           K, dtype_name(in_dtype), dtype_name(out_dtype));
     return;
   }
-  if (M >= 3 && M <= kGemvMaxRows && launch_rows(d.index, stream, p, in_dtype == DType::BF16, info)) {
+  if (M <= kGemvMaxRows && launch_rows(d.index, stream, p, in_dtype == DType::BF16, info)) {
     GRT_CUDA_CHECK_LAUNCH("linear (whole columns a block{}{}{}) M={} N={} K={} {} -> {}",
                           norm_w ? ", rms_norm prologue" : "", residual ? ", residual epilogue" : "",
                           f.silu_inter ? ", silu_and_mul epilogue" : "", M, N, K, dtype_name(in_dtype),

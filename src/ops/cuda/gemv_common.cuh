@@ -223,8 +223,9 @@ void launch_wide(int index, cudaStream_t stream, Params p, bool bf16, const Devi
 // its registers cannot hold in one wave. The launch's error is left to the caller's check.
 bool launch_row1(int index, cudaStream_t stream, const Params& p, bool bf16, const DeviceInfo& info);
 
-// Launches the few-row kernel (gemv_rows.cu) for p (3 <= M <= 16; p complete but groups, cluster,
-// prefetch, stage_groups and cluster_push, which it does not use) and returns true, or returns false
+// Launches the few-row kernel (gemv_rows.cu) for p (3 <= M <= 16, from 1 or 2 with
+// GRAPHRT_GEMV_ROWS_MIN; p complete but groups, cluster, prefetch, stage_groups and cluster_push,
+// which it does not use) and returns true, or returns false
 // (nothing launched) where it does not take the shape: switched off, not bf16, K > 3072 (> 1024 with
 // the norm prologue), more than 16 MiB of weights, or a grid that does not fit one wave. The
 // launch's error is left to the caller's check.

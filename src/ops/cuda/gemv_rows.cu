@@ -34,7 +34,10 @@
 //
 // Takes: bf16; 3..16 rows; K <= 3072 (x in shared memory), K <= 1024 with the norm prologue; at
 // most 16 MiB of weights; one wave. GRAPHRT_GEMV_ROWS=0|1 (default 1), GRAPHRT_GEMV_ROWS_TB=auto|1|2|4|8
-// (units a block) for A/B; set_gemv_rows / set_gemv_rows_tb override them (tests).
+// (units a block), GRAPHRT_GEMV_ROWS_FILL (its auto rule) and GRAPHRT_GEMV_ROWS_MIN (fewest rows) for
+// A/B; set_gemv_rows / set_gemv_rows_tb override the first two (tests). At 1 and 2 rows the row
+// kernel stays first (session 23 call H: this kernel at 1 row +0.13 ms at qwen3-0.6b bs 1; at 2 rows
+// -0.005 at bs 2, -0.02..-0.03 at prefill of 2 tokens: left as it is).
 #include <cuda_bf16.h>
 
 #include <array>
@@ -86,7 +89,8 @@ __global__ void __launch_bounds__(kRowsThreads, 2) gemv_rows_kernel(Params p) {
   const int gch = (chunks + kRowsGroups - 1) / kRowsGroups, ch = GPS * gch;  // chunks a group, a slice
   uint4* const xs = rows_smem;                                         // [chunk][half][lane]
   uint4* const ws = rows_smem + chunks * 64 + warp * RPU * ch * 32;    // this warp's [r][chunk][lane]
-  float* const red = reinterpret_cast<float*>(rows_smem + chunks * 64 + kRowsWarps * RPU * ch * 32);  // [group][unit][r][128]
+  // [group][unit][r][128]: each group's sums of a unit (S > 1)
+  float* const red = reinterpret_cast<float*>(rows_smem + chunks * 64 + kRowsWarps * RPU * ch * 32);
   const int64_t units = SILU ? p.silu_inter : p.N;
   const int64_t col = (static_cast<int64_t>(blockIdx.x) * TB + u) * 8 + g;  // the lane's w row in its unit
   const auto* w4 = static_cast<const uint4*>(p.w);
@@ -281,6 +285,14 @@ bool rows_on() {
   return (rows_override >= 0 ? rows_override : mode) == 1;
 }
 
+// GRAPHRT_GEMV_ROWS_MIN=1..3 (read once; default 3): the fewest rows it takes. Below 3 rows the
+// 1-2-row kernel (gemv_row1.cu) goes first where it takes the shape; 1 or 2 here, with
+// GRAPHRT_GEMV_ROW1=0 or GRAPHRT_GEMV_ROW1_ROWS=1, lets this kernel take those rows instead (A/B).
+int rows_min() {
+  static const int rows = env_int("GRAPHRT_GEMV_ROWS_MIN", kRowsMin, 1, kRowsMin);
+  return rows;
+}
+
 // GRAPHRT_GEMV_ROWS_FILL=1..32 (read once; default 12): the auto rule's blocks an SM, in eighths.
 // Measured (H100, bench/results/h100_2026-11-25_session23 call D, qwen3-0.6b, graph ms, 4 fresh
 // processes each): 7 (qkv 4 units a block, gate_up 2) prefill of 3 / 16 tokens 0.906-0.911 /
@@ -300,7 +312,7 @@ int rows_tb() {
 }  // namespace
 
 bool launch_rows(int index, cudaStream_t stream, const Params& p, bool bf16_in, const DeviceInfo& info) {
-  if (!rows_on() || !bf16_in || p.M < kRowsMin || p.M > kRowsMax || p.K > kRowsMaxK) return false;
+  if (!rows_on() || !bf16_in || p.M < rows_min() || p.M > kRowsMax || p.K > kRowsMaxK) return false;
   if (static_cast<int64_t>(p.N) * p.K * 2 > kRowsMaxWeightBytes) return false;
   const bool norm = p.norm_w != nullptr, silu = p.silu_inter > 0;
   if (norm && (p.K > kRowsNormMaxK || !dense::aligned16(p.norm_w, 0, 2))) return false;
