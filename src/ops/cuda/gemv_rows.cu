@@ -303,6 +303,19 @@ int rows_fill() {
   return fill;
 }
 
+// GRAPHRT_GEMV_ROWS_FILL_BIG_X=1..32 (read once; default 3): the auto rule's blocks an SM where each
+// block's read of x after the wait is largest, K > 1024 and more than 8 rows (o_proj and down of
+// prefills of 9-16 tokens): fewer blocks with more units each read x fewer times in all (qwen3-0.6b
+// at 16 rows: 2 units a block, 64 blocks, 4 / 6 MB of x instead of 8 / 12). Geometry may follow M:
+// the bits do not depend on it. Measured (H100, session 23 call I, fill 3 for every M at K > 1024
+// against 12, 6 fresh processes each): prefill of 16 tokens 1.019-1.077 -> 0.979-1.013 ms, bs 16
+// 1.813-1.858 -> 1.773-1.828 (o_proj 7.68 -> 5.63, down 7.55 -> 6.40 us a layer); bs 4 1.143-1.164 ->
+// 1.162-1.197 (hence only above 8 rows).
+int rows_fill_big_x() {
+  static const int fill = env_int("GRAPHRT_GEMV_ROWS_FILL_BIG_X", 3, 1, 32);
+  return fill;
+}
+
 int rows_tb() {
   static const int tb = std::array<int, 5>{0, 1, 2, 4, 8}[static_cast<size_t>(
       env_choice("GRAPHRT_GEMV_ROWS_TB", {"auto", "1", "2", "4", "8"}, 0))];
@@ -317,16 +330,18 @@ bool launch_rows(int index, cudaStream_t stream, const Params& p, bool bf16_in, 
   const bool norm = p.norm_w != nullptr, silu = p.silu_inter > 0;
   if (norm && (p.K > kRowsNormMaxK || !dense::aligned16(p.norm_w, 0, 2))) return false;
   const int64_t unit_count = ((silu ? p.silu_inter : p.N) + 7) / 8;
-  // Units a block: forced, or the most that still give at least fill / 8 blocks an SM (default 12),
-  // else more units a block until the grid fits one wave (qwen3-0.6b: qkv 512 units -> 2 a block,
-  // 256 blocks; gate_up 384 -> 1 does not fit (86 registers: 2 blocks an SM) -> 2, 192; o_proj and
-  // down 128 -> 1). Geometry only: the bits do not depend on it.
+  // Units a block: forced, or the most that still give at least fill / 8 blocks an SM (default 12; 3
+  // where x is read most, rows_fill_big_x), else more units a block until the grid fits one wave.
+  // qwen3-0.6b: qkv 512 units -> 2 a block, 256 blocks; gate_up 384 -> 1 does not fit (86
+  // registers: 2 blocks an SM) -> 2, 192; o_proj and down 128 -> 1 (2 above 8 rows). Geometry
+  // only: the bits do not depend on it.
   int tb = rows_tb();
   const bool forced = tb != 0;
   if (!forced) {
     tb = 1;
+    const int fill = p.K > kRowsNormMaxK && p.M > 8 ? rows_fill_big_x() : rows_fill();
     for (int c : {8, 4, 2})
-      if ((unit_count + c - 1) / c * 8 >= static_cast<int64_t>(info.sms) * rows_fill()) {
+      if ((unit_count + c - 1) / c * 8 >= static_cast<int64_t>(info.sms) * fill) {
         tb = c;
         break;
       }
