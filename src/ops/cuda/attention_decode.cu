@@ -716,12 +716,13 @@ bool mma_swap(int mode, int group) { return mode != 0 && group >= 2 && group <= 
 bool fuse_prepare_fits(const DecodeMmaParams& p, const ops::DecodeArgs& d, const ops::PrepareQkvArgs& pr) {
   const ops::PagedAttentionArgs& a = d.a;
   constexpr size_t es = 2;  // bf16
-  return decode_fuse_prepare() && p.preload && (d.kv_new_from == nullptr || d.batch == 1) && a.dtype == DType::BF16 &&
-         pr.dtype == DType::BF16 && pr.head_dim == p.hd && pr.q == a.q && pr.q_stride == a.q_row_stride &&
-         pr.q_heads == p.nq && pr.kv_heads == p.nkv && pr.tokens == d.batch && pr.k_cache == a.k_cache &&
-         pr.v_cache == a.v_cache && pr.num_slots == a.num_slots && dense::aligned16(pr.k, pr.k_stride, es) &&
-         dense::aligned16(pr.v, pr.v_stride, es) && dense::aligned16(pr.q_norm, 0, es) &&
-         dense::aligned16(pr.k_norm, 0, es) && dense::aligned16(pr.cos_sin, 0, es);
+  return decode_fuse_prepare() && p.preload && (d.kv_new_from == nullptr || d.batch == 1) &&
+         a.dtype == DType::BF16 && pr.dtype == DType::BF16 && pr.head_dim == p.hd && pr.q == a.q &&
+         pr.q_stride == a.q_row_stride && pr.q_heads == p.nq && pr.kv_heads == p.nkv && pr.tokens == d.batch &&
+         pr.k_cache == a.k_cache && pr.v_cache == a.v_cache && pr.num_slots == a.num_slots &&
+         dense::aligned16(pr.k, pr.k_stride, es) && dense::aligned16(pr.v, pr.v_stride, es) &&
+         dense::aligned16(pr.q_norm, 0, es) && dense::aligned16(pr.k_norm, 0, es) &&
+         dense::aligned16(pr.cos_sin, 0, es);
 }
 
 // The mma path: splits per request from its own length (DecodeMmaParams), the grid as wide as

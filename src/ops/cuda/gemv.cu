@@ -1,8 +1,8 @@
 // linear for decode-shaped x (M <= 16 rows; 17..64 rows: gemv_wide.cu, 1-2 rows of bf16: gemv_row1.cu,
-// 3-16 rows of bf16: gemv_rows.cu, whose entry points also make): out[M, N] = x[M, K] · w[N, K]ᵀ (+ bias). Reading w
-// is all the work, so the kernel streams it exactly once with 16-byte loads that skip L1 (x, which
-// every block rereads, keeps L1), and multiplies on the tensor cores (mma m16n8k16, f32
-// accumulation), where the M rows cost nothing.
+// 3-16 rows of bf16: gemv_rows.cu, whose entry points also make): out[M, N] = x[M, K] · w[N, K]ᵀ
+// (+ bias). Reading w is all the work, so the kernel streams it exactly once with 16-byte loads that
+// skip L1 (x, which every block rereads, keeps L1), and multiplies on the tensor cores (mma
+// m16n8k16, f32 accumulation), where the M rows cost nothing.
 //
 // Work split. A block (8 warps) owns a tile of 32 output columns (rows of w). K is cut into groups
 // of 64; the block's warps — and, on sm_90, the C blocks of a thread block cluster (C = 1..8, so

@@ -47,7 +47,7 @@ void set_gemv_row1_units(int units);
 int64_t gemv_row1_launches();
 // The few-row kernel (gemv_rows.cu, 3..16 rows of bf16): mode -1 the environment (GRAPHRT_GEMV_ROWS),
 // 0 off, 1 on; units (8 output columns) a block -1 the environment (GRAPHRT_GEMV_ROWS_TB), 0 auto,
-// 1, 2, 4 or 8 (changes the bits: the K slices). For tests and A/B.
+// 1, 2, 4 or 8 (never the bits: its K groups are fixed by K). For tests and A/B.
 void set_gemv_rows(int mode);
 void set_gemv_rows_tb(int tb);
 // Launches of the few-row kernel in this process so far (tests: whether a call took it).
