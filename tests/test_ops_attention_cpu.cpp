@@ -9,6 +9,7 @@
 
 #include "attention_test_util.h"
 #include "error_of.h"
+#include "extend_prepare_split_checks.h"
 #include "qkv_test_util.h"
 #include "core/error.h"
 #include "memory/tensor_alloc.h"
@@ -129,6 +130,56 @@ TEST(OpsAttentionCpu, ExtendWithDecodeTailEqualsExtendKernelAndReference) {
     for (int64_t i = (c.rows - 2) * c.q_width(); i < c.rows * c.q_width(); ++i)
       ASSERT_EQ(as_decode[static_cast<size_t>(i)], 0.0f) << "padding row element " << i;
   }
+}
+
+// The model's split prepare (k and v by prepare_qkv_ with parts kKv, q by the attention) gives the
+// whole prepare's output and caches bit for bit; on the CPU the attention prepares q in place
+// first, so q comes out as the whole prepare leaves it. prepare_qkv_'s parts kQ then kKv equal
+// the whole. With decodes riding in the batch as well, and without the q/k norms.
+TEST(OpsAttentionCpu, ExtendPrepareQEqualsWholePrepareAndPartsCompose) {
+  for (bool norm : {true, false})
+    for (int tail : {0, 2}) {
+      SCOPED_TRACE("norm " + std::to_string(norm) + " decode tail " + std::to_string(tail));
+      const testing::ExtendPrepareCase x =
+          testing::extend_prepare_case(8, 2, 32, {0, 5, 30, 9, 3}, {7, 3, 4, 1, 1}, 2, 51, norm);
+      const auto whole = testing::run_extend_prepare(x, DType::F32, kCpu, false, false, tail);
+      const auto split = testing::run_extend_prepare(x, DType::F32, kCpu, true, false, tail);
+      const auto parts = testing::run_extend_prepare(x, DType::F32, kCpu, true, true, tail);
+      for (const auto* r : {&split, &parts}) {
+        EXPECT_TRUE(testing::same_bits(r->out, whole.out));
+        EXPECT_TRUE(testing::same_bits(r->qkv, whole.qkv));
+        EXPECT_TRUE(testing::same_bits(r->k_cache, whole.k_cache));
+        EXPECT_TRUE(testing::same_bits(r->v_cache, whole.v_cache));
+      }
+      EXPECT_FALSE(testing::same_bits(testing::q_columns(x, whole.qkv), testing::q_columns(x, x.qkv)))
+          << "the prepare changed no q: the case checks nothing";
+    }
+}
+
+// Its checks name the op and what is wrong: the head count against q, and the positions' length.
+TEST(OpsAttentionCpu, ExtendPrepareQRejectsMismatchedHeadsAndPositions) {
+  const testing::ExtendPrepareCase x = testing::extend_prepare_case(8, 2, 32, {0, 5}, {7, 3}, 0, 52, true);
+  auto t = upload(x.c, DType::F32, kCpu);
+  Tensor qkv = from_floats(x.qkv, Shape{x.c.rows, x.width()}, DType::F32, kCpu);
+  Tensor q = qkv.slice(1, 0, x.c.q_width());
+  ops::RopeParams rp;
+  rp.head_dim = 32;
+  const Tensor cos_sin = ops::rope_cos_sin_cache(rp, 64, kCpu);
+  const Tensor positions = from_vector(x.positions, Shape{x.c.rows}, DType::I32, kCpu);
+  const Tensor q_norm = from_floats(x.q_norm_w, Shape{32}, DType::F32, kCpu);
+  Tensor out = empty(Shape{x.c.rows, x.c.q_width()}, DType::F32, kCpu);
+  std::string err = testing::error_of([&] {
+    ops::attention_extend_prepare_q_out_(out, q, q_norm, 1e-6f, positions, cos_sin, t.k_cache, t.v_cache, t.extend, 4,
+                                         2, 32, 0.2f);
+  });
+  EXPECT_NE(err.find("attention_extend_prepare_q"), std::string::npos) << err;
+  const Tensor short_positions = positions.slice(0, 0, x.c.rows - 1);
+  err = testing::error_of([&] {
+    ops::attention_extend_prepare_q_out_(out, q, q_norm, 1e-6f, short_positions, cos_sin, t.k_cache, t.v_cache,
+                                         t.extend, 8, 2, 32, 0.2f);
+  });
+  EXPECT_NE(err.find("prepare_qkv_"), std::string::npos) << err;
+  EXPECT_NE(err.find("q must be [T=9"), std::string::npos) << err;
 }
 
 TEST(OpsAttentionCpu, ExtendAllDecodeTailRunsNoExtendKernel) {

@@ -85,6 +85,24 @@ const auto extend_attention =
                              const ops::ExtendAttentionMeta* meta, int nq, int nkv, int hd, float scale) {
       return ops::attention_extend(q, k_cache, v_cache, *meta, nq, nkv, hd, scale);
     });
+// The same with prepare_qkv_'s q part in the attention (ops::attention_extend_prepare_q_out_): the
+// piece before it prepared only k and v (PrepareParts::kKv), so q is read raw once by the kernel
+// instead of read and written by the prepare kernel first.
+const auto extend_attention_prepare_q_into = split_op(
+    "attention", [](const Tensor& out, const Tensor& q, const Tensor& q_norm, float eps, const Tensor& positions,
+                    const Tensor& cos_sin, const Tensor& k_cache, const Tensor& v_cache,
+                    const ops::ExtendAttentionMeta* meta, int nq, int nkv, int hd, float scale) {
+      ops::attention_extend_prepare_q_out_(out, q, q_norm, eps, positions, cos_sin, k_cache, v_cache, *meta, nq, nkv,
+                                           hd, scale);
+    });
+// GRAPHRT_EXTEND_SPLIT_PREPARE: auto (the default) splits where ops::extend_prepare_q_pays (an
+// extend's q prepared by its attention kernel, above); 1 everywhere (the op then prepares q in
+// place where its kernel does not take it); 0 never (the whole prepare_qkv_ before the attention,
+// the way before session 24). The same bits whichever.
+bool extend_split_prepare(const Tensor& q, int nq, int nkv, int hd) {
+  static const int mode = env_choice("GRAPHRT_EXTEND_SPLIT_PREPARE", {"0", "1", "auto"}, 2);
+  return mode == 1 || (mode == 2 && ops::extend_prepare_q_pays(q, nq, nkv, hd));
+}
 bool extend_out_copy() {
   static const bool copy = env_choice("GRAPHRT_EXTEND_OUT", {"direct", "copy"}, 0) == 1;
   return copy;
@@ -109,8 +127,18 @@ Tensor DecoderModel::attention_block(int layer, const Tensor& qkv, const Forward
                                          static_cast<int>(hd), attn_scale_);
   // One kernel: Qwen3's per-head q/k norm, rope on q and k, K/V into the cache (q is prepared in
   // place; k is prepared only in its cache row). Bit for bit rms_norm_ + apply_rope_ + store_kv.
+  // Split (the default): k and v here, q by the attention (extend_attention_prepare_q_into).
+  const bool split = !extend_out_copy() &&
+                     extend_split_prepare(q, static_cast<int>(nq), static_cast<int>(nkv), static_cast<int>(hd));
   ops::prepare_qkv_(q, k, v, q_norm, k_norm, eps, in.positions, rope_cache_, static_cast<int>(hd), in.out_cache_loc,
-                    cache.k, cache.v);
+                    cache.k, cache.v, split ? ops::PrepareParts::kKv : ops::PrepareParts::kAll);
+  if (split) {
+    Tensor out = empty(Shape{q.size(0), q.size(1)}, q.dtype(), q.device());
+    extend_attention_prepare_q_into(out, q, q_norm, eps, in.positions, rope_cache_, cache.k, cache.v,
+                                    host_ref("extend", &in.extend), static_cast<int>(nq), static_cast<int>(nkv),
+                                    static_cast<int>(hd), attn_scale_);
+    return out;
+  }
   if (extend_out_copy())
     return extend_attention(q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
                             static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);

@@ -120,10 +120,20 @@ Tensor attention_extend(const Tensor& q, const Tensor& k_cache, const Tensor& v_
   return out;
 }
 
-void attention_extend_out_(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                           const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
-                           float scale) {
-  const char* op = "attention_extend";
+namespace {
+
+// Where q_part is given: prepare_qkv_'s q part of q comes first, in the extend kernel where it
+// takes it (attention_extend_prepare_q_out_), else as its own kernel on q in place.
+struct QPart {
+  const Tensor& q_norm;
+  float eps;
+  const Tensor& positions;
+  const Tensor& cos_sin;
+};
+
+void extend_out(const char* op, const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim, float scale,
+                const QPart* q_part) {
   // Its launch is sized from host values (num_reqs, max_extend_len): captured, a replay would run
   // with the capture-time ones. It runs eagerly only: as the "attention" split op of a piecewise
   // graph, or outside any capture.
@@ -173,15 +183,28 @@ void attention_extend_out_(const Tensor& out, const Tensor& q, const Tensor& k_c
     s.memset_async(static_cast<char*>(out.data()) + static_cast<size_t>(first_zero) * row_bytes, 0,
                    static_cast<size_t>(q.size(0) - first_zero) * row_bytes);
   }
+  const bool extends = extend_reqs > 0 && meta.max_extend_len > 0;
+  e.a.out = out.data();
+  e.prefix_lens = meta.prefix_lens.data_as<int32_t>();
+  e.extend_lens = meta.extend_lens.data_as<int32_t>();
+  e.extend_start_loc = meta.extend_start_loc.data_as<int32_t>();
+  e.num_rows = q.size(0);
+  e.num_reqs = extend_reqs;
+  e.max_extend_len = meta.max_extend_len;
+  PrepareQkvArgs pq{};
+  if (q_part != nullptr) {
+    pq = prepare_q_args(q, q_part->q_norm, q_part->eps, q_part->positions, q_part->cos_sin, head_dim);
+    GRT_CHECK(pq.q_heads == num_q_heads, "{}: q {} holds {} heads of {}, the attention's are {}", op, q.str(),
+              pq.q_heads, head_dim, num_q_heads);
+    bool in_kernel = false;
+#ifdef GRAPHRT_WITH_CUDA
+    in_kernel = d.is_cuda() && extends && tail == 0 && q.size(0) > 0 && cuda::extend_prepares_q(e, pq);
+#endif
+    if (in_kernel) e.prepare_q = &pq;
+    else if (q.size(0) > 0) prepare_q_(q, q_part->q_norm, q_part->eps, q_part->positions, q_part->cos_sin, head_dim);
+  }
   if (q.size(0) == 0 || meta.num_reqs == 0) return;
-  if (extend_reqs > 0 && meta.max_extend_len > 0) {
-    e.a.out = out.data();
-    e.prefix_lens = meta.prefix_lens.data_as<int32_t>();
-    e.extend_lens = meta.extend_lens.data_as<int32_t>();
-    e.extend_start_loc = meta.extend_start_loc.data_as<int32_t>();
-    e.num_rows = q.size(0);
-    e.num_reqs = extend_reqs;
-    e.max_extend_len = meta.max_extend_len;
+  if (extends) {
     if (d.is_cuda()) {
 #ifdef GRAPHRT_WITH_CUDA
       cuda::attention_extend(s, e);
@@ -199,6 +222,32 @@ void attention_extend_out_(const Tensor& out, const Tensor& q, const Tensor& k_c
     decode_into(op, q.slice(0, r0, r0 + tail), k_cache, v_cache, dm, num_q_heads, num_kv_heads, head_dim, scale,
                 out.slice(0, r0, r0 + tail));
   }
+}
+
+}  // namespace
+
+void attention_extend_out_(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
+                           float scale) {
+  extend_out("attention_extend", out, q, k_cache, v_cache, meta, num_q_heads, num_kv_heads, head_dim, scale, nullptr);
+}
+
+bool extend_prepare_q_pays(const Tensor& q, int num_q_heads, int num_kv_heads, int head_dim) {
+  if (!q.defined() || q.rank() != 2 || !q.device().is_cuda()) return false;
+#ifdef GRAPHRT_WITH_CUDA
+  return cuda::extend_prepare_q_pays(q.size(0), num_q_heads, num_kv_heads, head_dim, q.dtype());
+#else
+  return false;
+#endif
+}
+
+void attention_extend_prepare_q_out_(const Tensor& out, const Tensor& q, const Tensor& q_norm, float eps,
+                                     const Tensor& positions, const Tensor& cos_sin, const Tensor& k_cache,
+                                     const Tensor& v_cache, const ExtendAttentionMeta& meta, int num_q_heads,
+                                     int num_kv_heads, int head_dim, float scale) {
+  const QPart part{q_norm, eps, positions, cos_sin};
+  extend_out("attention_extend_prepare_q", out, q, k_cache, v_cache, meta, num_q_heads, num_kv_heads, head_dim,
+             scale, &part);
 }
 
 Tensor attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const DecodeAttentionMeta& meta,

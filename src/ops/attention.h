@@ -61,6 +61,25 @@ void attention_extend_out_(const Tensor& out, const Tensor& q, const Tensor& k_c
                            const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim,
                            float scale);
 
+// attention_extend_out_ of q after prepare_qkv_'s q part, prepare_q_(q, q_norm, eps, positions,
+// cos_sin, head_dim) (ops/prepare_qkv.h): q holds the raw q (the model's qkv columns; its k and v
+// went through prepare_qkv_ with parts kKv). On CUDA the extend kernel prepares each Q tile itself
+// where it can (cuda::extend_prepares_q: the warp-specialised wgmma kernels, bf16), reading q and
+// leaving it as it is; elsewhere, and where decodes ride in the batch (meta.decode_tail), q is
+// prepared in place first. The same output bits either way. Why: at a 4096-token qwen3-0.6b
+// prefill the q half of prepare_qkv_ read and wrote 33.5 MB a layer that the attention reads anyway.
+void attention_extend_prepare_q_out_(const Tensor& out, const Tensor& q, const Tensor& q_norm, float eps,
+                                     const Tensor& positions, const Tensor& cos_sin, const Tensor& k_cache,
+                                     const Tensor& v_cache, const ExtendAttentionMeta& meta, int num_q_heads,
+                                     int num_kv_heads, int head_dim, float scale);
+
+// Whether the model's extends should split their prepare (k and v by prepare_qkv_ with parts kKv,
+// q by attention_extend_prepare_q_out_) for q's shape [tokens, num_q_heads * head_dim]: on CUDA
+// where the extend kernel for such an extend takes q's prepare with a measured gain
+// (cuda::extend_prepare_q_pays); never on the CPU (the same ops in two calls). A function of the
+// shape and the device only, so a piecewise graph's pieces and its split op agree at every replay.
+bool extend_prepare_q_pays(const Tensor& q, int num_q_heads, int num_kv_heads, int head_dim);
+
 struct DecodeAttentionMeta {
   Tensor req_to_token;      // i32 [max_reqs, max_context]
   Tensor req_pool_indices;  // i32 [B]

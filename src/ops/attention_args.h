@@ -43,6 +43,9 @@ struct ExtendArgs {
   const int32_t* extend_start_loc;
   int64_t num_rows;  // rows of q / out
   int num_reqs, max_extend_len;
+  // Set (ops::attention_extend_prepare_q_out_, where cuda::extend_prepares_q): a.q is raw and the
+  // kernel applies this q part of prepare_qkv_ (parts kQ) to each Q tile itself.
+  const PrepareQkvArgs* prepare_q = nullptr;
 };
 
 struct DecodeArgs {

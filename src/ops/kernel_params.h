@@ -32,8 +32,14 @@ struct Strided4 {
   constexpr int64_t numel() const { return shape[0] * shape[1] * shape[2] * shape[3]; }
 };
 
+// Which heads prepare_qkv_ prepares: all (q in place, k and v into the caches), q only, or k and v
+// only (ops/prepare_qkv.h; an extend attention that prepares its Q tiles itself takes the q part).
+enum class PrepareParts : uint8_t { kAll, kQ, kKv };
+
 // The raw arguments of prepare_qkv_ (ops/prepare_qkv.h). Strides in elements; norm weights null
-// when that norm is off; q, k, v, the weights and the caches share `dtype`.
+// when that norm is off; q, k, v, the weights and the caches share `dtype`. With parts == kQ only
+// q, q_heads, q_stride, q_norm, eps, positions, cos_sin, max_positions, tokens, head_dim and dtype
+// are read.
 struct PrepareQkvArgs {
   void* q;
   int64_t q_stride, q_heads;
@@ -52,6 +58,7 @@ struct PrepareQkvArgs {
   void* v_cache;
   int64_t num_slots, tokens, head_dim;
   DType dtype;
+  PrepareParts parts = PrepareParts::kAll;
 };
 
 }  // namespace grt::ops

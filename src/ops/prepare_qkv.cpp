@@ -20,28 +20,28 @@ int64_t check_rows(const char* what, const Tensor& t, int64_t tokens, int head_d
   return t.size(1) / head_dim;
 }
 
+void check_cos_sin(const Tensor& cos_sin, int head_dim) {
+  check_defined(kOp, cos_sin, "cos_sin");
+  GRT_CHECK(cos_sin.rank() == 2 && cos_sin.size(1) == head_dim && cos_sin.dtype() == DType::F32 &&
+                cos_sin.is_contiguous(),
+            "{}: cos_sin must be a contiguous f32 [positions, {}], got {}", kOp, head_dim, cos_sin.str());
+}
+
 }  // namespace
 
 PrepareQkvArgs prepare_qkv_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
                                 const Tensor& k_norm, float eps, const Tensor& positions, const Tensor& cos_sin,
                                 int head_dim, const Tensor& out_cache_loc, const Tensor& k_cache,
                                 const Tensor& v_cache) {
-  GRT_CHECK(head_dim > 0 && head_dim % 2 == 0, "{}: head_dim must be positive and even, got {}", kOp, head_dim);
-  check_vector(kOp, positions, "positions", DType::I32);
-  const int64_t tokens = positions.size(0);
+  PrepareQkvArgs a = prepare_q_args(q, q_norm, eps, positions, cos_sin, head_dim);  // q, positions, cos_sin
+  const int64_t tokens = a.tokens;
   check_vector(kOp, out_cache_loc, "out_cache_loc", DType::I32, tokens);
-  const int64_t nq = check_rows("q", q, tokens, head_dim);
   const int64_t nkv = check_rows("k", k, tokens, head_dim);
   check_rows("v", v, tokens, head_dim);
   const DType dt = q.dtype();
   GRT_CHECK(k.dtype() == dt && v.dtype() == dt && k.shape() == v.shape(),
             "{}: q {}, k {} and v {} must share a dtype, and k and v a shape", kOp, q.str(), k.str(), v.str());
-  if (q_norm.defined()) check_vector(kOp, q_norm, "q_norm", dt, head_dim);
   if (k_norm.defined()) check_vector(kOp, k_norm, "k_norm", dt, head_dim);
-  check_defined(kOp, cos_sin, "cos_sin");
-  GRT_CHECK(cos_sin.rank() == 2 && cos_sin.size(1) == head_dim && cos_sin.dtype() == DType::F32 &&
-                cos_sin.is_contiguous(),
-            "{}: cos_sin must be a contiguous f32 [positions, {}], got {}", kOp, head_dim, cos_sin.str());
   check_defined(kOp, k_cache, "k_cache");
   check_defined(kOp, v_cache, "v_cache");
   GRT_CHECK(k_cache.rank() == 2 && k_cache.is_contiguous() && v_cache.is_contiguous() &&
@@ -50,39 +50,25 @@ PrepareQkvArgs prepare_qkv_args(const Tensor& q, const Tensor& k, const Tensor& 
             k.size(1));
   GRT_CHECK(k_cache.dtype() == dt && v_cache.dtype() == dt, "{}: caches k {} / v {} must be {} like q {}", kOp,
             k_cache.str(), v_cache.str(), dtype_name(dt), q.str());
-  for (const Tensor* t : {&k, &v, &positions, &cos_sin, &out_cache_loc, &k_cache, &v_cache, &q_norm, &k_norm})
+  for (const Tensor* t : {&k, &v, &out_cache_loc, &k_cache, &v_cache, &k_norm})
     if (t->defined()) check_same_device(kOp, q, *t);
-  if (q.device().is_cpu()) check_cpu_f32(kOp, q);
-  PrepareQkvArgs a{};
-  a.q = q.data();
-  a.q_stride = q.stride(0);
-  a.q_heads = nq;
   a.k = k.data();
   a.k_stride = k.stride(0);
   a.v = v.data();
   a.v_stride = v.stride(0);
   a.kv_heads = nkv;
-  a.q_norm = q_norm.defined() ? q_norm.data() : nullptr;
   a.k_norm = k_norm.defined() ? k_norm.data() : nullptr;
-  a.eps = eps;
-  a.positions = positions.data_as<int32_t>();
-  a.cos_sin = cos_sin.data_as<float>();
-  a.max_positions = cos_sin.size(0);
   a.out_cache_loc = out_cache_loc.data_as<int32_t>();
   a.k_cache = k_cache.data();
   a.v_cache = v_cache.data();
   a.num_slots = k_cache.size(0);
-  a.tokens = tokens;
-  a.head_dim = head_dim;
-  a.dtype = dt;
+  a.parts = PrepareParts::kAll;
   return a;
 }
 
-void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm, const Tensor& k_norm,
-                  float eps, const Tensor& positions, const Tensor& cos_sin, int head_dim, const Tensor& out_cache_loc,
-                  const Tensor& k_cache, const Tensor& v_cache) {
-  const PrepareQkvArgs a =
-      prepare_qkv_args(q, k, v, q_norm, k_norm, eps, positions, cos_sin, head_dim, out_cache_loc, k_cache, v_cache);
+namespace {
+
+void run_prepare(const Tensor& q, const PrepareQkvArgs& a) {
   if (a.tokens == 0) return;
   if (q.device().is_cuda()) {
 #ifdef GRAPHRT_WITH_CUDA
@@ -93,6 +79,49 @@ void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   } else {
     ::grt::cpu::prepare_qkv(q.device(), a);
   }
+}
+
+}  // namespace
+
+void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm, const Tensor& k_norm,
+                  float eps, const Tensor& positions, const Tensor& cos_sin, int head_dim, const Tensor& out_cache_loc,
+                  const Tensor& k_cache, const Tensor& v_cache, PrepareParts parts) {
+  PrepareQkvArgs a =
+      prepare_qkv_args(q, k, v, q_norm, k_norm, eps, positions, cos_sin, head_dim, out_cache_loc, k_cache, v_cache);
+  a.parts = parts;
+  run_prepare(q, a);
+}
+
+PrepareQkvArgs prepare_q_args(const Tensor& q, const Tensor& q_norm, float eps, const Tensor& positions,
+                              const Tensor& cos_sin, int head_dim) {
+  GRT_CHECK(head_dim > 0 && head_dim % 2 == 0, "{}: head_dim must be positive and even, got {}", kOp, head_dim);
+  check_vector(kOp, positions, "positions", DType::I32);
+  const int64_t tokens = positions.size(0);
+  const int64_t nq = check_rows("q", q, tokens, head_dim);
+  if (q_norm.defined()) check_vector(kOp, q_norm, "q_norm", q.dtype(), head_dim);
+  check_cos_sin(cos_sin, head_dim);
+  for (const Tensor* t : {&positions, &cos_sin, &q_norm})
+    if (t->defined()) check_same_device(kOp, q, *t);
+  if (q.device().is_cpu()) check_cpu_f32(kOp, q);
+  PrepareQkvArgs a{};
+  a.q = q.data();
+  a.q_stride = q.stride(0);
+  a.q_heads = nq;
+  a.q_norm = q_norm.defined() ? q_norm.data() : nullptr;
+  a.eps = eps;
+  a.positions = positions.data_as<int32_t>();
+  a.cos_sin = cos_sin.data_as<float>();
+  a.max_positions = cos_sin.size(0);
+  a.tokens = tokens;
+  a.head_dim = head_dim;
+  a.dtype = q.dtype();
+  a.parts = PrepareParts::kQ;
+  return a;
+}
+
+void prepare_q_(const Tensor& q, const Tensor& q_norm, float eps, const Tensor& positions, const Tensor& cos_sin,
+                int head_dim) {
+  run_prepare(q, prepare_q_args(q, q_norm, eps, positions, cos_sin, head_dim));
 }
 
 }  // namespace grt::ops

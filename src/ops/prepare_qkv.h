@@ -26,9 +26,22 @@ namespace grt::ops {
 //   apply_rope_(q, k, positions, cos_sin, hd); store_kv(k, v, out_cache_loc, k_cache, v_cache)
 // on the CPU (f32) and on CUDA (bf16 and f32): every intermediate is rounded to the dtype where
 // that sequence stores it, and the norm's reduction runs in the same order as the rms_norm kernel.
+//
+// parts: all of the above (kAll), or only q's part (kQ: k, v and the caches are neither read nor
+// written) or only k's and v's (kKv: q is left as it is). kQ then kKv, in either order, is kAll
+// bit for bit. Every argument is checked whatever the part.
 void prepare_qkv_(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm, const Tensor& k_norm,
                   float eps, const Tensor& positions, const Tensor& cos_sin, int head_dim, const Tensor& out_cache_loc,
-                  const Tensor& k_cache, const Tensor& v_cache);
+                  const Tensor& k_cache, const Tensor& v_cache, PrepareParts parts = PrepareParts::kAll);
+
+// prepare_qkv_'s q part alone: q [T, nq*hd] (last dim contiguous, any row stride) in place,
+// q_norm [hd] of q's dtype or undefined, positions i32 [T], cos_sin f32 [P, hd]. The arguments
+// (checked, an Error naming what is wrong) for the ops that run this part inside their own
+// kernels (attention_extend_prepare_q_out_), then nothing runs; prepare_q_ runs it.
+PrepareQkvArgs prepare_q_args(const Tensor& q, const Tensor& q_norm, float eps, const Tensor& positions,
+                              const Tensor& cos_sin, int head_dim);
+void prepare_q_(const Tensor& q, const Tensor& q_norm, float eps, const Tensor& positions, const Tensor& cos_sin,
+                int head_dim);
 
 // prepare_qkv_'s checks (an Error naming the argument and what is allowed) and its kernel arguments,
 // for the ops that run its work inside their own kernels (attention_decode_prepare). Nothing runs.

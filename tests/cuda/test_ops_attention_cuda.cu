@@ -18,6 +18,7 @@
 
 #include "../attention_test_util.h"
 #include "../capture_in_pool.h"
+#include "../extend_prepare_split_checks.h"
 #include "../qkv_test_util.h"
 #include "core/dtype.h"
 #include "device/device.h"
@@ -495,6 +496,89 @@ TEST(OpsAttentionCuda, ExtendWsPersistentSameBits) {
     // 128-row tile's first consumer also runs key tiles wholly in its future, all masked: adding
     // exact zeros), so fa3-wsn's bits.
     EXPECT_EQ(output_of("fa3-wsn64", checks[i]), wsn);
+  }
+}
+
+// The model's split prepare on CUDA (bf16): k and v by prepare_qkv_ with parts kKv, q by the
+// attention. Every extend kernel gives the whole prepare's output and caches bit for bit. The
+// warp-specialised wgmma kernels with one q tile a block and two consumers prepare each Q tile in
+// shared memory and leave q raw; every other kernel (the persistent ones, fa3-wsn64, FA2, WMMA), a
+// batch with decodes riding in it, and set_extend_prepare_q(0) prepare q in place first.
+// prepare_qkv_'s parts kQ then kKv equal the whole prepare. extend_prepare_q_pays follows the
+// kernel choice for one request (fa3-wsnp between M/2 and M blocks of 128-row tiles).
+class ExtendPrepareQScope {
+ public:
+  explicit ExtendPrepareQScope(int mode) { cuda::set_extend_prepare_q(mode); }
+  ~ExtendPrepareQScope() { cuda::set_extend_prepare_q(-1); }
+  ExtendPrepareQScope(const ExtendPrepareQScope&) = delete;
+  ExtendPrepareQScope& operator=(const ExtendPrepareQScope&) = delete;
+};
+
+TEST(OpsAttentionCuda, ExtendPrepareQInKernelEqualsWholePrepareBitForBit) {
+  alignas(16) static char buf[64];
+  const bool hopper = cuda::wgmma_supports(params_for(128, 16 * 128, buf), DType::BF16);
+  struct Case {
+    int nq, nkv, hd;
+    std::vector<int32_t> prefix, ext;
+    int64_t pad;
+    bool norm;
+    int tail;
+  };
+  const std::vector<Case> cases = {{16, 8, 128, {0, 37, 200}, {300, 65, 129}, 3, true, 0},
+                                   {32, 8, 128, {0, 5}, {257, 1}, 0, false, 0},
+                                   {16, 8, 64, {0, 70}, {130, 64}, 2, true, 0},
+                                   {16, 8, 128, {0}, {1024}, 0, true, 0},
+                                   {16, 8, 128, {0, 9, 40}, {200, 1, 1}, 1, true, 2}};
+  struct Kernel {
+    const char* name;
+    bool in_kernel;  // prepares the Q tiles itself (on an sm_90 GPU)
+  };
+  std::vector<Kernel> kernels = {{"fa2-v2", false}, {"tc", false}};
+  if (hopper)
+    kernels.insert(kernels.end(), {{"fa3-wsnp", true}, {"fa3-ws", true}, {"fa3-ws128p", true}, {"fa3-wsnph", true},
+                                   {"fa3-ws128ns", false}, {"fa3-wsn64", false}, {"fa3-ov", false}});
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& k = cases[ci];
+    const testing::ExtendPrepareCase x = testing::extend_prepare_case(k.nq, k.nkv, k.hd, k.prefix, k.ext, k.pad,
+                                                                      610 + static_cast<uint32_t>(ci), k.norm);
+    const std::vector<float> raw_q =
+        testing::q_columns(x, to_host_floats(from_floats(x.qkv, Shape{x.c.rows, x.width()}, DType::BF16, kGpu)));
+    for (const Kernel& kn : kernels) {
+      for (int mode : {1, 0}) {
+        SCOPED_TRACE(std::string(kn.name) + " case " + std::to_string(ci) + " mode " + std::to_string(mode));
+        ForceExtendKernel force(kn.name);
+        ExtendPrepareQScope scope(mode);
+        const auto whole = testing::run_extend_prepare(x, DType::BF16, kGpu, false, false, k.tail);
+        const auto split = testing::run_extend_prepare(x, DType::BF16, kGpu, true, false, k.tail);
+        EXPECT_TRUE(testing::same_bits(split.out, whole.out));
+        EXPECT_TRUE(testing::same_bits(split.k_cache, whole.k_cache));
+        EXPECT_TRUE(testing::same_bits(split.v_cache, whole.v_cache));
+        const bool in_kernel = kn.in_kernel && mode == 1 && k.tail == 0;
+        const std::vector<float> want_q = in_kernel ? raw_q : testing::q_columns(x, whole.qkv);
+        EXPECT_TRUE(testing::same_bits(testing::q_columns(x, split.qkv), want_q))
+            << (in_kernel ? "q was prepared in place: the kernel did not take the prepare" : "q was not prepared");
+        if (mode == 1 && kn.in_kernel) {  // the parts compose to the whole (q found prepared: no in-kernel prepare)
+          const auto parts = testing::run_extend_prepare(x, DType::BF16, kGpu, true, true, k.tail);
+          EXPECT_TRUE(testing::same_bits(parts.out, whole.out));
+          EXPECT_TRUE(testing::same_bits(parts.qkv, whole.qkv));
+          EXPECT_TRUE(testing::same_bits(parts.k_cache, whole.k_cache));
+        }
+      }
+    }
+    EXPECT_FALSE(testing::same_bits(testing::q_columns(x, testing::run_extend_prepare(x, DType::BF16, kGpu, false).qkv),
+                                    raw_q))
+        << "the prepare changed no q: the case checks nothing";
+  }
+  if (hopper) {  // 16 q heads of 128 on 128-row tiles: fa3-wsnp from M/2 < 16 * tiles <= M
+    const int sms = cuda::extend_multiprocessors();
+    for (int64_t tokens : {int64_t{256}, int64_t{1024}, int64_t{4096}}) {
+      const int64_t blocks = (tokens + 127) / 128 * 16;
+      const bool want = 2 * blocks > sms && blocks <= sms;
+      EXPECT_EQ(cuda::extend_prepare_q_pays(tokens, 16, 8, 128, DType::BF16), want) << tokens << " tokens";
+    }
+    EXPECT_FALSE(cuda::extend_prepare_q_pays(1024, 16, 8, 128, DType::F16));
+    ExtendPrepareQScope off(0);
+    EXPECT_FALSE(cuda::extend_prepare_q_pays(1024, 16, 8, 128, DType::BF16));
   }
 }
 

@@ -1558,6 +1558,22 @@ void check_prepare_qkv_cuda(const PrepareQkvCase& c, DType dt, bool norm, int64_
     expect_close(fkc, host(ref.kc), tol, what + " k cache vs CPU");
     expect_close(fvc, host(ref.vc), 0.0, what + " v cache vs CPU");
   }
+  // The parts: k and v alone leave q raw and fill the caches as the whole; q alone then leaves the
+  // caches and completes the buffer as the whole prepare leaves it.
+  Run parts = make(kGpu, dt);
+  const std::vector<float> raw_q = host(parts.q);
+  ops::prepare_qkv_(parts.q, parts.k, parts.v, norm ? qn.gpu : Tensor(), norm ? kn.gpu : Tensor(), 1e-6f,
+                    positions.gpu, cs_g, static_cast<int>(c.hd), locations.gpu, parts.kc, parts.vc,
+                    ops::PrepareParts::kKv);
+  EXPECT_TRUE(same_bits(host(parts.q), raw_q)) << what << ": the k/v part changed q";
+  EXPECT_TRUE(same_bits(host(parts.kc), fkc)) << what << ": the k/v part's k cache differs from the whole";
+  EXPECT_TRUE(same_bits(host(parts.vc), fvc)) << what << ": the k/v part's v cache differs from the whole";
+  const Tensor kc_before = ops::contiguous(parts.kc);
+  ops::prepare_qkv_(parts.q, parts.k, parts.v, norm ? qn.gpu : Tensor(), norm ? kn.gpu : Tensor(), 1e-6f,
+                    positions.gpu, cs_g, static_cast<int>(c.hd), locations.gpu, parts.kc, parts.vc,
+                    ops::PrepareParts::kQ);
+  EXPECT_TRUE(same_bits(host(parts.buf), host(fused.buf))) << what << ": q part then k/v part differ from the whole";
+  EXPECT_TRUE(same_bits(host(parts.kc), host(kc_before))) << what << ": the q part wrote the k cache";
   // Only q changes in the buffer: k stays raw, v and the padding untouched.
   std::vector<float> after = host(fused.buf);
   for (int64_t t = 0; t < T; ++t)

@@ -1,6 +1,6 @@
 // The float32 CPU reference of prepare_qkv_: one closure that runs, token by token, the very row
 // routines of rms_norm_ and apply_rope_ (ops/cpu/dense_cpu_rows.h) and store_kv's copies, so its
-// results equal that sequence's bit for bit.
+// results equal that sequence's bit for bit. a.parts picks the q heads, the k and v heads, or both.
 #include <cstring>
 
 #include "device/cpu/cpu_launch.h"
@@ -20,11 +20,12 @@ void prepare_qkv(Device d, const ops::PrepareQkvArgs& a) {
       const int64_t pos = a.positions[t];
       const float* cs = pos >= 0 && pos < a.max_positions ? a.cos_sin + pos * hd : nullptr;  // null: no rope
       float* qt = static_cast<float*>(a.q) + t * a.q_stride;
-      for (int64_t h = 0; h < a.q_heads; ++h) {
+      for (int64_t h = 0; a.parts != ops::PrepareParts::kKv && h < a.q_heads; ++h) {
         float* head = qt + h * hd;
         if (qn) rms_norm_row(head, head, qn, hd, a.eps);
         if (cs) rope_head(head, cs, hd);
       }
+      if (a.parts == ops::PrepareParts::kQ) continue;
       const int64_t slot = a.out_cache_loc[t];
       if (slot < 0 || slot >= a.num_slots) continue;  // store_kv skips it too
       // K is prepared in its cache row (the qkv buffer keeps the raw k), V copied as is.

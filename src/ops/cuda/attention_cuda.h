@@ -2,6 +2,7 @@
 // native stream of `stream`. Scratch comes from grt::empty on `device` (graph pool while capturing).
 #pragma once
 #include "core/device_id.h"
+#include "core/dtype.h"
 #include "ops/attention_args.h"
 
 namespace grt {
@@ -10,6 +11,16 @@ namespace cuda {
 
 void store_kv(Stream& stream, const ops::StoreKvArgs& args);
 void attention_extend(Stream& stream, const ops::ExtendArgs& args);
+// Whether attention_extend's kernel for these arguments prepares the Q tiles itself (args.prepare_q
+// may then be set): the kernel it picks is a warp-specialised wgmma one that takes it
+// (ws_prepares_q), and GRAPHRT_EXTEND_PREPARE_Q is not "0" (set_extend_prepare_q: -1 the
+// environment, 0 never, 1 where it can; tests and A/B). Otherwise the caller prepares q first.
+bool extend_prepares_q(const ops::ExtendArgs& args, const ops::PrepareQkvArgs& q_part);
+void set_extend_prepare_q(int mode);
+// Whether handing q's prepare to the extend kernel is expected to pay for an extend of `tokens`
+// new tokens: extend_prepares_q would hold for one such request and its kernel runs one q tile a
+// block (the rewrite then overlaps the block's first K/V loads; measured in session 24).
+bool extend_prepare_q_pays(int64_t tokens, int num_q_heads, int num_kv_heads, int head_dim, DType dtype);
 void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& args);
 
 // Which decode attention kernel attention_decode launches: fused (splits from each request's

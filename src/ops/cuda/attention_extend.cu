@@ -11,6 +11,7 @@
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_stream.h"
+#include "core/env_switch.h"
 #include "device/stream.h"
 #include "ops/cuda/attention_common.cuh"
 #include "ops/cuda/attention_cuda.h"
@@ -434,7 +435,26 @@ ExtendKernel choose_extend_kernel(const ExtendParams& p, DType dtype) {
       forced);
 }
 
-void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
+namespace {
+
+int prepare_q_override = -1;  // set_extend_prepare_q: -1 the environment
+
+bool prepare_q_on() {
+  static const int mode = env_choice("GRAPHRT_EXTEND_PREPARE_Q", {"0", "auto"}, 1);
+  return (prepare_q_override >= 0 ? prepare_q_override : mode) == 1;
+}
+
+// The q part of prepare_qkv_ in p's fields (ExtendParams::prepare_q).
+void set_prepare_q(ExtendParams& p, const ops::PrepareQkvArgs& q) {
+  p.prepare_q = true;
+  p.q_norm = q.q_norm;
+  p.q_eps = q.eps;
+  p.positions = q.positions;
+  p.cos_sin = q.cos_sin;
+  p.max_positions = q.max_positions;
+}
+
+ExtendParams extend_params(const ops::ExtendArgs& e) {
   const ops::PagedAttentionArgs& a = e.a;
   GRT_CHECK(a.dtype == DType::BF16 || a.dtype == DType::F16 || a.dtype == DType::F32,
             "attention_extend on CUDA: dtype {} not supported", dtype_name(a.dtype));
@@ -463,10 +483,72 @@ void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
   p.num_reqs = e.num_reqs;
   p.max_extend_len = e.max_extend_len;
   p.scale_log2 = a.scale * kLog2e;
+  return p;
+}
+
+// Whether kernel k prepares p's Q tiles for the q part q (p's prepare_q fields are then set).
+bool takes_prepare_q(ExtendParams& p, const ops::PrepareQkvArgs& q, DType dtype, ExtendKernel k) {
+  if (!prepare_q_on() || !is_wgmma(k) || q.q != p.q || q.q_stride != p.q_stride || q.tokens != p.num_rows ||
+      q.q_heads != p.nq || q.head_dim != p.hd)
+    return false;
+  set_prepare_q(p, q);
+  return ws_prepares_q(p, dtype, wg_variant_of(k));
+}
+
+}  // namespace
+
+void set_extend_prepare_q(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_extend_prepare_q: mode {} (-1 environment, 0 never, 1 where it can)", mode);
+  prepare_q_override = mode;
+}
+
+bool extend_prepare_q_pays(int64_t tokens, int num_q_heads, int num_kv_heads, int head_dim, DType dtype) {
+  if (!prepare_q_on() || tokens <= 0 || num_kv_heads <= 0 || num_q_heads % num_kv_heads != 0) return false;
+  // The choice for one request of `tokens` new tokens (aligned stand-in pointers: only the shape counts).
+  alignas(16) static const char stand_in[16] = {};
+  ExtendParams p{};
+  p.q = p.k_cache = p.v_cache = stand_in;
+  p.out = const_cast<char*>(stand_in);
+  p.q_stride = int64_t{num_q_heads} * head_dim;
+  p.nq = num_q_heads;
+  p.nkv = num_kv_heads;
+  p.hd = head_dim;
+  p.group = num_q_heads / num_kv_heads;
+  p.num_reqs = 1;
+  p.max_extend_len = static_cast<int>(std::min<int64_t>(tokens, INT32_MAX));
+  p.num_slots = p.max_context = tokens;
+  p.scale_log2 = 1.0f;
+  const ExtendKernel k = choose_extend_kernel(p, dtype);
+  if (!is_wgmma(k)) return false;
+  const WgVariant v = wg_variant_of(k);
+  p.prepare_q = true;  // stand-ins for ws_prepares_q's checks
+  p.positions = reinterpret_cast<const int32_t*>(stand_in);
+  p.cos_sin = reinterpret_cast<const float*>(stand_in);
+  p.max_positions = 1;
+  // Where a block starts each q tile by filling its K/V ring (one tile a block, two consumers), the
+  // rewrite runs while the ring fills; on the persistent grid it adds to every tile (session 24,
+  // calls B-C: qwen3-0.6b 1024 tokens on fa3-wsnp 3.37-3.42 -> 3.26-3.31 ms; 4096 on fa3-ws128ns
+  // attention +11 us a layer against prepare -15; 256 on fa3-wsn64 +0.05 ms).
+  // ws_prepares_q takes only those kernels.
+  return ws_prepares_q(p, dtype, v);
+}
+
+bool extend_prepares_q(const ops::ExtendArgs& e, const ops::PrepareQkvArgs& q_part) {
+  ExtendParams p = extend_params(e);
+  return takes_prepare_q(p, q_part, e.a.dtype, choose_extend_kernel(p, e.a.dtype));
+}
+
+void attention_extend(Stream& stream, const ops::ExtendArgs& e) {
+  const ops::PagedAttentionArgs& a = e.a;
+  ExtendParams p = extend_params(e);
   dim3 grid(static_cast<unsigned>((e.max_extend_len + kBQ - 1) / kBQ), static_cast<unsigned>(p.nq),
             static_cast<unsigned>(e.num_reqs));
   cudaStream_t st = native_stream(stream);
   const ExtendKernel k = choose_extend_kernel(p, a.dtype);
+  if (e.prepare_q != nullptr)
+    GRT_CHECK(takes_prepare_q(p, *e.prepare_q, a.dtype, k),
+              "attention_extend on CUDA: its kernel ({}) does not prepare q here (ask extend_prepares_q first)",
+              extend_kernel_name(k));
   if (is_wgmma(k)) {
     const WgVariant v = wg_variant_of(k);
     p.pair_q_tiles = fa2_pair_q_tiles(p, wgmma_q_tile(v));

@@ -25,6 +25,18 @@ struct ExtendParams {
   int nq, nkv, hd, group, num_reqs, max_extend_len, ld;  // ld: shared row pitch (SIMT kernel)
   float scale_log2;
   bool pair_q_tiles;  // FA2: each block runs q tiles (last - x, x) instead of one (extend_fa2_kernel)
+  // prepare_q: q holds the raw q (the qkv GEMM's columns) and the kernel applies prepare_qkv_'s q
+  // part to each Q tile in shared memory as it lands: the RMSNorm by q_norm (when not null, eps
+  // q_eps), then RoPE at positions[row] from cos_sin ([max_positions, hd]; a position outside it:
+  // no RoPE), the same bits as the prepare kernel. Only the warp-specialised wgmma kernels that run
+  // one q tile a block with two consumers take it, bf16 (ws_prepares_q); launch_extend_wgmma_ws
+  // refuses it otherwise.
+  bool prepare_q;
+  const void* q_norm;
+  float q_eps;
+  const int32_t* positions;
+  const float* cos_sin;
+  int64_t max_positions;
 };
 
 // Launches the tensor-core kernel when it serves this case (bf16/f16, head_dim 64 or 128,
@@ -108,6 +120,11 @@ void launch_extend_wgmma(cudaStream_t stream, const ExtendParams& p, DType dtype
 // The warp-specialised variants (kWs .. kWsNPH; attention_extend_ws.cu), which
 // launch_extend_wgmma hands over after its checks; any other variant is an Error.
 void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v);
+// Whether variant v prepares the Q tiles itself for p (ExtendParams::prepare_q's fields set): a
+// warp-specialised variant with one q tile a block and two consumers (fa3-ws, wsp, wsn, wsnp,
+// ws128, ws128p, ws128n, wsnh, wsnph; not the persistent ones, not fa3-wsn64), bf16, head_dim 64 or
+// 128, 16-byte aligned q_norm and cos_sin.
+bool ws_prepares_q(const ExtendParams& p, DType dtype, WgVariant v);
 
 enum class ExtendKernel {
   kFa2Q64,

@@ -21,10 +21,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "device/cuda/cuda_check.h"
 #include "ops/cuda/attention_extend_params.h"
 #include "ops/cuda/attention_wgmma.cuh"
+#include "ops/cuda/prepare_qkv_math.cuh"
 #include "ops/cuda/smem_mbarrier.cuh"
 
 namespace grt::cuda {
@@ -176,6 +178,101 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& 
   for (int t = t0; t < w.num_tiles; ++t) put(t);
 }
 
+__device__ __forceinline__ uint4 lds128(uint32_t a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ void sts128(uint32_t a, const uint4& v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+// ExtendParams::prepare_q: a consumer warpgroup gives its 64 rows of the Q tile prepare_qkv_'s q
+// part in shared memory, between the tile's landing and its first S GEMM. Why here: a 4096-token
+// qwen3-0.6b prefill spent 29.4 us a layer in prepare_qkv_, half of it reading and writing q
+// (33.5 of 67 MB); the attention reads q anyway. A row (one q head of one token) is L = HD / 8
+// threads of one 16-byte chunk each, as in prepare_qkv_'s lanes kernels, and each runs their
+// arithmetic (prep::cut_norm_rope_values, kBits): the same bits as the prepare kernel's q.
+// begin() issues the global loads (the rows' positions, then their cos/sin, and the norm
+// weight's chunk) before the warpgroup waits for the tile, so they travel while Q lands; finish()
+// rewrites the chunks in place, then fences them for wgmma's reads (async proxy) and syncs the
+// warpgroup (named barrier 3 + warpgroup: the pingpong turns use 1 and 2). Rows past the tile's
+// end or outside q keep what landed (zeros).
+// Registers: a thread holds 8 of the 16 cos/sin values its chunk needs per row (the lower half of
+// the row's threads the cos, the upper half the sin of the same elements j0..j0+7) and trades them
+// with its partner (lane ^ L/2) by shuffles when it uses them; AHEAD of its rows' values are in
+// flight at a time (the rest are asked for as earlier rows are done: a ring of AHEAD slots).
+// Holding all 16 values for 8 rows (128 floats) made ptxas spill 430-690 bytes a thread in every
+// bf16 kernel, and the attention took 222 us a layer instead of 165 at 4096 tokens (call A); 8
+// for all 8 rows still spilled ~500 bytes in the 128-key-stage kernels at head_dim 128 (their S
+// is twice as wide), which therefore keep 4 ahead.
+template <typename T, int HD, int BQ, int AHEAD>
+struct WsQPrepare {
+  static constexpr int V = 8, L = HD / V, kRowsPerPass = 128 / L, kPasses = 64 / kRowsPerPass, kHalf = HD / 2;
+  static constexpr int kAhead = AHEAD < kPasses ? AHEAD : kPasses;
+  static_assert(kPasses <= 32, "row flags in one word");
+  int sub = 0, row0 = 0;
+  uint32_t ok = 0, rope = 0;  // bit i: pass i's row is in q / gets RoPE
+  uint4 wraw = make_uint4(0, 0, 0, 0);
+  int pos[kPasses];
+  float cs[kAhead][V];  // slot i % kAhead: cos (sub < L/2) or sin (sub >= L/2) of elements j0.. of pass i's position
+
+  __device__ __forceinline__ void load(const ExtendParams& p, int i) {
+    if (!((rope >> i) & 1u)) return;
+    const int j0 = (sub * V) % kHalf;
+    const float* src = p.cos_sin + static_cast<int64_t>(pos[i]) * HD + (sub < L / 2 ? 0 : kHalf) + j0;
+    const float4 a = *reinterpret_cast<const float4*>(src), b = *reinterpret_cast<const float4*>(src + 4);
+    float* d = cs[i % kAhead];
+    d[0] = a.x, d[1] = a.y, d[2] = a.z, d[3] = a.w, d[4] = b.x, d[5] = b.y, d[6] = b.z, d[7] = b.w;
+  }
+
+  // ctid: the thread's index in its consumer warpgroup (0..127); grow0, rows: the warpgroup's first
+  // tile row and the tile's rows; tok0: q's row of tile row 0.
+  __device__ __forceinline__ void begin(const ExtendParams& p, int ctid, int grow0, int rows, int64_t tok0) {
+    sub = ctid % L;
+    row0 = grow0 + ctid / L;
+    if (p.q_norm != nullptr) wraw = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.q_norm) + sub * V);
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int r = row0 + i * kRowsPerPass;
+      const int64_t t = tok0 + r;
+      const bool in = r < rows && t >= 0 && t < p.num_rows;
+      ok |= static_cast<uint32_t>(in) << i;
+      pos[i] = in ? p.positions[t] : -1;
+      const bool ro = static_cast<uint64_t>(static_cast<int64_t>(pos[i])) < static_cast<uint64_t>(p.max_positions);
+      rope |= static_cast<uint32_t>(ro) << i;
+    }
+#pragma unroll
+    for (int i = 0; i < kAhead; ++i) load(p, i);
+  }
+
+  // Q has landed (the caller waited for q_full). qs: the tile's shared address.
+  __device__ __forceinline__ void finish(const ExtendParams& p, uint32_t qs, int wg) {
+    const bool norm = p.q_norm != nullptr, upper = sub >= L / 2;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const uint32_t a = qs + sw128(row0 + i * kRowsPerPass, sub, BQ);
+      const uint4 raw = lds128(a);
+      const bool in = (ok >> i) & 1u, r = (rope >> i) & 1u;  // the same for both partners (one row)
+      float c[V], sn[V], y[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float mine = cs[i % kAhead][j], other = __shfl_xor_sync(0xffffffffu, mine, L / 2);
+        c[j] = upper ? other : mine;
+        sn[j] = upper ? mine : other;
+      }
+      if (i + kAhead < kPasses) load(p, i + kAhead);  // into the slot just read
+      // Every lane takes the shuffles; q without a norm or a RoPE stays as it is (the prepare kernel's rule).
+      const bool write = in && (norm || r);
+      if (prep::cut_norm_rope_values<T, L, true>(raw, norm, wraw, p.q_eps, r, c, sn, sub, write, y))
+        sts128(a, prep::pack_chunk<T>(y));
+    }
+    fence_proxy_async();  // these generic-proxy writes before the wgmma's (async proxy) reads
+    named_sync(3 + wg, 128);
+  }
+};
+
 // Consumer warpgroup cw (0 or 1): rows 64·cw .. 64·cw + 63 of q tile `qt`, the fa3-ov loop with
 // the ring's mbarriers in place of the block barrier. BK 128 (fa3-ws128): S of a tile as one
 // m64n128 GEMM per 16 head dims, held as two 64-key blocks (s[KH][32]), P as 8 k-steps of 16 keys.
@@ -212,10 +309,11 @@ __device__ __forceinline__ void ws_produce(const ExtendParams& p, const WsItem& 
 // release or the rescale moved: all SERIAL in the cubin), and where the exps are forced before the
 // wait it serialises every wgmma instead (C7513): see bench/results/h100_2026-11-24_s9_attn.
 template <typename T, int HD, int STAGES, int BK, bool PINGPONG, bool O128, bool EARLY_Q, bool SPLIT_KV,
-          bool PIN_P, bool P2, bool HOLD_O, int GROUPS>
+          bool PIN_P, bool P2, bool HOLD_O, int GROUPS, bool PERSIST>
 __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& it, unsigned char* smem, int pass,
                                            WsRing<STAGES>& ring, uint32_t bars) {
   using C = WsCfg<HD, STAGES, BK, GROUPS>;
+  constexpr bool kPrepareQ = std::is_same_v<T, __nv_bfloat16> && !PERSIST && GROUPS == 2;
   WgTile<T, HD, C> w(p, it.qt, it.ext, smem, static_cast<int>(threadIdx.x) - 128, it.h, it.b);
   constexpr int kCB = WgTile<T, HD, C>::kCB;
   constexpr int kKH = BK / 64;
@@ -233,6 +331,15 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
       fence_proxy_async();
     }
   };
+
+  // prepare_q (bf16, one q tile a block: the host's ws_prepares_q): the loads before the tile
+  // lands, the rewrite after. The other kernels carry no code for it (their registers as before).
+  if constexpr (kPrepareQ) {
+    WsQPrepare<T, HD, C::kBQ, HD == 128 && BK == 128 ? 4 : 8> qp;
+    if (p.prepare_q) qp.begin(p, static_cast<int>(threadIdx.x) - 128 - 128 * w.wg, w.grow0, w.rows, w.start + w.q0);
+    mbar_wait(q_full, static_cast<uint32_t>(pass) & 1u);
+    if (p.prepare_q) qp.finish(p, w.qs, w.wg);
+  }
 
   float o[kCB][32];
   float s[kKH][32];
@@ -256,7 +363,7 @@ __device__ __forceinline__ void ws_consume(const ExtendParams& p, const WsItem& 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   const float sl2 = p.scale_log2;
 
-  mbar_wait(q_full, static_cast<uint32_t>(pass) & 1u);
+  if constexpr (!kPrepareQ) mbar_wait(q_full, static_cast<uint32_t>(pass) & 1u);
   if (num_tiles > 0) {  // S(0) and P(0); O is zero, so a rescale changes nothing
     wait_full(0);
     fence_regs(s);
@@ -402,8 +509,8 @@ __global__ void __launch_bounds__(128 + 128 * GROUPS, 1) extend_wgmma_ws_kernel(
       const int st = ws_item<PERSIST>(p, k, first, second, tiles_max, it);
       if (st == 0) break;
       if (st == 2) continue;
-      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P, P2, HOLD_O, GROUPS>(p, it, smem, pass++,
-                                                                                              ring, bars);
+      ws_consume<T, HD, STAGES, BK, PINGPONG, O128, EARLY_Q, SPLIT_KV, PIN_P, P2, HOLD_O, GROUPS, PERSIST>(
+          p, it, smem, pass++, ring, bars);
     }
     if (PINGPONG && !second_consumer) named_sync(1, 256);
   }
@@ -479,7 +586,20 @@ void launch_ws_variant(cudaStream_t st, const ExtendParams& p, WgVariant v) {
 
 }  // namespace
 
+bool ws_prepares_q(const ExtendParams& p, DType dtype, WgVariant v) {
+  // The kernels with the rewrite (kPrepareQ in ws_consume): one q tile a block, two consumers.
+  const bool ws = v == WgVariant::kWs || v == WgVariant::kWsP || v == WgVariant::kWsN || v == WgVariant::kWsNP ||
+                  v == WgVariant::kWs128 || v == WgVariant::kWs128P || v == WgVariant::kWs128N ||
+                  v == WgVariant::kWsNH || v == WgVariant::kWsNPH;
+  const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  return ws && dtype == DType::BF16 && (p.hd == 64 || p.hd == 128) && p.positions != nullptr &&
+         p.cos_sin != nullptr && aligned(p.cos_sin) && aligned(p.q_norm) && p.max_positions > 0;
+}
+
 void launch_extend_wgmma_ws(cudaStream_t stream, const ExtendParams& p, DType dtype, WgVariant v) {
+  GRT_CHECK(!p.prepare_q || ws_prepares_q(p, dtype, v),
+            "attention_extend fa3-ws: the Q tiles' prepare (variant {}, {}, head_dim {}) is not taken here", static_cast<int>(v),
+            dtype_name(dtype), p.hd);
   with_type_and_head_dim(dtype, p.hd, [&]<typename T, int HD>() { launch_ws_variant<T, HD>(stream, p, v); });
 }
 

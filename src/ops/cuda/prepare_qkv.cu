@@ -27,6 +27,10 @@
 //  - the normed head is rounded to the dtype (where rms_norm_ stores it), then rotated with
 //    dense::rope_rotate, the very function apply_rope_'s kernel uses;
 //  - K and V reach the caches as the dtype's bits (store_kv copies bytes).
+// Parts (PrepareQkvArgs::parts, session 24): the lanes kernels' units cover only the heads of the
+// part ([first_head, first_head + per_token) of [q, k, v]), the heads kernel skips the others; the
+// tile kernel takes only the whole. Each head's arithmetic is unchanged, so parts compose to the
+// whole bit for bit. The model's extends run k and v here and q in the attention's kernel.
 // On the decode path: PDL contract of ops/cuda/pdl.cuh (wait, then let attention launch).
 // Trigger first (GRAPHRT_PDL_TRIGGER_FIRST=prepare, the default, or all; pdl.cuh point 3; measured
 // figures in ops/cuda/pdl.h): every kernel here lets
@@ -147,8 +151,9 @@ __global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k
   const int warps = static_cast<int>(blockDim.x / 32);
   const int64_t pos = a.positions[t];
   const float* cs = pos >= 0 && pos < a.max_positions ? a.cos_sin + pos * hd : nullptr;  // null: no rope
-  const int64_t slot = a.out_cache_loc[t];
-  const bool store = slot >= 0 && slot < a.num_slots;  // store_kv skips other slots too
+  const bool q_part = a.parts != ops::PrepareParts::kKv, kv_part = a.parts != ops::PrepareParts::kQ;
+  const int64_t slot = kv_part ? a.out_cache_loc[t] : -1;
+  const bool store = slot >= 0 && slot < a.num_slots;  // store_kv skips other slots too (none: the q part)
   T* q = static_cast<T*>(a.q) + t * a.q_stride;
   const T* k = static_cast<const T*>(a.k) + t * a.k_stride;
   T* kc = static_cast<T*>(a.k_cache) + (store ? slot : 0) * width;
@@ -164,7 +169,7 @@ __global__ void prepare_qkv_kernel(ops::PrepareQkvArgs a, bool vec_q, bool vec_k
       for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) vc[i] = v[i];
     }
   }
-  const bool q_work = a.q_norm != nullptr || cs != nullptr;  // else q stays as it is
+  const bool q_work = q_part && (a.q_norm != nullptr || cs != nullptr);  // else q stays as it is
   // Heads [first, heads) are this token's work; warp w of block y takes first + y * warps + w.
   const int64_t first = q_work ? 0 : a.q_heads;
   const int64_t heads = a.q_heads + (store ? a.kv_heads : 0);
@@ -195,11 +200,12 @@ struct LaneUnit {
   bool in_range = false, is_q = false, is_v = false, store = false;
   int64_t slot = 0;
 
-  __device__ __forceinline__ LaneUnit(const ops::PrepareQkvArgs& a, int u, int per_token, int units) {
+  // Units cover heads first_head .. first_head + per_token - 1 of every token (prepare_parts).
+  __device__ __forceinline__ LaneUnit(const ops::PrepareQkvArgs& a, int u, int per_token, int units, int first_head) {
     in_range = u < units;
     t = in_range ? u / per_token : 0;
-    r = in_range ? u % per_token : 0;
-    slot = a.out_cache_loc[t];
+    r = in_range ? u % per_token + first_head : 0;
+    slot = a.parts != ops::PrepareParts::kQ ? a.out_cache_loc[t] : -1;
     store = slot >= 0 && slot < a.num_slots;  // store_kv skips other slots too
     is_q = r < a.q_heads;
     is_v = r >= a.q_heads + a.kv_heads;
@@ -260,13 +266,13 @@ __device__ __forceinline__ void norm_rope_chunk(const uint4& raw, bool norm, con
 // later; a k/v chunk of a token whose slot is skipped is read and dropped (its source row exists).
 template <typename T, int L, bool kEarly>
 __global__ void __launch_bounds__(256)
-    prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int per_token, int units, bool first) {
+    prepare_qkv_lanes_kernel(ops::PrepareQkvArgs a, int per_token, int units, int first_head, bool first) {
   using Unit = LaneUnit<T, L>;
   constexpr int V = Unit::V, hd = Unit::hd, half = hd / 2;
   pdl_enter(first);
   const int lane = static_cast<int>(threadIdx.x % 32), sub = lane % L, c = sub * V, j0 = c % half;
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32);
-  const Unit un(a, warp * (32 / L) + lane / L, per_token, units);
+  const Unit un(a, warp * (32 / L) + lane / L, per_token, units, first_head);
   const bool active = un.active();
   // Every load first: the chunk, the norm weight's chunk, this lane's cos and sin.
   const bool load = kEarly ? un.in_range : active;
@@ -318,6 +324,8 @@ struct CutArgs {
   const float* cos_sin;
   int q_stride, k_stride, v_stride, width;  // elements
   int nq, nkv, per_token, units;
+  int first_head;  // units cover heads first_head .. first_head + per_token - 1 of [q, k, v] (part_heads)
+  bool q_only;     // the q part alone: no slot is read (out_cache_loc may be null)
   // Bounds clamped to [0, 2^31]: for any int32 i, (uint32_t)i < bound <=> 0 <= i < the int64 bound.
   uint32_t max_positions, num_slots;
   uint32_t magic;  // unit / per_token == __umulhi(unit << 2, magic) >> shift for every unit < 2^30
@@ -344,10 +352,10 @@ __global__ void __launch_bounds__(256, kNext ? 6 : 0) prepare_qkv_cut_kernel(Cut
   const bool in_range = u < static_cast<uint32_t>(a.units);
   // Units past the end act as unit 0 (token 0, a q head) with nothing loaded or stored.
   const int t = in_range ? static_cast<int>(__umulhi(u << 2, a.magic) >> a.shift) : 0;
-  const int r = in_range ? static_cast<int>(u) - t * a.per_token : 0;
+  const int r = in_range ? static_cast<int>(u) - t * a.per_token + a.first_head : 0;
   const bool is_q = r < a.nq, is_v = r >= a.nq + a.nkv;
   const int kvh = r - (is_v ? a.nq + a.nkv : a.nq);  // k or v head (unused for q)
-  const int slot = a.out_cache_loc[t];
+  const int slot = a.q_only ? -1 : a.out_cache_loc[t];
   int pos = 0;
   if constexpr (kNext) pos = a.positions[t];
   const bool store = static_cast<uint32_t>(slot) < a.num_slots;  // store_kv skips other slots too
@@ -472,22 +480,37 @@ int lanes_per_head(const ops::PrepareQkvArgs& a) {
   return aligned ? static_cast<int>(L) : 0;
 }
 
+// The heads a token's units cover, [first, first + count) of [q heads, k heads, v heads], for a.parts.
+struct PartHeads {
+  int first, count;
+};
+PartHeads part_heads(const ops::PrepareQkvArgs& a) {
+  const int nq = static_cast<int>(a.q_heads), nkv = static_cast<int>(a.kv_heads);
+  switch (a.parts) {
+    case ops::PrepareParts::kQ: return {0, nq};
+    case ops::PrepareParts::kKv: return {nq, 2 * nkv};
+    default: return {0, nq + 2 * nkv};
+  }
+}
+
 template <typename T, int L, bool kEarly>
 void launch_lanes(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
-  const int per_token = static_cast<int>(a.q_heads + 2 * a.kv_heads);
+  const PartHeads ph = part_heads(a);
+  const int per_token = ph.count;
   const int units = static_cast<int>(a.tokens * per_token);  // < 2^30: lanes_per_head checks it
   constexpr int kThreads = 256;
   constexpr int per_block = kThreads / 32 * (32 / L);
   const int blocks = (units + per_block - 1) / per_block;
   (void)launch_pdl(dev, prepare_qkv_lanes_kernel<T, L, kEarly>, dim3(blocks), dim3(kThreads), 0, s, 1, a, per_token,
-                   units, trigger_first());
+                   units, ph.first, trigger_first());
 }
 
 // The cut lanes kernel where its 32-bit arguments fit (else false: the caller runs lanes-s8, same bits).
 template <typename T, int L, bool kNext>
 bool try_cut(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   constexpr int64_t kInt = 0x7fffffff;
-  const int64_t hd = a.head_dim, width = a.kv_heads * hd, per_token = a.q_heads + 2 * a.kv_heads;
+  const PartHeads ph = part_heads(a);
+  const int64_t hd = a.head_dim, width = a.kv_heads * hd, per_token = ph.count;
   for (int64_t v : {a.q_stride, a.k_stride, a.v_stride, width})
     if (v < 0 || v > kInt) return false;
   if (per_token < 1 || per_token > 0xffff) return false;
@@ -509,6 +532,8 @@ bool try_cut(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   c.nq = static_cast<int>(a.q_heads);
   c.nkv = static_cast<int>(a.kv_heads);
   c.per_token = static_cast<int>(per_token);
+  c.first_head = ph.first;
+  c.q_only = a.parts == ops::PrepareParts::kQ;
   c.units = static_cast<int>(a.tokens * per_token);  // < 2^30: lanes_per_head checks it
   const auto bound = [](int64_t v) { return static_cast<uint32_t>(std::clamp<int64_t>(v, 0, int64_t{1} << 31)); };
   c.max_positions = bound(a.max_positions);
@@ -526,8 +551,9 @@ bool try_cut(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
             "prepare_qkv_: the multiply-shift division by {} heads a token is wrong at unit {}", per_token, last);
   c.eps = a.eps;
   c.trigger_first = trigger_first();
-  // One row: k and v follow q's heads in the same row (the model's fused qkv output).
-  const bool one_row = a.k == static_cast<const T*>(a.q) + a.q_heads * hd && a.v == c.k + width &&
+  // One row: k and v follow q's heads in the same row (the model's fused qkv output; the q part
+  // alone reads q only, so any q takes that form).
+  const bool one_row = a.parts == ops::PrepareParts::kQ || a.k == static_cast<const T*>(a.q) + a.q_heads * hd && a.v == c.k + width &&
                        a.k_stride == a.q_stride && a.v_stride == a.q_stride;
   constexpr int kThreads = 256;
   constexpr int per_block = kThreads / 32 * (32 / L);
@@ -566,7 +592,8 @@ void launch_lanes_path(int dev, cudaStream_t s, const ops::PrepareQkvArgs& a) {
   if (p == Path::lanes && try_cut<T, L, true>(dev, s, a)) return;
   if (p == Path::lanes_cut && try_cut<T, L, false>(dev, s, a)) return;
   if (p == Path::lanes || p == Path::lanes_s8 || p == Path::lanes_cut) return launch_lanes<T, L, false>(dev, s, a);
-  const bool tile = p == Path::tile || (p == Path::auto_ && a.tokens >= kTileMinTokens);
+  // The tile kernel takes every head of a token (no parts).
+  const bool tile = a.parts == ops::PrepareParts::kAll && (p == Path::tile || (p == Path::auto_ && a.tokens >= kTileMinTokens));
   if constexpr (L == 8 || L == 16) {
     if (tile && try_tile<T, L>(dev, s, a)) return;
   }
