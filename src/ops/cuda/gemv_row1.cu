@@ -45,14 +45,12 @@
 
 #include <array>
 #include <atomic>
-#include <map>
-#include <mutex>
-#include <utility>
 
 #include "core/env_switch.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/gemv_common.cuh"
+#include "ops/cuda/gemv_occupancy.h"
 #include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
@@ -242,31 +240,6 @@ RowKernel pick_kernel(int cpl, int u, bool norm, bool silu, bool smem, int mr) {
 // Dynamic shared memory of the SMEM kernels: every piece of the block's warps.
 int held_bytes(int cpl, int u, bool silu) { return kRowWarps * u * (silu ? 2 : 1) * cpl * 32 * 16; }
 
-// Blocks of `kernel` an SM can hold (registers, and `smem` bytes of shared memory a block), per
-// device, once; the SMEM kernels are first allowed their shared memory and ask for the largest
-// carveout (measured against the driver's choice, session 22 call E: qwen3-0.6b bs 1 0.861-0.887
-// against 0.897-0.927 ms).
-int blocks_per_sm(int index, RowKernel kernel, int smem) {
-  static std::mutex mu;
-  static std::map<std::pair<int, RowKernel>, int> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find({index, kernel});
-  if (it != cache.end()) return it->second;
-  if (smem > 0) {
-    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                   "allowing {} bytes of shared memory to the 1-row linear kernel on cuda:{}", smem, index);
-    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        cudaSharedmemCarveoutMaxShared),
-                   "setting the carveout of the 1-row linear kernel on cuda:{}", index);
-  }
-  int n = 0;
-  GRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kRowThreads, smem),
-                 "reading the occupancy of the 1-row linear kernel on cuda:{} ({} bytes of shared memory)", index,
-                 smem);
-  cache[{index, kernel}] = n;
-  return n;
-}
-
 std::atomic<int64_t> row1_launches{0};  // gemv_row1_launches()
 int row1_override = -1;        // set_gemv_row1: -1 the environment
 int row1_units_override = -1;  // set_gemv_row1_units: -1 the environment, 0 auto
@@ -324,7 +297,10 @@ bool launch_row1(int index, cudaStream_t stream, const Params& p, bool bf16_in, 
     smem = smem_held ? held_bytes(cpl, u, silu) : 0;
     if (forced != 0 || b >= info.sms) break;
   }
-  if (!kernel || blocks > static_cast<int64_t>(blocks_per_sm(index, kernel, smem)) * info.sms) return false;  // one wave
+  if (!kernel) return false;
+  const int per_sm = gemv_blocks_per_sm(index, reinterpret_cast<const void*>(kernel), kRowThreads,
+                                        static_cast<size_t>(smem), "1-row linear kernel");
+  if (blocks > static_cast<int64_t>(per_sm) * info.sms) return false;  // one wave
   Params q = p;
   q.res_early = row1_res_early() ? 1 : 0;
   (void)launch_pdl(index, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kRowThreads), static_cast<size_t>(smem),

@@ -42,14 +42,12 @@
 
 #include <array>
 #include <atomic>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "core/env_switch.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemv.h"
 #include "ops/cuda/gemv_common.cuh"
+#include "ops/cuda/gemv_occupancy.h"
 #include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
@@ -249,33 +247,6 @@ size_t smem_bytes(int tb, bool silu, int K) {
          (s > 1 ? static_cast<size_t>(kRowsGroups) * tb * rpu * 128 * 4 : 0);
 }
 
-// Blocks of `kernel` an SM holds with `smem` bytes a block, per device and size; the kernel is first
-// allowed the most shared memory a block may take (and the largest carveout, as gemv_row1.cu's).
-// 0 where it cannot launch.
-int blocks_per_sm(int index, RowsKernel kernel, size_t smem) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, RowsKernel, size_t>, int> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(index, kernel, smem);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  int optin = 0, n = 0;
-  GRT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, index),
-                 "reading the shared memory a block may take on cuda:{}", index);
-  if (smem <= static_cast<size_t>(optin)) {
-    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
-                   "allowing {} bytes of shared memory to the few-row linear kernel on cuda:{}", optin, index);
-    GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        cudaSharedmemCarveoutMaxShared),
-                   "setting the carveout of the few-row linear kernel on cuda:{}", index);
-    GRT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kRowsThreads, smem),
-                   "reading the occupancy of the few-row linear kernel on cuda:{} ({} bytes of shared memory)",
-                   index, smem);
-  }
-  cache[key] = n;
-  return n;
-}
-
 std::atomic<int64_t> rows_launches{0};  // gemv_rows_launches()
 int rows_override = -1;                 // set_gemv_rows: -1 the environment
 int rows_tb_override = -1;              // set_gemv_rows_tb: -1 the environment, 0 auto
@@ -353,7 +324,10 @@ bool launch_rows(int index, cudaStream_t stream, const Params& p, bool bf16_in, 
     kernel = pick_kernel(tb, norm, silu);
     smem = smem_bytes(tb, silu, p.K);
     blocks = (unit_count + tb - 1) / tb;
-    if (kernel && blocks <= static_cast<int64_t>(blocks_per_sm(index, kernel, smem)) * info.sms) break;  // one wave
+    const int per_sm = kernel ? gemv_blocks_per_sm(index, reinterpret_cast<const void*>(kernel), kRowsThreads, smem,
+                                                   "few-row linear kernel")
+                              : 0;
+    if (kernel && blocks <= static_cast<int64_t>(per_sm) * info.sms) break;  // one wave
     if (forced) return false;
   }
   if (tb > kRowsWarps) return false;
