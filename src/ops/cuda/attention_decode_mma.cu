@@ -16,7 +16,9 @@
 //    exit right after pdl_wait.
 //  - A split's tokens go through shared memory in tiles of 64, gathered through req_to_token with
 //    cp.async into two stages (the next tile loads while this one is used; the table entries of
-//    the tile after next are read one step ahead), rows padded by 16 bytes for ldmatrix.
+//    the tile after next are read one step ahead). Rows unpadded, their 16-byte chunks XOR-swizzled
+//    by the row (MmaCfg::kv_at) for ldmatrix; padded rows (+16 bytes) had split every warp's copy
+//    into 1.5x the L2 sector requests (session 25: qwen3-0.6b bs 64 attention 104.8 -> 101.1 us).
 //  - Warp w owns tokens 16w..16w+15 of every tile (a slice of the tile's tokens, all of head_dim):
 //    S (16 x 16) = Q·Kᵀ in HD/16 k-steps, online softmax per row in registers (exp2 with the
 //    log2e-folded scale), P packed to bf16/f16 as the A fragment of O += P·V (HD/8 n-tiles). Each
@@ -184,7 +186,12 @@ struct MmaCfg {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kWph = kWarps / KH;                 // warps per kv head: 16 tokens each
   static constexpr int kBK = 16 * kWph;                    // tokens per tile
-  static constexpr int kPitch = KH * HD + 8;               // elements per shared K/V row (+16 bytes: no bank conflicts)
+  // Elements per shared K/V row: KH x HD, unpadded (a multiple of 128 bytes), its 16-byte chunks
+  // XOR-swizzled by the row (kv_at): ldmatrix without bank conflicts, and each row's copy lands in
+  // whole 128-byte segments. The old padding (+16 bytes a row) split every warp's copy of two rows
+  // into 6 segments instead of 4, each asking L2 for its sectors again: 1.5x the ideal sectors and
+  // an L2 hit rate of 38% at qwen3-0.6b bs 64 (ncu, bench/results/h100_2026-11-25_session25).
+  static constexpr int kPitch = KH * HD;
   static constexpr int kQPitch = HD + 8;                   // elements per shared Q row
   static constexpr int kChunks = KH * HD / 8;              // 16-byte chunks per K/V row
   static constexpr int kRowsPerPass = kThreads / kChunks;  // rows the block copies at once
@@ -196,10 +203,20 @@ struct MmaCfg {
   // lanes of rows r >= G of a head's 16-row A tile read.
   static constexpr int kQSmemRows = KH == 1 ? 16 : 17;
   static constexpr int kQPasses = (kQSmemRows + kQRowsPerPass - 1) / kQRowsPerPass;
-  static_assert((kQSmemRows * kQPitch * 2) % 16 == 0);  // the stages start 16-byte aligned
+  // The K/V stages start 128-byte aligned after the Q rows (the swizzle's bank pattern).
+  static constexpr int kQElems = (kQSmemRows * kQPitch * 2 + 127) / 128 * 64;
   static constexpr int kTileElems = kBK * kPitch;
-  static constexpr size_t kSmem = (size_t{kQSmemRows} * kQPitch + size_t{2 * 2} * kTileElems) * 2;  // Q + two stages of K and V
-  // Blocks per SM: 3 at head_dim 128 (72 KB each of 228), 4 at 64 (register bound).
+  static constexpr size_t kSmem = (size_t{kQElems} + size_t{2 * 2} * kTileElems) * 2;  // Q + two stages of K and V
+  static_assert(HD % 64 == 0);  // rows of whole 128-byte groups of 8 chunks
+  // Element offset of 16-byte chunk c of K/V tile row r (the chunk's low 3 bits XOR the row's).
+  static __device__ __forceinline__ int kv_at(int r, int c) { return r * kPitch + ((c ^ (r & 7)) << 3); }
+  // ldmatrix lane addresses of row r, head hh of the row, chunks b + 2 kk (b = 0, 1) for kk = 0, 1, ...:
+  // byte offset kv_lane(r, hh, b) + ((32 kk) ^ kv_xor(r)) from the tile's start.
+  static __device__ __forceinline__ uint32_t kv_lane(int r, int hh, int b) {
+    return static_cast<uint32_t>((r * kPitch + hh * HD) * 2 + ((b ^ (r & 1)) << 4));
+  }
+  static __device__ __forceinline__ uint32_t kv_xor(int r) { return static_cast<uint32_t>((r & 6) << 4); }
+  // Blocks per SM: 3 at head_dim 128 (68-69 KB each of 228), 4 at 64 (register bound).
   static constexpr int kOcc = HD == 128 ? 3 : 4;
   static_assert(KH == 1 || KH == 2 || KH == 4);
   static_assert(kThreads % kChunks == 0 && kBK % kRowsPerPass == 0 && kThreads % kQChunks == 0);
@@ -215,10 +232,13 @@ struct MmaCfg {
   static_assert(kSlotFloats > 0);  // (referenced: KH > 1 configurations never use the cluster path)
   static size_t smem_bytes(int slots) { return kSmem + static_cast<size_t>(slots) * kSlotFloats * 4; }
 };
-// KH = 1 keeps the s5-s7 shared-memory size (3 blocks an SM at head_dim 128); KH > 1 stays within it.
-static_assert(MmaCfg<128, 1>::kSmem == size_t{16 + 4 * 64} * 136 * 2);
-static_assert(MmaCfg<128, 2>::kSmem <= MmaCfg<128, 1>::kSmem && MmaCfg<128, 4>::kSmem <= MmaCfg<128, 1>::kSmem);
-static_assert(MmaCfg<64, 2>::kSmem <= MmaCfg<64, 1>::kSmem && MmaCfg<64, 4>::kSmem <= MmaCfg<64, 1>::kSmem);
+// 3 blocks an SM at head_dim 128 (68.25 KB each); KH > 1 stays within KH = 1's size.
+static_assert(MmaCfg<128, 1>::kSmem == size_t{16 * 136 + 4 * 64 * 128} * 2);
+// Every configuration's kOcc blocks fit an SM's 228 KB (1 KB reserved a block).
+template <int HD, int KH>
+constexpr bool kFitsOcc = MmaCfg<HD, KH>::kOcc * (MmaCfg<HD, KH>::kSmem + 1024) <= size_t{228} * 1024;
+static_assert(kFitsOcc<128, 1> && kFitsOcc<128, 2> && kFitsOcc<128, 4>);
+static_assert(kFitsOcc<64, 1> && kFitsOcc<64, 2> && kFitsOcc<64, 4>);
 
 template <typename T>
 __device__ __forceinline__ void store4(T* dst, float4 v) {
@@ -244,18 +264,19 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
 // x 8 heads, the heads past the group score against zero Q rows and are never read), the online
 // softmax per head (a column: this lane's tokens g, g + 8, max over the 8 lanes of its t4), and
 // Oᵀ += Vᵀ·Pᵀ (HD / 16 m-tiles of dims; Pᵀ's B fragments from the packed Sᵀ by movmatrix).
-// k: this lane's ldmatrix address of the K A tile (token lane % 16, dims 8 (lane / 16));
-// v: of the transposed V A tile (token lane % 8 + 8 (lane / 16), dims 8 ((lane / 8) % 2)).
+// k_addr: this lane's ldmatrix address of the K A tile's first k-step (token lane % 16, dims
+// 8 (lane / 16)), step kk at k_addr + ((32 kk) ^ k_xor) (MmaCfg::kv_lane); v_addr, v_xor: of the
+// transposed V A tile (token lane % 8 + 8 (lane / 16), dims 8 ((lane / 8) % 2)).
 template <typename T, int HD>
-__device__ __forceinline__ void swap_tile(const T* k, const T* v, const uint32_t (&qf)[HD / 16][4], int key0, int n,
-                                          int g, float sl2, float (&m)[2], float (&l)[2], float (&o)[HD / 16][4]) {
+__device__ __forceinline__ void swap_tile(uint32_t k_addr, uint32_t k_xor, uint32_t v_addr, uint32_t v_xor,
+                                          const uint32_t (&qf)[HD / 16][4], int key0, int n, int g, float sl2,
+                                          float (&m)[2], float (&l)[2], float (&o)[HD / 16][4]) {
   // Two accumulators (even / odd k-steps): two independent mma chains, summed in a fixed order.
   float sa[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  const uint32_t k_addr = smem_addr(k);
 #pragma unroll
   for (int kk = 0; kk < HD / 16; ++kk) {
     uint32_t af[4];
-    ldmatrix_x4(af, k_addr + kk * 16 * 2);
+    ldmatrix_x4(af, k_addr + ((32u * kk) ^ k_xor));
     mma16816<T>(kk % 2 == 0 ? sa : sb, af, qf[kk][0], qf[kk][1]);
   }
   // s[e]: token g + 8 (e / 2), head 2 t4 + e % 2.
@@ -288,11 +309,10 @@ __device__ __forceinline__ void swap_tile(const T* k, const T* v, const uint32_t
   // Pᵀ (16 tokens x 8 heads) as the B fragment: b0 tokens 2 t4 (+1) of head g, b1 tokens + 8.
   const uint32_t b0 = movmatrix_trans(pack2<T>(s[0], s[1]));
   const uint32_t b1 = movmatrix_trans(pack2<T>(s[2], s[3]));
-  const uint32_t v_addr = smem_addr(v);
 #pragma unroll
   for (int j = 0; j < HD / 16; ++j) {
     uint32_t af[4];
-    ldmatrix_x4_trans(af, v_addr + j * 16 * 2);
+    ldmatrix_x4_trans(af, v_addr + ((32u * j) ^ v_xor));
     mma16816<T>(o[j], af, b0, b1);
   }
 }
@@ -321,8 +341,8 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   __shared__ bool sh_last;
   T* qs = reinterpret_cast<T*>(smem_raw);
   // Stage s: K at kvs + 2s * tile, V at kvs + (2s + 1) * tile (after the Q rows: 16 x (HD + 8) at
-  // KH = 1, 17 x (HD + 8) at KH > 1, a multiple of 16 bytes).
-  T* kvs = qs + C::kQSmemRows * C::kQPitch;
+  // KH = 1, 17 x (HD + 8) at KH > 1, rounded up to 128 bytes); rows addressed by MmaCfg::kv_at.
+  T* kvs = qs + C::kQElems;
   float* scratch = reinterpret_cast<float*>(kvs);  // after the loop: warp partials, split weights
   // Cluster path: [slots][16][HD] partials, then [slots][16] log2-sum-exps (MmaCfg::smem_bytes).
   float* keep = reinterpret_cast<float*>(smem_raw + C::kSmem);
@@ -410,8 +430,9 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   const int qr = lane % 16;
   const int a_row = KH == 1 ? qr : (qr < G ? hh * G + qr : 16);
   const int a_off = a_row * C::kQPitch + (lane / 16) * 8;
-  const int k_off = (sl * 16 + (lane % 8) + (lane / 16) * 8) * C::kPitch + hh * HD + ((lane / 8) % 2) * 8;
-  const int v_off = (sl * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * C::kPitch + hh * HD + (lane / 16) * 8;
+  const int k_row = sl * 16 + (lane % 8) + (lane / 16) * 8, v_row = sl * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+  const uint32_t k_off = C::kv_lane(k_row, hh, (lane / 8) % 2), k_xor = C::kv_xor(k_row);
+  const uint32_t v_off = C::kv_lane(v_row, hh, lane / 16), v_xor = C::kv_xor(v_row);
   const float sl2 = p.scale_log2;
 
   uint32_t qf[HD / 16][4];  // kSwap: qf[kk][0..1] are the Qᵀ B fragments
@@ -442,8 +463,8 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
       const int r = crow + i * kRowStep;
       const bool ok = slots[i] >= 0;
       const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
-      cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
-      cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, ok);
+      cp_async16(smem_addr(ks + C::kv_at(r, chunk)), kc + off, ok);
+      cp_async16(smem_addr(vs + C::kv_at(r, chunk)), vc + off, ok);
     }
   };
   // kCarry: the next tile to issue is tile `nt` of split `ns` (ns >= splits: none left). Uniform
@@ -482,8 +503,8 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
         continue;
       }
       const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
-      cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
-      cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, ok);
+      cp_async16(smem_addr(ks + C::kv_at(r, chunk)), kc + off, ok);
+      cp_async16(smem_addr(vs + C::kv_at(r, chunk)), vc + off, ok);
     }
   };
   const auto issue_late = [&](int stage) {  // after pdl_wait; slots still those of the preloaded tile
@@ -494,8 +515,8 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
       if (((late >> i) & 1u) == 0) continue;
       const int r = crow + i * kRowStep;
       const int64_t off = static_cast<int64_t>(slots[i]) * width;
-      cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, true);
-      cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, true);
+      cp_async16(smem_addr(ks + C::kv_at(r, chunk)), kc + off, true);
+      cp_async16(smem_addr(vs + C::kv_at(r, chunk)), vc + off, true);
     }
   };
   // Fused prepare (p.fuse_prepare, kPreload kernels, bf16; "Fused prepare" in the header comment).
@@ -554,7 +575,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
           *reinterpret_cast<uint4*>(qs + u * C::kQPitch + c) = out;
         } else {
           if (store) __stcg(reinterpret_cast<uint4*>(static_cast<T*>(const_cast<void*>(is_v ? p.v_cache : p.k_cache)) + row), out);
-          if (in_tile) *reinterpret_cast<uint4*>(kvs + (is_v ? C::kTileElems : 0) + new_off * C::kPitch + c) = out;
+          if (in_tile) *reinterpret_cast<uint4*>(kvs + (is_v ? C::kTileElems : 0) + C::kv_at(new_off, sub)) = out;
         }
       }
       for (int i = tid; i < (16 - G) * C::kQChunks; i += C::kThreads)
@@ -695,15 +716,15 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
       const int key0 = t * C::kBK + sl * 16;  // the warp's first token in the split
       if constexpr (kSwap) {
         // (K as the A tile takes the lane addresses of the V B tiles below, and V the K ones.)
-        if (key0 < n) swap_tile<T, HD>(ks + v_off, vs + k_off, qf, key0, n, g, sl2, m, l, o);
+        if (key0 < n) swap_tile<T, HD>(smem_addr(ks) + v_off, v_xor, smem_addr(vs) + k_off, k_xor, qf, key0, n, g, sl2, m, l, o);
       } else if (key0 < n) {
         // S = Q · Kᵀ: 16 rows (heads) x 16 tokens, as two n-tiles of 8 tokens.
         float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-        const uint32_t ks_addr = smem_addr(ks + k_off);
+        const uint32_t ks_addr = smem_addr(ks) + k_off;
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk) {
           uint32_t bf[4];
-          ldmatrix_x4(bf, ks_addr + kk * 16 * 2);
+          ldmatrix_x4(bf, ks_addr + ((32u * kk) ^ k_xor));
           mma16816<T>(s[0], qf[kk], bf[0], bf[1]);
           mma16816<T>(s[1], qf[kk], bf[2], bf[3]);
         }
@@ -744,11 +765,11 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
         pf[2] = pack2<T>(s[1][0], s[1][1]);
         pf[3] = pack2<T>(s[1][2], s[1][3]);
         // O += P · V: 16 rows x HD.
-        const uint32_t vs_addr = smem_addr(vs + v_off);
+        const uint32_t vs_addr = smem_addr(vs) + v_off;
 #pragma unroll
         for (int np = 0; np < HD / 16; ++np) {
           uint32_t bf[4];
-          ldmatrix_x4_trans(bf, vs_addr + np * 16 * 2);
+          ldmatrix_x4_trans(bf, vs_addr + ((32u * np) ^ v_xor));
           mma16816<T>(o[2 * np], pf, bf[0], bf[1]);
           mma16816<T>(o[2 * np + 1], pf, bf[2], bf[3]);
         }
