@@ -203,7 +203,8 @@ struct MmaCfg {
   // lanes of rows r >= G of a head's 16-row A tile read.
   static constexpr int kQSmemRows = KH == 1 ? 16 : 17;
   static constexpr int kQPasses = (kQSmemRows + kQRowsPerPass - 1) / kQRowsPerPass;
-  // The K/V stages start 128-byte aligned after the Q rows (the swizzle's bank pattern).
+  // The K/V stages start 128-byte aligned after the Q rows (the swizzle's bank pattern); 2-byte
+  // elements (bf16 / f16, the kernel's only types).
   static constexpr int kQElems = (kQSmemRows * kQPitch * 2 + 127) / 128 * 64;
   static constexpr int kTileElems = kBK * kPitch;
   static constexpr size_t kSmem = (size_t{kQElems} + size_t{2 * 2} * kTileElems) * 2;  // Q + two stages of K and V
@@ -232,7 +233,7 @@ struct MmaCfg {
   static_assert(kSlotFloats > 0);  // (referenced: KH > 1 configurations never use the cluster path)
   static size_t smem_bytes(int slots) { return kSmem + static_cast<size_t>(slots) * kSlotFloats * 4; }
 };
-// 3 blocks an SM at head_dim 128 (68.25 KB each); KH > 1 stays within KH = 1's size.
+// 3 blocks an SM at head_dim 128 (68.25 KB each; KH > 1 up to 384 bytes more: 17 Q rows rounded to 128 bytes).
 static_assert(MmaCfg<128, 1>::kSmem == size_t{16 * 136 + 4 * 64 * 128} * 2);
 // Every configuration's kOcc blocks fit an SM's 228 KB (1 KB reserved a block).
 template <int HD, int KH>
