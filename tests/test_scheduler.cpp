@@ -293,6 +293,75 @@ TEST(Scheduler, RefusesRequestsThatCanNeverRun) {
   EXPECT_EQ(field_of(req(4, 4, 1)), "accepted");
 }
 
+// submit_all queues a batch as one arrival: the first step prefills all of it (8 slots, prompts
+// far below the chunk size), every later step decodes all of it, and the tokens are those each
+// request gets alone. Submitted one by one, the first step may start with only the first few
+// (graphrt generate's greedy outputs then varied from run to run on the H100: other batch shapes).
+// Five fresh schedulers, so a batch that reached the scheduler in pieces would be caught.
+TEST(Scheduler, SubmitAllStartsTheWholeBatchInOneStep) {
+  auto reqs = mixed_lengths(8);
+  for (auto& r : reqs) r.max_tokens = 6;
+  const auto ref = alone(reqs);
+  const auto ext = static_cast<size_t>(StepMode::kExtend), dec = static_cast<size_t>(StepMode::kDecode);
+  for (int run = 0; run < 5; ++run) {
+    Scheduler s(tiny(), {});
+    auto hs = s.submit_all(reqs);
+    ASSERT_EQ(hs.size(), reqs.size());
+    for (size_t i = 0; i < hs.size(); ++i) EXPECT_EQ(collect(*hs[i]).ids, ref[i].ids) << "run " << run << ", request " << i;
+    const auto m = s.metrics().snapshot();
+    EXPECT_EQ(m.graph_steps[ext] + m.eager_steps[ext], 1u) << "run " << run;
+    EXPECT_EQ(m.graph_steps[dec] + m.eager_steps[dec], 5u) << "run " << run;  // each decodes all 8
+    EXPECT_EQ(m.step_tokens[dec], 8u * 5) << "run " << run;
+    expect_pools_empty(s);
+  }
+}
+
+// All or nothing: a bad request refuses the batch and is named by index; a batch the queue
+// cannot take is refused whole; requests of max_tokens 0 finish at once.
+TEST(Scheduler, SubmitAllQueuesEveryRequestOrNone) {
+  SchedulerOptions o;
+  o.max_queued_requests = 3;
+  Scheduler s(tiny(8, 100, 64), o);
+  s.wait_ready();
+  std::vector<RequestParams> batch = {req(4, 4, 1), req(5, 4, 2), req(6, 4, 3)};
+  batch[2].prompt[1] = 512;  // out of the vocabulary
+  try {
+    s.submit_all(batch);
+    ADD_FAILURE() << "a batch with a bad request was accepted";
+  } catch (const RequestRejected& e) {
+    EXPECT_EQ(e.index(), 2);
+    EXPECT_EQ(e.param(), "prompt");
+    EXPECT_EQ(e.kind(), RequestRejected::Kind::kInvalid);
+  }
+  EXPECT_TRUE(s.idle());  // the good ones were not queued either
+  batch[2] = req(6, 4, 3);
+  batch.push_back(req(7, 4, 4));  // 4 requests, the queue takes 3
+  try {
+    s.submit_all(batch);
+    ADD_FAILURE() << "a batch beyond max_queued_requests was accepted";
+  } catch (const RequestRejected& e) {
+    EXPECT_EQ(e.kind(), RequestRejected::Kind::kQueueFull);
+    EXPECT_EQ(e.index(), -1);
+    EXPECT_NE(std::string(e.what()).find("cannot take 4 requests"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(s.idle());
+  batch.pop_back();
+  batch.push_back(req(3, 0, 5));  // nothing to generate: not queued, so the queue still takes the batch
+  auto hs = s.submit_all(batch);
+  ASSERT_EQ(hs.size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(collect(*hs[i]).ids.size(), 4u) << "request " << i;
+  const Out none = collect(*hs[3]);
+  EXPECT_TRUE(none.ids.empty());
+  EXPECT_EQ(none.finish, FinishReason::kLength);
+  expect_pools_empty(s);
+  try {  // a lone request is not index 0 of a batch
+    s.submit(req(0, 4, 1));
+    ADD_FAILURE() << "an empty prompt was accepted";
+  } catch (const RequestRejected& e) {
+    EXPECT_EQ(e.index(), -1);
+  }
+}
+
 TEST(Scheduler, SampledAndGreedyRowsMixAndSeedsRepeat) {
   RequestParams g = req(8, 12, 1);
   RequestParams t = req(8, 12, 2);

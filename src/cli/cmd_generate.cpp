@@ -85,7 +85,7 @@ void register_generate(CLI::App& app) {
     so.text = text.stream;
     Scheduler sched([args = a, tp] { return make_runner(args, tp.comm, tp.device); }, so);
     sched.wait_ready();
-    std::vector<std::shared_ptr<RequestHandle>> handles;
+    std::vector<RequestParams> batch;
     for (size_t i = 0; i < prompts.size(); ++i) {
       RequestParams p;
       p.prompt = prompts[i];
@@ -94,11 +94,16 @@ void register_generate(CLI::App& app) {
       p.sampling.seed = opts->sampling.seed + i;
       p.stop = opts->stop;
       p.ignore_eos = opts->ignore_eos;
-      try {
-        handles.push_back(sched.submit(std::move(p)));
-      } catch (const RequestRejected& e) {
-        GRT_FAIL("request {}: {}", i, e.what());
-      }
+      batch.push_back(std::move(p));
+    }
+    // All at once: the scheduler then batches them the same way every run, so greedy outputs
+    // repeat (submitted one by one, how many the first step took depended on thread timing).
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    try {
+      handles = sched.submit_all(std::move(batch));
+    } catch (const RequestRejected& e) {
+      if (e.index() >= 0) GRT_FAIL("request {}: {}", e.index(), e.what());
+      GRT_FAIL("{}", e.what());
     }
     std::vector<std::vector<int32_t>> ids(prompts.size());
     std::vector<std::string> texts(prompts.size());

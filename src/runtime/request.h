@@ -23,14 +23,18 @@ namespace grt {
 class RequestRejected : public Error {
  public:
   enum class Kind { kInvalid, kQueueFull, kShuttingDown };
-  RequestRejected(Kind kind, std::string param, const std::string& msg)
-      : Error(msg), kind_(kind), param_(std::move(param)) {}
+  RequestRejected(Kind kind, std::string param, const std::string& msg, int index = -1)
+      : Error(msg), kind_(kind), param_(std::move(param)), index_(index) {}
   Kind kind() const { return kind_; }
   const std::string& param() const { return param_; }
+  // Which request of a Scheduler::submit_all batch was refused; -1 when it is about the whole
+  // batch (queue full, shutting down) or not from a batch.
+  int index() const { return index_; }
 
  private:
   Kind kind_;
   std::string param_;
+  int index_;
 };
 
 // Turns generated ids into text as they come (IncrementalDetokenizer behind it): push() returns

@@ -138,35 +138,61 @@ void Scheduler::check(const RequestParams& p) const {
 }
 
 std::shared_ptr<RequestHandle> Scheduler::submit(RequestParams params) {
+  std::vector<RequestParams> one;
+  one.push_back(std::move(params));
+  try {
+    return submit_all(std::move(one)).front();
+  } catch (const RequestRejected& e) {  // a lone request is not "index 0 of a batch"
+    throw RequestRejected(e.kind(), e.param(), e.what());
+  }
+}
+
+std::vector<std::shared_ptr<RequestHandle>> Scheduler::submit_all(std::vector<RequestParams> params) {
   using K = RequestRejected::Kind;
   wait_ready();
-  check(params);
-  auto r = std::make_unique<Req>();
-  r->id = next_id_++;
-  r->handle = std::make_shared<RequestHandle>(r->id);
-  r->arrival = Clock::now();
-  r->fill = params.prompt;
-  r->p = std::move(params);
-  if (options_.text) r->text = options_.text(r->p.skip_special_tokens);
-  auto h = r->handle;
-  if (r->p.max_tokens == 0) {  // nothing to generate: done at once
+  for (size_t i = 0; i < params.size(); ++i) {
+    try {
+      check(params[i]);
+    } catch (const RequestRejected& e) {
+      throw RequestRejected(e.kind(), e.param(), e.what(), static_cast<int>(i));
+    }
+  }
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  std::vector<std::unique_ptr<Req>> reqs;
+  int queued = 0;
+  for (RequestParams& p : params) {
+    auto r = std::make_unique<Req>();
+    r->id = next_id_++;
+    r->handle = std::make_shared<RequestHandle>(r->id);
+    r->arrival = Clock::now();
+    r->fill = p.prompt;
+    r->p = std::move(p);
+    if (options_.text) r->text = options_.text(r->p.skip_special_tokens);
+    handles.push_back(r->handle);
+    if (r->p.max_tokens > 0) ++queued;
+    reqs.push_back(std::move(r));
+  }
+  if (queued > 0) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stopping_ || abort_requested_) throw RequestRejected(K::kShuttingDown, "", "the server is shutting down");
+    if (options_.max_queued_requests > 0 && in_flight_.load() + queued > options_.max_queued_requests)
+      throw RequestRejected(K::kQueueFull, "",
+                            queued == 1 ? fmt::format("the queue is full ({} requests in flight)", in_flight_.load())
+                                        : fmt::format("the queue cannot take {} requests ({} in flight, at most {})",
+                                                      queued, in_flight_.load(), options_.max_queued_requests));
+    in_flight_ += queued;
+    for (auto& r : reqs)
+      if (r->p.max_tokens > 0) inbox_.push_back(std::move(r));
+  }
+  for (auto& r : reqs) {  // nothing to generate: done at once, once the batch is accepted
+    if (!r) continue;
     RequestEvent ev;
     ev.finish = FinishReason::kLength;
     ev.prompt_tokens = static_cast<int>(r->p.prompt.size());
-    h->post(std::move(ev));
-    return h;
+    r->handle->post(std::move(ev));
   }
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (stopping_ || abort_requested_) throw RequestRejected(K::kShuttingDown, "", "the server is shutting down");
-    if (options_.max_queued_requests > 0 && in_flight_.load() >= options_.max_queued_requests)
-      throw RequestRejected(K::kQueueFull, "",
-                            fmt::format("the queue is full ({} requests in flight)", in_flight_.load()));
-    ++in_flight_;
-    inbox_.push_back(std::move(r));
-  }
-  cv_.notify_all();
-  return h;
+  if (queued > 0) cv_.notify_all();
+  return handles;
 }
 
 void Scheduler::abort_all() {

@@ -80,6 +80,13 @@ class Scheduler {
   // Queues the request (checked; waits for the runner first); RequestRejected when it is bad, the
   // queue is full or the scheduler is shutting down.
   std::shared_ptr<RequestHandle> submit(RequestParams params);
+  // Queues every request or none: all are checked first (RequestRejected::index() names the first
+  // bad one), then they enter the queue together, so the scheduler admits them as one arrival —
+  // the first step takes as many of them as fit, in order. A batch's batching and therefore its
+  // outputs do not depend on how fast the caller submits (one by one, the scheduler may start a
+  // step with only the first few: the rest then run in other batch shapes, whose kernels may
+  // round differently). Handles in the order given.
+  std::vector<std::shared_ptr<RequestHandle>> submit_all(std::vector<RequestParams> params);
   // Aborts every queued and running request (final kAbort events) and refuses new ones.
   void abort_all();
   // True while nothing is queued or running.

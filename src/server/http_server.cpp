@@ -141,9 +141,10 @@ void HttpServer::routes() {
         if (api->params.max_tokens < 0)  // chat without a limit: the rest of the context
           api->params.max_tokens =
               std::max(0, scheduler_.limits().max_context - static_cast<int>(api->params.prompt.size()));
-        for (int i = 0; i < api->n; ++i) hs->push_back(scheduler_.submit(choice_params(*api, i)));
+        std::vector<RequestParams> choices;
+        for (int i = 0; i < api->n; ++i) choices.push_back(choice_params(*api, i));
+        *hs = scheduler_.submit_all(std::move(choices));  // all choices or none, batched together
       } catch (const RequestRejected& e) {
-        for (auto& h : *hs) h->cancel();  // choices submitted before one was refused
         return send_error(res, e.kind() == RequestRejected::Kind::kInvalid ? 400 : 503, e.what(), e.param());
       }
       const char* prefix = kind == ApiKind::kChat ? "chatcmpl-" : kind == ApiKind::kCompletion ? "cmpl-" : "";
