@@ -11,7 +11,10 @@
 //  - One block of 4 warps per (split, kv head, request); grid (grid_x, nkv, B). A request's split
 //    count is min(max_splits, ceil(len / chunk)) from its live length read on the device, so it
 //    does not depend on the grid or on other rows' contents (chunk and max_splits are the host's
-//    choice by the batch's pairs bucket, attention_decode.cu's mma_chunk): block x takes
+//    choice by the batch's pairs bucket, attention_decode.cu's mma_chunk). Its splits are whole
+//    tiles long where that keeps the count (only the last ends in a partial tile), else even
+//    (H100, bench/results/h100_2026-11-25_session26 call F: 1025 tokens in 5 even splits of 205
+//    took 20 tile steps and 0.09 ms a qwen3-0.6b bs-64 step more than 1024 in 4 of 256): block x takes
 //    splits x, x + grid_x, ... (one each whenever the grid is wide enough); blocks past the count
 //    exit right after pdl_wait.
 //  - A split's tokens go through shared memory in tiles of 64, gathered through req_to_token with
@@ -387,7 +390,13 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   const int GR = KH * G;  // query heads of the block (KH kv heads; blockIdx.y is the kv group for KH > 1)
   const int first_head = kvh * GR;
   const int32_t* table = (req >= 0 && req < p.max_reqs) ? p.req_to_token + req * p.max_context : nullptr;
-  const int64_t per_split = (len + splits - 1) / splits;
+  // Tokens a split: a whole number of tiles where that keeps the split count, so that only the
+  // last split ends in a partial tile (1025 tokens in 5 splits: 256 x 4 + 1, 17 tile steps, not
+  // 205 x 5, 20). Where rounding up would leave splits empty (1025 in 16: 128-token splits fill
+  // only 9), the even share as before: the split count, and so the parallelism, never drops.
+  const int64_t even_split = (len + splits - 1) / splits;
+  const int64_t tiled_split = (even_split + C::kBK - 1) / C::kBK * C::kBK;
+  const int64_t per_split = (len + tiled_split - 1) / tiled_split == splits ? tiled_split : even_split;
 
   // Copy roles: this thread moves 16-byte chunk `chunk` of rows crow, crow + kRowsPerPass, ...
   // kWarpPipe: the K/V rows are those of the warp's own slice (rows 16 w + lane / kChunks, + 32 /
