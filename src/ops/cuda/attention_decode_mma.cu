@@ -395,7 +395,8 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   // 205 x 5, 20). Where rounding up would leave splits empty (1025 in 16: 128-token splits fill
   // only 9), the even share as before: the split count, and so the parallelism, never drops.
   const int64_t even_split = (len + splits - 1) / splits;
-  const int64_t tiled_split = (even_split + C::kBK - 1) / C::kBK * C::kBK;
+  // (At least one tile: a row of length 0 keeps per_split 0, without a division by zero.)
+  const int64_t tiled_split = max(int64_t{1}, (even_split + C::kBK - 1) / C::kBK) * C::kBK;
   const int64_t per_split = (len + tiled_split - 1) / tiled_split == splits ? tiled_split : even_split;
 
   // Copy roles: this thread moves 16-byte chunk `chunk` of rows crow, crow + kRowsPerPass, ...
