@@ -1236,7 +1236,8 @@ TEST(OpsAttentionCuda, DecodeMmaCarryEqualsNoCarryBitForBit) {
 // The wide geometry (default: from SMs (request, kv head) pairs on, 512-token splits with one
 // block each) and the session-6 one (256-token splits, blocks looping over them) against the CPU
 // op at 320 and 512 pairs with long and empty requests; and padding rows (as decode graphs add)
-// change no real row's bits when both batches are on the same side of the SM count.
+// change no real row's bits when both batches are on the same side of the SM count and in one
+// bucket of the split cap (ops/decode_split_cap.h).
 TEST(OpsAttentionCuda, DecodeMmaWideGeometryEqualsCpuAndIgnoresPadding) {
   DecodePathScope scope(cuda::DecodeAttentionPath::mma);
   for (int wide : {1, 0}) {
@@ -1247,9 +1248,11 @@ TEST(OpsAttentionCuda, DecodeMmaWideGeometryEqualsCpuAndIgnoresPadding) {
     expect_decode_matches(a, DType::BF16, 0.088f);
     expect_decode_matches(decode_setup({16, 4, 128}, 128, {1025, 300, 1025, 7}, 1401), DType::F16, 0.088f);
   }
-  // 24 real rows + 8 padding rows (request -1 / length 0), 8 kv heads: 192 and 256 pairs, both wide.
+  // 25 real rows + 7 padding rows (request -1 / length 0), 8 kv heads: 200 and 256 pairs, both wide
+  // and in one bucket of the split cap (rows rounded up to 8, ops/decode_split_cap.h), as a batch
+  // and the decode graph it pads to are.
   DecodeSetup s = decode_setup({32, 8, 64}, 32, {1025, 3000, 1, 513, 64, 700}, 1402);
-  const int real = 24;
+  const int real = 25;
   for (int b = real; b < 32; ++b) {
     s.c.req_idx[static_cast<size_t>(b)] = b % 2 == 0 ? -1 : s.c.req_idx[static_cast<size_t>(b)];
     s.seq_lens[static_cast<size_t>(b)] = b % 2 == 0 ? 5 : 0;
@@ -1266,12 +1269,13 @@ TEST(OpsAttentionCuda, DecodeMmaWideGeometryEqualsCpuAndIgnoresPadding) {
   EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin())) << "a real row changed with the padding";
 }
 
-// 24 real rows + 8 padding rows (request -1 / length 0) per shape (8 kv heads: 192 and 256 pairs,
-// both wide): every real row's bits are those of the batch without the padding.
+// 25 real rows + 7 padding rows (request -1 / length 0) per shape (8 kv heads: 200 and 256 pairs,
+// both wide, one bucket of the split cap as a batch and its decode graph): every real row's bits
+// are those of the batch without the padding.
 void expect_padding_changes_no_real_row(std::initializer_list<Shape3> shapes, uint32_t seed) {
   for (Shape3 sh : shapes) {
     DecodeSetup s = decode_setup(sh, 32, {1025, 3000, 1, 513, 64, 700}, seed);
-    const int real = 24;
+    const int real = 25;
     for (int b = real; b < 32; ++b) {
       s.c.req_idx[static_cast<size_t>(b)] = b % 2 == 0 ? -1 : s.c.req_idx[static_cast<size_t>(b)];
       s.seq_lens[static_cast<size_t>(b)] = b % 2 == 0 ? 5 : 0;

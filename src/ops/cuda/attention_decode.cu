@@ -43,6 +43,7 @@
 #include "ops/cuda/attention_decode_mma.h"
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/dense_cuda.h"
+#include "ops/decode_split_cap.h"
 #include "ops/cuda/pdl.cuh"
 
 namespace grt::cuda {
@@ -427,7 +428,8 @@ int sm_count(Device device) {
 // kernel; same bits), GRAPHRT_DECODE_MMA_EARLY (1: the carry kernel reads the decode metadata
 // before pdl_wait; default 0: after it), GRAPHRT_DECODE_MMA_WIDE (default 1: from SMs pairs on,
 // 512-token splits, one block each; 0: 256-token splits, blocks looping; see launch_mma) and
-// GRAPHRT_DECODE_MMA_WIDE_SPLITS (the wide geometry's most splits a request, default 4; 0:
+// GRAPHRT_DECODE_MMA_WIDE_SPLITS (the wide geometry's most splits a request: -1 auto (default, by
+// the grid's waves: ops/decode_split_cap.h), 1..64 that many (4: sessions 19-26), 0:
 // GRAPHRT_DECODE_MMA_SPLITS; see DecodeKnobs) and GRAPHRT_DECODE_MMA_HEAD_CLUSTER (0, 2, 4, 8: the
 // global-merge kernel's blocks of that many kv heads as one cluster; see launch_mma) and
 // GRAPHRT_DECODE_MMA_KV_GROUP (auto, 1, 2, 4: kv heads per block of the wide geometry; see
@@ -440,6 +442,9 @@ int sm_count(Device device) {
 // and GRAPHRT_DECODE_MMA_IDLE_EXIT (0, 1: blocks with no split of their request leave before
 // pdl_wait; same bits) and GRAPHRT_DECODE_FUSE_PREPARE (0, 1: the preload kernel does prepare_qkv_'s
 // work itself for ops::attention_decode_prepare; same bits; off: measured slower, see DecodeKnobs).
+
+// The auto wide split cap's largest value (ops::wide_split_cap's `most`; sessions 19-26's fixed cap).
+constexpr int64_t kWideSplitsMost = 4;
 
 struct DecodeKnobs {
   DecodeAttentionPath path = DecodeAttentionPath::automatic;
@@ -471,7 +476,11 @@ struct DecodeKnobs {
   // with 1026 (3 splits either way) equal; llama-3.1-8b bs 64 (table 8192) equal; but long
   // requests just above SMs pairs lose: bs 32 ctx 4096 (8 splits before) 6.652 / 6.642 vs 6.584 /
   // 6.583 (+1%). Calls G-H: 2 lost more there (bs 32 ctx 4096 +0.33 ms, bs 24 ctx 8192 +0.07).
-  int mma_wide_splits = 4;
+  // -1 (auto, the default since session 27): ops::wide_split_cap of the batch's pairs, at most
+  // kWideSplitsMost: the fewest splits whose grid is one wave of ~2 blocks an SM or uses >= 80% of
+  // its waves' slots (bench/results/h100_2026-11-26_session27 calls C-E; the rule's header says
+  // what it measured); a row's splits still depend on its length and its batch's pairs only.
+  int mma_wide_splits = -1;
   int mma_swap = 2;  // 0 off, 1 on where it applies, 2 auto (default; mma_swap)
   // s8-dattn2 run 1: llama bs 64 ncu 107.0 -> 105.9 us, graph -0.05 / 0.00 ms, qwen bs 64 -0.00 /
   // -0.03 (a small gain, same bits): on.
@@ -525,7 +534,7 @@ DecodeKnobs read_knobs() {
   constexpr int kKvGroups[] = {1, 0, 2, 4};
   k.mma_kv_group = kKvGroups[env_choice("GRAPHRT_DECODE_MMA_KV_GROUP", {"1", "auto", "2", "4"}, 0)];
   k.mma_wide_chunk = env_int("GRAPHRT_DECODE_MMA_WIDE_CHUNK", k.mma_wide_chunk, 16, 1 << 20);
-  k.mma_wide_splits = env_int("GRAPHRT_DECODE_MMA_WIDE_SPLITS", k.mma_wide_splits, 0, kDecodeMmaMaxSplits);
+  k.mma_wide_splits = env_int("GRAPHRT_DECODE_MMA_WIDE_SPLITS", k.mma_wide_splits, -1, kDecodeMmaMaxSplits);
   k.mma_swap = env_choice("GRAPHRT_DECODE_MMA_SWAP", {"0", "1", "auto"}, k.mma_swap);  // (index = mode)
   k.mma_warp_pipe = env_int("GRAPHRT_DECODE_MMA_WARP_PIPE", k.mma_warp_pipe, 0, 1);
   k.mma_early_trigger = env_int("GRAPHRT_DECODE_MMA_EARLY_TRIGGER", k.mma_early_trigger, 0, 1);
@@ -748,8 +757,12 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.chunk = wide ? knobs().mma_wide_chunk : mma_chunk(pairs, sms);
   // No request can use more splits than the table width allows: scratch for those only.
   const int64_t by_ctx = std::max<int64_t>(1, (a.max_context + p.chunk - 1) / p.chunk);
-  const int cap = wide && knobs().mma_wide_splits > 0 ? std::min(knobs().mma_wide_splits, knobs().mma_splits)
-                                                       : knobs().mma_splits;
+  int cap = wide && knobs().mma_wide_splits > 0 ? std::min(knobs().mma_wide_splits, knobs().mma_splits)
+                                                 : knobs().mma_splits;
+  if (wide && knobs().mma_wide_splits < 0) {  // auto: by the grid's waves (ops/decode_split_cap.h)
+    const int most = static_cast<int>(std::min<int64_t>({kWideSplitsMost, knobs().mma_splits, by_ctx}));
+    cap = ops::wide_split_cap(d.batch, p.nkv, static_cast<int64_t>(decode_mma_blocks_per_sm(p.hd)) * sms, sms, most);
+  }
   p.max_splits = static_cast<int>(std::min<int64_t>(cap, by_ctx));
   p.scale_log2 = a.scale * kLog2e;
   p.cluster = mma_cluster(device.index, a.dtype, p.hd, pairs, sms, p.max_splits, &p.cluster_slots);
