@@ -13,8 +13,11 @@
 //    does not depend on the grid or on other rows' contents (chunk and max_splits are the host's
 //    choice by the batch's pairs bucket, attention_decode.cu's mma_chunk). Its splits are whole
 //    tiles long where that keeps the count (only the last ends in a partial tile), else even
-//    (H100, bench/results/h100_2026-11-25_session26 call F: 1025 tokens in 5 even splits of 205
-//    took 20 tile steps and 0.09 ms a qwen3-0.6b bs-64 step more than 1024 in 4 of 256): block x takes
+//    (H100, bench/results/h100_2026-11-25_session26 calls F-G, qwen3-0.6b bs 64 ctx 1024 in the
+//    wide geometry's 512-token chunks: 1025 tokens in 3 even splits of 342 take 18 tile steps,
+//    tiled 384 + 384 + 257 take 17: 3.92 -> 3.87 ms a step; 1024 tokens, 2 splits of 512 and 16
+//    steps, 3.83; session 26 had read the gap as 5 splits of 205, the chunk-256 case; see session
+//    27's README): block x takes
 //    splits x, x + grid_x, ... (one each whenever the grid is wide enough); blocks past the count
 //    exit right after pdl_wait.
 //  - A split's tokens go through shared memory in tiles of 64, gathered through req_to_token with
