@@ -476,8 +476,8 @@ struct DecodeKnobs {
   // with 1026 (3 splits either way) equal; llama-3.1-8b bs 64 (table 8192) equal; but long
   // requests just above SMs pairs lose: bs 32 ctx 4096 (8 splits before) 6.652 / 6.642 vs 6.584 /
   // 6.583 (+1%). Calls G-H: 2 lost more there (bs 32 ctx 4096 +0.33 ms, bs 24 ctx 8192 +0.07).
-  // -1 (auto, the default since session 27): ops::wide_split_cap of the batch's pairs, at most
-  // kWideSplitsMost: the fewest splits whose grid is one wave of ~2 blocks an SM or uses >= 80% of
+  // -1 (auto, the default since session 27): ops::wide_split_cap of the batch's rows (rounded up
+  // to 8) and kv heads, at most kWideSplitsMost: the fewest splits whose grid is one wave of ~2 blocks an SM or uses >= 80% of
   // its waves' slots (bench/results/h100_2026-11-26_session27 calls C-E; the rule's header says
   // what it measured); a row's splits still depend on its length and its batch's pairs only.
   int mma_wide_splits = -1;
