@@ -477,9 +477,10 @@ struct DecodeKnobs {
   // requests just above SMs pairs lose: bs 32 ctx 4096 (8 splits before) 6.652 / 6.642 vs 6.584 /
   // 6.583 (+1%). Calls G-H: 2 lost more there (bs 32 ctx 4096 +0.33 ms, bs 24 ctx 8192 +0.07).
   // -1 (auto, the default since session 27): ops::wide_split_cap of the batch's rows (rounded up
-  // to 8) and kv heads, at most kWideSplitsMost: the fewest splits whose grid is one wave of ~2 blocks an SM or uses >= 80% of
-  // its waves' slots (bench/results/h100_2026-11-26_session27 calls C-E; the rule's header says
-  // what it measured); a row's splits still depend on its length and its batch's pairs only.
+  // to 8) and kv heads, at most kWideSplitsMost: the fewest splits whose grid is one wave of ~2
+  // blocks an SM or uses >= 80% of its waves' slots (bench/results/h100_2026-11-26_session27 calls
+  // C-E; the rule's header says what it measured); a row's splits still depend on its length and
+  // its batch's row bucket only.
   int mma_wide_splits = -1;
   int mma_swap = 2;  // 0 off, 1 on where it applies, 2 auto (default; mma_swap)
   // s8-dattn2 run 1: llama bs 64 ncu 107.0 -> 105.9 us, graph -0.05 / 0.00 ms, qwen bs 64 -0.00 /
