@@ -751,6 +751,8 @@ using SwapScope = SwitchScope<&cuda::decode_mma_swap, &cuda::set_decode_mma_swap
 using PreloadScope = SwitchScope<&cuda::decode_mma_preload, &cuda::set_decode_mma_preload>;
 // Whether idle mma blocks leave before pdl_wait (0 after it, 1 before).
 using IdleExitScope = SwitchScope<&cuda::decode_mma_idle_exit, &cuda::set_decode_mma_idle_exit>;
+// DecodeMmaParams::kv_evict_first (session 28).
+using KvEvictFirstScope = SwitchScope<&cuda::decode_mma_kv_evict_first, &cuda::set_decode_mma_kv_evict_first>;
 // Whether the decode attention does prepare_qkv_'s work itself (attention_decode_prepare): 0 off, 1 on.
 using FusePrepareScope = SwitchScope<&cuda::decode_fuse_prepare, &cuda::set_decode_fuse_prepare>;
 // The legacy path's merge: -1 by batch, 0 the combine kernel, 8 / 16 the cluster merge.
@@ -1437,6 +1439,54 @@ TEST(OpsAttentionCuda, DecodeMmaWarpPipeEqualsSwapAndCpu) {
   WarpPipeScope pipe(1);
   expect_padding_changes_no_real_row({Shape3{32, 8, 128}, Shape3{16, 8, 128}, Shape3{64, 8, 64}}, 1710);
   expect_repeated_launches_stable(mixed, 1720);
+}
+
+// ---- decode mma: table entries checked at the copy, K/V copies evict-first (session 28) ----------
+
+// The table entries are read a tile ahead and checked (out of range -> the sink slot 0) only where a
+// copy uses them, and the K/V copies may carry an L2 evict-first policy: neither may change a bit.
+// Tables with entries out of range (negative, past the cache) inside the live lengths, for the
+// kernels the batch picks (bs 1 and 4: small-batch preload / cluster kernels; 40 and 72: the wide
+// swapped kernel, 72 = group 2's batch past 4 x SMs pairs that ran the lane-group kernel before), at
+// groups 2 / 4 / 8: the CPU reference (the same sink rule), and policy on == off bit for bit.
+TEST(OpsAttentionCuda, DecodeMmaTableCheckAndEvictFirstKeepBits) {
+  DecodePathScope scope(cuda::DecodeAttentionPath::automatic);
+  const std::vector<int32_t> lens = {1, 65, 300, 1025, 7, 513, 130, 2049};
+  const std::vector<BatchCase> cases = {
+      {{16, 8, 128}, 1, {1025}}, {{16, 8, 128}, 4, lens}, {{16, 8, 128}, 40, lens}, {{16, 8, 128}, 72, lens},
+      {{32, 8, 128}, 40, lens},  {{32, 4, 128}, 4, lens}, {{16, 8, 64}, 40, lens},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const BatchCase& k = cases[i];
+    SCOPED_TRACE("case " + std::to_string(i) + " B " + std::to_string(k.batch));
+    DecodeSetup s = decode_setup(k.sh, k.batch, k.lens, 2800 + static_cast<uint32_t>(i));
+    // Out-of-range entries at a few live positions of every request (the CPU rule: the sink slot 0).
+    for (int b = 0; b < k.batch; ++b) {
+      const int64_t row = static_cast<int64_t>(s.c.req_idx[static_cast<size_t>(b)]) * s.c.max_context;
+      const int32_t len = s.seq_lens[static_cast<size_t>(b)];
+      for (int32_t pos = b % 3; pos + 1 < len; pos += 97)
+        s.c.table[static_cast<size_t>(row + pos)] = pos % 2 == 0 ? -3 : static_cast<int32_t>(s.c.num_slots + pos);
+    }
+    {
+      KvEvictFirstScope evict(1);
+      expect_decode_matches(s, DType::BF16, 0.088f);
+    }
+    auto tg = upload(s.c, DType::BF16, kGpu);
+    const auto launch = [&] {
+      return to_host_floats(ops::attention_decode(tg.q, tg.k_cache, tg.v_cache, decode_meta(s.c, s.seq_lens, kGpu),
+                                                  k.sh.nq, k.sh.nkv, k.sh.hd, 0.088f));
+    };
+    std::vector<float> on, off;
+    {
+      KvEvictFirstScope evict(1);
+      on = launch();
+    }
+    {
+      KvEvictFirstScope evict(0);
+      off = launch();
+    }
+    EXPECT_EQ(on, off) << "the evict-first policy changed bits";
+  }
 }
 
 // ---- decode mma: K/V preload before pdl_wait (s11-dattn1) ------------------------------------

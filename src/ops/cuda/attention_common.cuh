@@ -68,11 +68,16 @@ __device__ __forceinline__ __half from_float<__half>(float v) { return __float2h
 template <>
 __device__ __forceinline__ float from_float<float>(float v) { return v; }
 
+// A table entry as read, and the CPU reference's rule for it: out of range -> sink slot 0. Split so
+// that a kernel can ask for entries early and check them only where it uses them: the check is the
+// load's first consumer, so checking at load time makes the thread wait there for the L2 trip.
+__device__ __forceinline__ int32_t kv_entry(const int32_t* row, int64_t pos) { return row == nullptr ? 0 : row[pos]; }
+__device__ __forceinline__ int64_t kv_checked(int32_t entry, int64_t num_slots) {
+  return (entry < 0 || entry >= num_slots) ? 0 : entry;
+}
 // KV slot of (request slot, position) with the CPU reference's rule: out-of-range → sink slot 0.
 __device__ __forceinline__ int64_t kv_slot(const int32_t* row, int64_t pos, int64_t num_slots) {
-  if (row == nullptr) return 0;
-  int64_t s = row[pos];
-  return (s < 0 || s >= num_slots) ? 0 : s;
+  return kv_checked(kv_entry(row, pos), num_slots);
 }
 
 constexpr float kLog2e = 1.4426950408889634f;

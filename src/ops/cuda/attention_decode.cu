@@ -496,6 +496,13 @@ struct DecodeKnobs {
   // 1.130 -> 1.060 / 1.075 ms (attention's advance 4.61 -> 3.33 us a layer), 64 tokens 1.441 /
   // 1.435 -> 1.411 / 1.430; decode bs 1 / 8 / 64 at ctx 1024 (no idle blocks) and 4 tokens equal: on.
   int mma_idle_exit = 1;
+  // K/V copies under an L2 evict-first policy (DecodeMmaParams::kv_evict_first). Measured (H100,
+  // bench/results/h100_2026-11-26_session28 call D, graph ms, off -> on): llama-3.1-8b ctx 1024 bs 64
+  // 9.01 / 9.05 -> 8.90 / 8.90, bs 128 12.17 / 12.23 -> 12.09 / 12.08, qwen3-0.6b bs 64 3.83-3.85 ->
+  // 3.78-3.83, but qwen3-0.6b ctx 4096 bs 32 6.19 / 6.21 -> 6.34 / 6.39, and its premise refuted: the
+  // blocks still wait as long on their first table entries (ncu: 47% of stall samples, 50% before),
+  // so the wait is the SM's queue of K/V copies, not DRAM misses. Off.
+  int mma_kv_evict_first = 0;
   // prepare_qkv_ inside the preload kernel (DecodeMmaParams::fuse_prepare; fuse_prepare_fits).
   // Measured slower (H100, bench/results/h100_2026-11-24_s14_fuse, decode graphs made decode-only
   // for the run, two rounds): qwen3-0.6b bs 1 1.028 / 1.025 -> 1.051 / 1.052 ms, qwen3-30b-a3b bs 1
@@ -541,6 +548,7 @@ DecodeKnobs read_knobs() {
   k.mma_early_trigger = env_int("GRAPHRT_DECODE_MMA_EARLY_TRIGGER", k.mma_early_trigger, 0, 1);
   k.mma_preload = env_choice("GRAPHRT_DECODE_MMA_PRELOAD", {"0", "1", "auto"}, k.mma_preload);  // (index = mode)
   k.mma_idle_exit = env_int("GRAPHRT_DECODE_MMA_IDLE_EXIT", k.mma_idle_exit, 0, 1);
+  k.mma_kv_evict_first = env_int("GRAPHRT_DECODE_MMA_KV_EVICT_FIRST", k.mma_kv_evict_first, 0, 1);
   k.fuse_prepare = env_int("GRAPHRT_DECODE_FUSE_PREPARE", k.fuse_prepare, 0, 1);
   constexpr int kLegacyClusters[] = {-1, 0, 8, 16};
   k.legacy_cluster = kLegacyClusters[env_choice("GRAPHRT_DECODE_LEGACY_CLUSTER", {"auto", "0", "8", "16"}, 0)];
@@ -564,6 +572,7 @@ std::atomic<int> g_warp_pipe_override{-1};  // -1: the environment's GRAPHRT_DEC
 std::atomic<int> g_early_trigger_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_EARLY_TRIGGER
 std::atomic<int> g_preload_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_PRELOAD
 std::atomic<int> g_idle_exit_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_IDLE_EXIT
+std::atomic<int> g_kv_evict_first_override{-1};  // -1: the environment's GRAPHRT_DECODE_MMA_KV_EVICT_FIRST
 std::atomic<int> g_fuse_prepare_override{-1};  // -1: the environment's GRAPHRT_DECODE_FUSE_PREPARE
 std::atomic<int> g_legacy_cluster_override{-2};  // -2: the environment's GRAPHRT_DECODE_LEGACY_CLUSTER
 
@@ -584,26 +593,20 @@ bool use_legacy(int base_blocks, int sms) {
   return base_blocks < 2 * sms;
 }
 
-// auto: the tensor-core kernel where it measured faster on the H100 (bench/results/
-// h100_2026-11-23_s5_dattn/README.md, graph ms, ctx 1024, old path -> mma): groups of 4+ query
-// heads at any batch (qwen3-30b-a3b bs 1 4.470 -> 4.398, bs 8 13.789 -> 12.990; llama-3.1-8b
-// bs 1 6.087 -> 6.072, bs 64 11.422 -> 9.917), group 2 only from batch x kv heads >= SMs
-// (qwen3-0.6b bs 64 4.769 -> 4.442; bs 1 1.203 -> 1.211 stays legacy).
-// Large batches (bench/results/h100_2026-11-23_session5/run5, fused -> mma): groups of 4+ keep
-// winning (llama bs 128 15.257 -> 13.446, bs 256 23.427 -> 21.704), group 2 does not (qwen3-0.6b
-// bs 256 12.493 -> 13.226), so only group 2-3 stops at kMmaAutoPairsPerSm x SMs.
-// Below SMs pairs group 2 takes it too since the cluster merge (s5-dattn2) removed its merge
-// round trips (bench/results/h100_2026-11-24_session6/run1, qwen3-0.6b graph ms: bs 1 legacy
-// 1.142 / 1.145 -> mma 1.062, bs 8 1.647 -> 1.602).
-constexpr int kMmaAutoPairsPerSm = 4;
-
-bool use_mma(bool supported, int batch, int nkv, int group, int sms) {
+// auto: the tensor-core kernel wherever it takes the shape. Groups of 4+ query heads measured faster
+// on it at every batch from the start (bench/results/h100_2026-11-23_s5_dattn/README.md and
+// h100_2026-11-23_session5/run5: llama-3.1-8b bs 64 11.422 -> 9.917, bs 256 23.427 -> 21.704 ms).
+// Group 2 (qwen3-0.6b) stayed on the lane-group kernel above 4 x SMs pairs (bs > 66) after session
+// 5's bs 256 (12.49 -> 13.23 ms with mma); the mma kernel has since gained the swapped tile, the
+// warp pipe, the wide geometry, unpadded swizzled tiles and the split cap, and re-measured faster at
+// every batch there (H100, bench/results/h100_2026-11-26_session28 call B, qwen3-0.6b graph ms, lane
+// group -> mma, ctx 1024: bs 72 5.15 -> 4.24, bs 96 5.77 -> 5.07, bs 128 7.17 -> 6.31, bs 192 9.70 ->
+// 8.94, bs 256 12.33 -> 11.50; ctx 4096 bs 96 17.38 -> 16.28, bs 128 22.51 -> 20.96). Group 3 was
+// never measured apart; it takes the same swapped kernel as group 2.
+bool use_mma(bool supported) {
   if (!supported) return false;
   const DecodeAttentionPath path = chosen_path();
-  if (path != DecodeAttentionPath::automatic) return path == DecodeAttentionPath::mma;
-  const int64_t pairs = static_cast<int64_t>(batch) * nkv;
-  if (group >= 4) return true;
-  return pairs <= static_cast<int64_t>(kMmaAutoPairsPerSm) * sms;
+  return path == DecodeAttentionPath::automatic || path == DecodeAttentionPath::mma;
 }
 
 // Tokens per split at least (GRAPHRT_DECODE_MMA_CHUNK, else by batch). Below the SM count in
@@ -802,6 +805,7 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   p.warp_pipe = p.swap && decode_mma_warp_pipe();
   p.early_trigger = decode_mma_early_trigger();
   p.idle_exit = decode_mma_idle_exit();
+  p.kv_evict_first = decode_mma_kv_evict_first();
   // Preload (GRAPHRT_DECODE_MMA_PRELOAD; "Preload" in attention_decode_mma.cu): below SMs pairs,
   // where the kernel is a short chain of dependent memory trips (qwen3-0.6b bs 1 ctx 1024: 16 x 8
   // blocks of one 64-token tile each), the first tile's K/V copies overlap the predecessor
@@ -844,10 +848,10 @@ void launch_mma(Stream& stream, Device device, const ops::DecodeArgs& d, int sms
   GRT_CUDA_CHECK_LAUNCH(
       "attention_decode mma B={} heads {}/{} head_dim {} grid x {} (splits <= {}, chunk {}, cluster {} x {} slots, carry {}, "
       "early {}, head cluster {}, kv heads a block {}, swap {}, warp pipe {}, early trigger {}, preload {}, "
-      "fused prepare {})",
+      "fused prepare {}, kv evict first {})",
       d.batch, p.nq, p.nkv, p.hd, grid_x, p.max_splits, p.chunk, p.cluster, p.cluster_slots, p.carry ? 1 : 0,
       p.early ? 1 : 0, p.head_cluster, p.kv_per_block, p.swap ? 1 : 0, p.warp_pipe ? 1 : 0, p.early_trigger ? 1 : 0,
-      p.preload ? 1 : 0, p.fuse_prepare ? 1 : 0);
+      p.preload ? 1 : 0, p.fuse_prepare ? 1 : 0, p.kv_evict_first ? 1 : 0);
 }
 
 template <typename T, bool kFused>
@@ -982,7 +986,7 @@ void attention_decode(Stream& stream, Device device, const ops::DecodeArgs& d) {
   const int group = a.num_q_heads / a.num_kv_heads;
   const bool mma_ok = a.scale > 0.0f && decode_mma_supports(a.dtype, a.head_dim, group, d.batch, a.num_kv_heads, a.q,
                                                             a.q_row_stride, a.k_cache, a.v_cache, a.out);
-  if (use_mma(mma_ok, d.batch, a.num_kv_heads, group, sms)) {
+  if (use_mma(mma_ok)) {
     launch_mma(stream, device, d, sms);  // (runs d.prepare, fused or before)
     return;
   }
@@ -1128,6 +1132,16 @@ void set_decode_mma_idle_exit(int mode) {
 bool decode_mma_idle_exit() {
   const int o = g_idle_exit_override.load(std::memory_order_relaxed);
   return (o < 0 ? knobs().mma_idle_exit : o) != 0;
+}
+
+void set_decode_mma_kv_evict_first(int mode) {
+  GRT_CHECK(mode >= -1 && mode <= 1, "set_decode_mma_kv_evict_first({}): -1 (environment), 0 (off) or 1 (on)", mode);
+  g_kv_evict_first_override.store(mode, std::memory_order_relaxed);
+}
+
+bool decode_mma_kv_evict_first() {
+  const int o = g_kv_evict_first_override.load(std::memory_order_relaxed);
+  return (o < 0 ? knobs().mma_kv_evict_first : o) != 0;
 }
 
 void set_decode_mma_preload(int mode) {

@@ -172,10 +172,13 @@ namespace grt::cuda {
 namespace {
 
 using attn::cp_async16;
+using attn::cp_async16_hint;
+using attn::l2_evict_first_policy;
 using attn::cp_async_commit;
 using attn::cp_async_wait;
 using attn::fast_exp2;
-using attn::kv_slot;
+using attn::kv_checked;
+using attn::kv_entry;
 using attn::ldmatrix_x4;
 using attn::ldmatrix_x4_trans;
 using attn::mma16816;
@@ -459,26 +462,44 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     const int64_t start = s * per_split;
     return static_cast<int>(max(int64_t{0}, min(len, start + per_split) - start));
   };
-  int32_t slots[C::kKvRows];  // this thread's rows of the next tile to issue (-1: past its split, zero-filled)
+  // This thread's rows of the next tile to issue: the table entries as read, checked (kv_checked)
+  // only where a copy uses them, so the L2 trip of an entry read one tile ahead runs during the
+  // current tile's wait and math instead of stalling the thread at the read (H100, session 28 call
+  // B: with the check at the read, 38% of the bs-64 kernel's stall samples sat on it).
+  // slot_live bit i: row i lies in its split (else zero-filled).
+  int32_t slot_entry[C::kKvRows];
+  uint32_t slot_live = 0;
+  static_assert(C::kKvRows <= 32, "slot_live holds a bit a row");
   auto load_slots_of = [&](int s, int t) {
     const int n = split_tokens(s);
     const int32_t* row = table != nullptr ? table + s * per_split : nullptr;
+    slot_live = 0;
 #pragma unroll
     for (int i = 0; i < C::kKvRows; ++i) {
       const int pos = t * C::kBK + crow + i * kRowStep;
-      slots[i] = pos < n ? static_cast<int32_t>(kv_slot(row, pos, p.num_slots)) : -1;
+      const bool live = pos < n;
+      slot_entry[i] = live ? kv_entry(row, pos) : 0;
+      slot_live |= live ? 1u << i : 0u;
     }
   };
+  // K/V copies: under the L2 evict-first policy with p.kv_evict_first (read once a step).
+  const uint64_t kv_policy = p.kv_evict_first ? l2_evict_first_policy() : 0;
+  const auto copy_kv = [&](uint32_t dst, const T* src, bool ok) {
+    if (p.kv_evict_first) cp_async16_hint(dst, src, ok, kv_policy);
+    else cp_async16(dst, src, ok);
+  };
+  const auto slot_ok = [&](int i) { return ((slot_live >> i) & 1u) != 0; };
+  const auto slot_of = [&](int i) { return kv_checked(slot_entry[i], p.num_slots); };
   auto issue_tile = [&](int stage) {
     T* ks = kvs + (2 * stage) * C::kTileElems;
     T* vs = ks + C::kTileElems;
 #pragma unroll
     for (int i = 0; i < C::kKvRows; ++i) {
       const int r = crow + i * kRowStep;
-      const bool ok = slots[i] >= 0;
-      const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
-      cp_async16(smem_addr(ks + C::kv_at(r, chunk)), kc + off, ok);
-      cp_async16(smem_addr(vs + C::kv_at(r, chunk)), vc + off, ok);
+      const bool ok = slot_ok(i);
+      const int64_t off = ok ? slot_of(i) * width : 0;
+      copy_kv(smem_addr(ks + C::kv_at(r, chunk)), kc + off, ok);
+      copy_kv(smem_addr(vs + C::kv_at(r, chunk)), vc + off, ok);
     }
   };
   // kCarry: the next tile to issue is tile `nt` of split `ns` (ns >= splits: none left). Uniform
@@ -510,15 +531,16 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
 #pragma unroll
     for (int i = 0; i < C::kKvRows; ++i) {
       const int r = crow + i * kRowStep;
-      const bool ok = slots[i] >= 0;
+      const bool ok = slot_ok(i);
+      const int64_t slot = slot_of(i);
       if (ok && p.fuse_prepare && pos0 + r == len - 1) continue;  // written by fused_prepare (no copy)
-      if (ok && (slots[i] == 0 || pos0 + r >= fresh)) {
+      if (ok && (slot == 0 || pos0 + r >= fresh)) {
         late |= 1u << i;
         continue;
       }
-      const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
-      cp_async16(smem_addr(ks + C::kv_at(r, chunk)), kc + off, ok);
-      cp_async16(smem_addr(vs + C::kv_at(r, chunk)), vc + off, ok);
+      const int64_t off = ok ? slot * width : 0;
+      copy_kv(smem_addr(ks + C::kv_at(r, chunk)), kc + off, ok);
+      copy_kv(smem_addr(vs + C::kv_at(r, chunk)), vc + off, ok);
     }
   };
   const auto issue_late = [&](int stage) {  // after pdl_wait; slots still those of the preloaded tile
@@ -528,9 +550,9 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     for (int i = 0; i < C::kKvRows; ++i) {
       if (((late >> i) & 1u) == 0) continue;
       const int r = crow + i * kRowStep;
-      const int64_t off = static_cast<int64_t>(slots[i]) * width;
-      cp_async16(smem_addr(ks + C::kv_at(r, chunk)), kc + off, true);
-      cp_async16(smem_addr(vs + C::kv_at(r, chunk)), vc + off, true);
+      const int64_t off = slot_of(i) * width;
+      copy_kv(smem_addr(ks + C::kv_at(r, chunk)), kc + off, true);
+      copy_kv(smem_addr(vs + C::kv_at(r, chunk)), vc + off, true);
     }
   };
   // Fused prepare (p.fuse_prepare, kPreload kernels, bf16; "Fused prepare" in the header comment).

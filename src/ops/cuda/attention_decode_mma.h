@@ -81,6 +81,10 @@ struct DecodeMmaParams {
   // request and kv head always works and waits). Decided from the host-written lengths only; the
   // same bits either way.
   bool idle_exit;
+  // K/V rows copied under an L2 evict-first policy (read once a step), meant to keep the block
+  // tables and metadata every block reads first in the L2 across layers. Same data: same bits.
+  // Off by default (attention_decode.cu, knobs: mixed results, premise refuted).
+  bool kv_evict_first;
   // Fused prepare (with preload, kv_new_from null (the host passes null for a one-row batch too), bf16;
   // "Fused prepare" in attention_decode_mma.cu):
   // q is the raw q of the qkv projection (prepare_qkv_ has not run), and the kernel does
@@ -174,6 +178,10 @@ bool decode_mma_early_trigger();  // in force
 // and A/B; process-wide.
 void set_decode_mma_idle_exit(int mode);
 bool decode_mma_idle_exit();  // in force
+// Whether the K/V copies carry the L2 evict-first policy (DecodeMmaParams::kv_evict_first): -1 the
+// environment's GRAPHRT_DECODE_MMA_KV_EVICT_FIRST (default 0), 0 off, 1 on. For tests and A/B.
+void set_decode_mma_kv_evict_first(int mode);
+bool decode_mma_kv_evict_first();  // in force
 
 // Whether the small-batch mma kernels (batch x kv heads below the SM count) copy their first K/V
 // tile before pdl_wait (DecodeMmaParams::preload): -1 the environment's GRAPHRT_DECODE_MMA_PRELOAD

@@ -24,7 +24,8 @@ using attn::cp_async_commit;
 using attn::cp_async_wait;
 using attn::fast_exp2;
 using attn::kLazyRescaleLog2;
-using attn::kv_slot;
+using attn::kv_checked;
+using attn::kv_entry;
 using attn::pack2;
 using attn::smem_addr;
 
@@ -188,7 +189,12 @@ struct WgTile {
   int64_t width;
   const T* kc;
   const T* vc;
-  int32_t slots[kKvRows];
+  // This thread's rows of the tile loaded last: table entries as read, checked where a copy uses
+  // them (kv_checked), so the read's L2 trip does not stall the thread at the read; slot_live bit i:
+  // row i lies before kv_end (else zero-filled).
+  int32_t slot_entry[kKvRows];
+  uint32_t slot_live;
+  static_assert(kKvRows <= 32, "slot_live holds a bit a row");
   // Warpgroup, warp in it, lane's row group and column pair; the warpgroup's first row, and the
   // (clamped, as in the FA2 kernel: rows past kv_end see every key either way) positions of the
   // warpgroup's and the warp's first row; the q head.
@@ -243,12 +249,18 @@ struct WgTile {
     }
   }
   __device__ __forceinline__ void load_slots(int t) {
+    uint32_t live_bits = 0;
 #pragma unroll
     for (int i = 0; i < kKvRows; ++i) {
       const int pos = t * kBK + crow + i * kRowsPerPass;
-      slots[i] = pos < kv_end ? static_cast<int32_t>(kv_slot(table, pos, p.num_slots)) : -1;
+      const bool live = pos < kv_end;
+      slot_entry[i] = live ? kv_entry(table, pos) : 0;
+      live_bits |= live ? 1u << i : 0u;
     }
+    slot_live = live_bits;
   }
+  __device__ __forceinline__ bool slot_ok(int i) const { return ((slot_live >> i) & 1u) != 0; }
+  __device__ __forceinline__ int64_t slot_of(int i) const { return kv_checked(slot_entry[i], p.num_slots); }
   __device__ __forceinline__ uint32_t k_stage(int stage) const { return kvs + 2 * stage * C::kTileBytes; }
   __device__ __forceinline__ uint32_t v_stage(int stage) const { return k_stage(stage) + C::kTileBytes; }
   // cp.async of the tile whose slots were loaded last into `stage` (no commit).
@@ -257,8 +269,8 @@ struct WgTile {
 #pragma unroll
     for (int i = 0; i < kKvRows; ++i) {
       const int r = crow + i * kRowsPerPass;
-      const bool ok = slots[i] >= 0;
-      const int64_t off = ok ? static_cast<int64_t>(slots[i]) * width : 0;
+      const bool ok = slot_ok(i);
+      const int64_t off = ok ? slot_of(i) * width : 0;
       cp_async16(ks + sw128(r, chunk, kBK), kc + off, ok);
       cp_async16(vs + sw128(r, chunk, kBK), vc + off, ok);
     }
@@ -272,8 +284,8 @@ struct WgTile {
 #pragma unroll
     for (int i = 0; i < kKvRows; ++i) {
       const int r = crow + i * kRowsPerPass;
-      const bool ok = slots[i] >= 0;
-      cp_async16(dst + sw128(r, chunk, kBK), src + (ok ? static_cast<int64_t>(slots[i]) * width : 0), ok);
+      const bool ok = slot_ok(i);
+      cp_async16(dst + sw128(r, chunk, kBK), src + (ok ? slot_of(i) * width : 0), ok);
     }
   }
   // S = Q · Kᵀ (64 x 64 for this warpgroup) from `stage`; issued, not committed.
