@@ -75,6 +75,31 @@ __device__ __forceinline__ int32_t kv_entry(const int32_t* row, int64_t pos) { r
 __device__ __forceinline__ int64_t kv_checked(int32_t entry, int64_t num_slots) {
   return (entry < 0 || entry >= num_slots) ? 0 : entry;
 }
+// A thread's N rows of one K/V tile: table entries as read and a bit a row for "before the end"
+// (rows past it are zero-filled). Entries are checked (kv_checked) only where a copy uses them, so a
+// read issued a tile ahead does not stall the thread at the read (H100, bench/results/
+// h100_2026-11-26_session28: with the check at the read, 38% of the bs-64 decode kernel's stall
+// samples sat on it).
+template <int N>
+struct TileEntries {
+  static_assert(N <= 32, "live holds a bit a row");
+  int32_t entry[N];
+  uint32_t live;
+  // Positions first, first + step, ... of `row` (null: the sink), those below `end`.
+  __device__ __forceinline__ void read(const int32_t* row, int first, int step, int end) {
+    uint32_t bits = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int pos = first + i * step;
+      const bool in = pos < end;
+      entry[i] = in ? kv_entry(row, pos) : 0;
+      bits |= in ? 1u << i : 0u;
+    }
+    live = bits;
+  }
+  __device__ __forceinline__ bool ok(int i) const { return ((live >> i) & 1u) != 0; }
+  __device__ __forceinline__ int64_t slot(int i, int64_t num_slots) const { return kv_checked(entry[i], num_slots); }
+};
 // KV slot of (request slot, position) with the CPU reference's rule: out-of-range → sink slot 0.
 __device__ __forceinline__ int64_t kv_slot(const int32_t* row, int64_t pos, int64_t num_slots) {
   return kv_checked(kv_entry(row, pos), num_slots);

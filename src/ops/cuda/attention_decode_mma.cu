@@ -177,8 +177,7 @@ using attn::l2_evict_first_policy;
 using attn::cp_async_commit;
 using attn::cp_async_wait;
 using attn::fast_exp2;
-using attn::kv_checked;
-using attn::kv_entry;
+using attn::TileEntries;
 using attn::ldmatrix_x4;
 using attn::ldmatrix_x4_trans;
 using attn::mma16816;
@@ -462,25 +461,10 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     const int64_t start = s * per_split;
     return static_cast<int>(max(int64_t{0}, min(len, start + per_split) - start));
   };
-  // This thread's rows of the next tile to issue: the table entries as read, checked (kv_checked)
-  // only where a copy uses them, so the L2 trip of an entry read one tile ahead runs during the
-  // current tile's wait and math instead of stalling the thread at the read (H100, session 28 call
-  // B: with the check at the read, 38% of the bs-64 kernel's stall samples sat on it).
-  // slot_live bit i: row i lies in its split (else zero-filled).
-  int32_t slot_entry[C::kKvRows];
-  uint32_t slot_live = 0;
-  static_assert(C::kKvRows <= 32, "slot_live holds a bit a row");
+  // This thread's rows of the next tile to issue (read a tile ahead; attn::TileEntries).
+  TileEntries<C::kKvRows> slots;
   auto load_slots_of = [&](int s, int t) {
-    const int n = split_tokens(s);
-    const int32_t* row = table != nullptr ? table + s * per_split : nullptr;
-    slot_live = 0;
-#pragma unroll
-    for (int i = 0; i < C::kKvRows; ++i) {
-      const int pos = t * C::kBK + crow + i * kRowStep;
-      const bool live = pos < n;
-      slot_entry[i] = live ? kv_entry(row, pos) : 0;
-      slot_live |= live ? 1u << i : 0u;
-    }
+    slots.read(table != nullptr ? table + s * per_split : nullptr, t * C::kBK + crow, kRowStep, split_tokens(s));
   };
   // K/V copies: under the L2 evict-first policy with p.kv_evict_first (read once a step).
   const uint64_t kv_policy = p.kv_evict_first ? l2_evict_first_policy() : 0;
@@ -488,8 +472,8 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     if (p.kv_evict_first) cp_async16_hint(dst, src, ok, kv_policy);
     else cp_async16(dst, src, ok);
   };
-  const auto slot_ok = [&](int i) { return ((slot_live >> i) & 1u) != 0; };
-  const auto slot_of = [&](int i) { return kv_checked(slot_entry[i], p.num_slots); };
+  const auto slot_ok = [&](int i) { return slots.ok(i); };
+  const auto slot_of = [&](int i) { return slots.slot(i, p.num_slots); };
   auto issue_tile = [&](int stage) {
     T* ks = kvs + (2 * stage) * C::kTileElems;
     T* vs = ks + C::kTileElems;

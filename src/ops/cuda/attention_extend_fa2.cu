@@ -27,8 +27,7 @@ using attn::cp_async_commit;
 using attn::cp_async_wait;
 using attn::fast_exp2;
 using attn::kLazyRescaleLog2;
-using attn::kv_checked;
-using attn::kv_entry;
+using attn::TileEntries;
 using attn::ldmatrix_x4;
 using attn::ldmatrix_x4_trans;
 using attn::mma16816;
@@ -130,30 +129,16 @@ __device__ __forceinline__ void fa2_tile(const ExtendParams& p, int qt, int ext,
       cp_async16(smem_addr(qs + r * C::kPitch + chunk * 8), ok ? q + row * p.q_stride : q, ok);
     }
   }
-  // This thread's rows of tile `t`: table entries as read, checked where a copy uses them
-  // (kv_checked), so the read's L2 trip does not stall the thread at the read; slot_live bit i: row i
-  // lies before kv_end (else zero-filled).
-  int32_t slot_entry[C::kKvRows];
-  uint32_t slot_live = 0;
-  static_assert(C::kKvRows <= 32, "slot_live holds a bit a row");
-  auto load_slots = [&](int t) {
-    slot_live = 0;
-#pragma unroll
-    for (int i = 0; i < C::kKvRows; ++i) {
-      const int pos = t * kBK + crow + i * C::kRowsPerPass;
-      const bool live = pos < kv_end;
-      slot_entry[i] = live ? kv_entry(table, pos) : 0;
-      slot_live |= live ? 1u << i : 0u;
-    }
-  };
+  TileEntries<C::kKvRows> slots;  // this thread's rows of tile `t` (read ahead; attn::TileEntries)
+  auto load_slots = [&](int t) { slots.read(table, t * kBK + crow, C::kRowsPerPass, kv_end); };
   auto issue_tile = [&](int stage) {
     T* ks = kvs + (2 * stage) * C::kTileElems;
     T* vs = ks + C::kTileElems;
 #pragma unroll
     for (int i = 0; i < C::kKvRows; ++i) {
       const int r = crow + i * C::kRowsPerPass;
-      const bool ok = ((slot_live >> i) & 1u) != 0;
-      const int64_t off = ok ? kv_checked(slot_entry[i], p.num_slots) * width : 0;
+      const bool ok = slots.ok(i);
+      const int64_t off = ok ? slots.slot(i, p.num_slots) * width : 0;
       cp_async16(smem_addr(ks + r * C::kPitch + chunk * 8), kc + off, ok);
       cp_async16(smem_addr(vs + r * C::kPitch + chunk * 8), vc + off, ok);
     }

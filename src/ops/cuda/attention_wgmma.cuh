@@ -24,8 +24,7 @@ using attn::cp_async_commit;
 using attn::cp_async_wait;
 using attn::fast_exp2;
 using attn::kLazyRescaleLog2;
-using attn::kv_checked;
-using attn::kv_entry;
+using attn::TileEntries;
 using attn::pack2;
 using attn::smem_addr;
 
@@ -189,12 +188,7 @@ struct WgTile {
   int64_t width;
   const T* kc;
   const T* vc;
-  // This thread's rows of the tile loaded last: table entries as read, checked where a copy uses
-  // them (kv_checked), so the read's L2 trip does not stall the thread at the read; slot_live bit i:
-  // row i lies before kv_end (else zero-filled).
-  int32_t slot_entry[kKvRows];
-  uint32_t slot_live;
-  static_assert(kKvRows <= 32, "slot_live holds a bit a row");
+  TileEntries<kKvRows> slots;  // this thread's rows of the tile loaded last (read ahead; attn::TileEntries)
   // Warpgroup, warp in it, lane's row group and column pair; the warpgroup's first row, and the
   // (clamped, as in the FA2 kernel: rows past kv_end see every key either way) positions of the
   // warpgroup's and the warp's first row; the q head.
@@ -248,19 +242,9 @@ struct WgTile {
       cp_async16(qs + sw128(r, chunk, C::kBQ), ok ? q + row * p.q_stride : q, ok);
     }
   }
-  __device__ __forceinline__ void load_slots(int t) {
-    uint32_t live_bits = 0;
-#pragma unroll
-    for (int i = 0; i < kKvRows; ++i) {
-      const int pos = t * kBK + crow + i * kRowsPerPass;
-      const bool live = pos < kv_end;
-      slot_entry[i] = live ? kv_entry(table, pos) : 0;
-      live_bits |= live ? 1u << i : 0u;
-    }
-    slot_live = live_bits;
-  }
-  __device__ __forceinline__ bool slot_ok(int i) const { return ((slot_live >> i) & 1u) != 0; }
-  __device__ __forceinline__ int64_t slot_of(int i) const { return kv_checked(slot_entry[i], p.num_slots); }
+  __device__ __forceinline__ void load_slots(int t) { slots.read(table, t * kBK + crow, kRowsPerPass, kv_end); }
+  __device__ __forceinline__ bool slot_ok(int i) const { return slots.ok(i); }
+  __device__ __forceinline__ int64_t slot_of(int i) const { return slots.slot(i, p.num_slots); }
   __device__ __forceinline__ uint32_t k_stage(int stage) const { return kvs + 2 * stage * C::kTileBytes; }
   __device__ __forceinline__ uint32_t v_stage(int stage) const { return k_stage(stage) + C::kTileBytes; }
   // cp.async of the tile whose slots were loaded last into `stage` (no commit).
