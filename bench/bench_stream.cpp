@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <random>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -32,10 +34,14 @@ struct StreamOpts {
   int launches = 20;
   int reps = 7;
   bool json = false;
+  // The pieces mode (--pieces): launches read `count` pieces of `size` at random piece-aligned
+  // places of a pool, the MoE experts' pattern; --pools lists the pool sizes compared.
+  std::string pieces;
+  std::string pools = "256M,40G";
 };
 
-int64_t parse_size(const std::string& t) {
-  GRT_CHECK(!t.empty(), "bench stream: empty size in --bytes");
+int64_t parse_size(const std::string& t, int64_t limit = int64_t{4} << 30) {
+  GRT_CHECK(!t.empty(), "bench stream: an empty size in --bytes, --pieces or --pools");
   int64_t mul = 1;
   std::string num = t;
   const char u = t.back();
@@ -50,11 +56,42 @@ int64_t parse_size(const std::string& t) {
   } catch (const std::exception&) {
     used = 0;
   }
-  GRT_CHECK(used == num.size() && v > 0, "bench stream: size '{}' in --bytes is not a positive number (K/M/G allowed)",
+  GRT_CHECK(used == num.size() && v > 0, "bench stream: size '{}' is not a positive number (K/M/G allowed)",
             t);
   const int64_t b = v * mul;
-  GRT_CHECK(b % 16 == 0 && b <= (int64_t{4} << 30), "bench stream: size '{}' must be a multiple of 16 bytes, <= 4G", t);
+  GRT_CHECK(b % 16 == 0 && b <= limit, "bench stream: size '{}' must be a multiple of 16 bytes, <= {}G", t,
+            limit >> 30);
   return b;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    out.push_back(text.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// "8x6M" -> {8, 6 MiB}: a count of pieces (1..64) and each piece's size (a multiple of 16 KB).
+std::pair<int, int64_t> parse_pieces(const std::string& t) {
+  const size_t x = t.find('x');
+  GRT_CHECK(x != std::string::npos && x > 0, "bench stream: --pieces entry '{}' must read COUNTxSIZE, e.g. 8x6M", t);
+  int count = 0;
+  try {
+    size_t used = 0;
+    count = std::stoi(t.substr(0, x), &used);
+    if (used != x) count = 0;
+  } catch (const std::exception&) {
+    count = 0;
+  }
+  GRT_CHECK(count >= 1 && count <= 64, "bench stream: --pieces entry '{}': the count must be 1..64", t);
+  const int64_t size = parse_size(t.substr(x + 1));
+  GRT_CHECK(size % (16 << 10) == 0, "bench stream: --pieces entry '{}': a piece must be a multiple of 16K", t);
+  return {count, size};
 }
 
 #if defined(GRAPHRT_WITH_CUDA)
@@ -70,6 +107,8 @@ const char* pattern_name(cuda::StreamPattern p) {
   switch (p) {
     case cuda::StreamPattern::kKvNear: return "kv-near";
     case cuda::StreamPattern::kKvFar: return "kv-far";
+    case cuda::StreamPattern::kPiecesSeq: return "pieces-seq";
+    case cuda::StreamPattern::kPiecesMix: return "pieces-mix";
     default: return "contig";
   }
 }
@@ -99,18 +138,117 @@ uint32_t host_xor(const Tensor& partials) {
   return x;
 }
 
+// The pieces mode: for each --pieces entry and pool size, every launch of the timed graph reads
+// `count` distinct pieces at random piece-aligned places of the pool (a new draw each launch:
+// as the 48 layers of a one-token MoE step each read 8 other experts), against the same bytes
+// read as one contiguous run at a random place of the same pool. A pool far larger than the L2
+// and the TLBs' reach (40 GB ~ the 58 GB of qwen3-30b-a3b's experts) against a small one (256 MB)
+// tells whether scattered pieces themselves cost streaming rate.
+void run_pieces(const StreamOpts& o, const Device& d) {
+  std::vector<int64_t> pools;
+  for (const std::string& t : split_commas(o.pools)) pools.push_back(parse_size(t, int64_t{72} << 30));
+  std::vector<std::pair<int, int64_t>> specs;
+  for (const std::string& t : split_commas(o.pieces)) specs.push_back(parse_pieces(t));
+  const int64_t pool_bytes = *std::max_element(pools.begin(), pools.end());
+  for (const auto& [count, size] : specs)
+    for (int64_t pb : pools)
+      GRT_CHECK(pb >= 2 * count * size, "bench stream: pool {} bytes is smaller than twice {} pieces of {} bytes", pb,
+                count, size);
+  Tensor pool = empty(Shape{pool_bytes / 2}, DType::BF16, d);
+  ops::fill_hash_uniform_(pool, 7, 0.0f, 1.0f);
+  const int max_blocks = cuda::stream_probe_blocks(d.index, 2);
+  Tensor partials = zeros(Shape{max_blocks}, DType::I32, d);
+  auto stream = new_stream(d);
+  StreamGuard guard(*stream);
+  const auto* base = static_cast<const unsigned char*>(pool.data());
+  struct PieceConfig {
+    cuda::StreamMethod method;
+    const char* name;
+    int depth, bps;
+  };
+  const std::vector<PieceConfig> configs = {{cuda::StreamMethod::kCpAsync, "cp.async", 4, 1},
+                                            {cuda::StreamMethod::kCpAsync, "cp.async", 8, 1},
+                                            {cuda::StreamMethod::kCpAsync, "cp.async", 4, 2},
+                                            {cuda::StreamMethod::kBulk, "bulk", 8, 1},
+                                            {cuda::StreamMethod::kBulk, "bulk", 12, 1}};
+  nlohmann::json j;
+  j["device"] = device_name(d);
+  j["launches"] = o.launches;
+  j["reps"] = o.reps;
+  j["results"] = nlohmann::json::array();
+  std::mt19937_64 rng(12345);
+  for (const auto& [count, size] : specs) {
+    const int64_t bytes = count * size;
+    for (int64_t pb : pools) {
+      // Per launch: `count` distinct piece slots of the pool (pieces), and one slot of `bytes` (contig).
+      const int64_t slots = pb / size, runs = pb / bytes;
+      std::vector<int64_t> offs(static_cast<size_t>(o.launches) * count), run_offs(o.launches);
+      for (int l = 0; l < o.launches; ++l) {
+        std::vector<int64_t> pick;
+        while (static_cast<int>(pick.size()) < count) {
+          const int64_t k = static_cast<int64_t>(rng() % static_cast<uint64_t>(slots));
+          if (std::find(pick.begin(), pick.end(), k) == pick.end()) pick.push_back(k);
+        }
+        for (int i = 0; i < count; ++i) offs[static_cast<size_t>(l) * count + i] = pick[i] * size;
+        run_offs[l] = static_cast<int64_t>(rng() % static_cast<uint64_t>(runs)) * bytes;
+      }
+      Tensor offs_dev = from_vector(offs, Shape{static_cast<int64_t>(offs.size())}, DType::I64, d);
+      const auto* offs_ptr = static_cast<const int64_t*>(offs_dev.data());
+      if (!o.json)
+        std::printf("\n%d pieces x %lld bytes (%.1f MB a launch), pool %.1f GB\n%-9s %5s %3s %-10s %9s %9s %s\n", count,
+                    static_cast<long long>(size), bytes / 1e6, pb / 1e9, "method", "depth", "bps", "pattern", "us",
+                    "GB/s", "xor");
+      for (const PieceConfig& c : configs) {
+        uint32_t want = 0;
+        for (auto pat : {cuda::StreamPattern::kContiguous, cuda::StreamPattern::kPiecesSeq,
+                         cuda::StreamPattern::kPiecesMix}) {
+          auto args = [&](int l) {
+            cuda::StreamProbeArgs a;
+            a.bytes = bytes;
+            a.method = c.method;
+            a.depth = c.depth;
+            a.blocks_per_sm = c.bps;
+            a.pattern = pat;
+            a.partials = static_cast<uint32_t*>(partials.data());
+            if (pat == cuda::StreamPattern::kContiguous) {
+              a.src = base + run_offs[l];
+            } else {
+              a.src = base;
+              a.piece_offsets = offs_ptr + static_cast<int64_t>(l) * count;
+              a.pieces = count;
+            }
+            return a;
+          };
+          // Seq and mix read the same bytes of launch 0 in another order: the same XOR.
+          stream->memset_async(partials.data(), 0, partials.nbytes());
+          cuda::stream_probe(d, args(0));
+          const uint32_t got = host_xor(partials);
+          if (pat == cuda::StreamPattern::kPiecesSeq) want = got;
+          const bool ok = pat != cuda::StreamPattern::kPiecesMix || got == want;
+          const std::vector<double> us =
+              bench::graph_replay_us_per_call(d, o.launches, o.reps, [&](int i) { cuda::stream_probe(d, args(i)); });
+          const double med = us[us.size() / 2];
+          const double gbps = static_cast<double>(bytes) / (med * 1e3);
+          j["results"].push_back({{"pieces", count}, {"piece_bytes", size}, {"pool_bytes", pb}, {"method", c.name},
+                                  {"depth", c.depth}, {"blocks_per_sm", c.bps}, {"pattern", pattern_name(pat)},
+                                  {"us", med}, {"gbps", gbps}, {"xor_ok", ok}, {"us_all", us}});
+          if (!o.json)
+            std::printf("%-9s %5d %3d %-10s %9.2f %9.0f %s\n", c.name, c.depth, c.bps, pattern_name(pat), med, gbps,
+                        ok ? "ok" : "MISMATCH");
+        }
+      }
+    }
+  }
+  if (o.json) std::printf("%s\n", j.dump(1).c_str());
+}
+
 void run_stream(const StreamOpts& o) {
   const Device d = Device::parse(o.device);
   GRT_CHECK(d.is_cuda(), "bench stream needs a CUDA device, got {}", o.device);
   GRT_CHECK(o.launches >= 1 && o.reps >= 1, "bench stream: --launches and --reps must be >= 1");
+  if (!o.pieces.empty()) return run_pieces(o, d);
   std::vector<int64_t> sizes;
-  size_t pos = 0;
-  while (pos <= o.bytes.size()) {
-    size_t comma = o.bytes.find(',', pos);
-    if (comma == std::string::npos) comma = o.bytes.size();
-    sizes.push_back(parse_size(o.bytes.substr(pos, comma - pos)));
-    pos = comma + 1;
-  }
+  for (const std::string& t : split_commas(o.bytes)) sizes.push_back(parse_size(t));
   const int64_t floor_bytes = int64_t{192} << 20;
   auto slices_of = [&](int64_t b) { return std::max<int64_t>(2, (floor_bytes + b - 1) / b); };
   int64_t pool_bytes = 0;
@@ -186,6 +324,10 @@ void register_bench_stream(CLI::App& bench) {
   c->add_option("--bytes", o->bytes, "buffer sizes read by one launch (K/M/G suffixes)")->capture_default_str();
   c->add_option("--launches", o->launches, "probe launches in the timed graph")->capture_default_str();
   c->add_option("--reps", o->reps, "graph replays timed (median)")->capture_default_str();
+  c->add_option("--pieces", o->pieces,
+                 "pieces mode: COUNTxSIZE entries (e.g. 8x6M,8x3M); each launch reads COUNT random piece-aligned "
+                 "pieces of SIZE from a pool, against one contiguous run of the same bytes");
+  c->add_option("--pools", o->pools, "pieces mode: pool sizes compared (K/M/G, <= 72G)")->capture_default_str();
   c->add_flag("--json", o->json, "print JSON");
   c->callback([o] { run_stream(*o); });
 }

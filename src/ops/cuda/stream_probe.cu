@@ -72,12 +72,28 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(smem)), "l"(gmem) : "memory");
 }
 
+// The pieces patterns' map (StreamPattern::kPiecesSeq / kPiecesMix): offsets in bytes.
+struct PieceMap {
+  const int64_t* offsets = nullptr;
+  int64_t tiles_per_piece = 0;
+  int pieces = 0;
+};
+
+// First 16-byte chunk of tile t in a pieces pattern (mix: true for kPiecesMix).
+__device__ __forceinline__ int64_t piece_tile_chunk(int64_t t, bool mix, const PieceMap& pm) {
+  const int64_t piece = mix ? t % pm.pieces : t / pm.tiles_per_piece;
+  const int64_t within = mix ? t / pm.pieces : t % pm.tiles_per_piece;
+  return __ldg(pm.offsets + piece) / 16 + within * kStageChunks;
+}
+
 // 16-byte chunk c (0..1023) of tile t in `pattern` (StreamPattern): a tile is 64 rows x 16 chunks
 // (256 bytes) of one head in the KV patterns, rows of kStreamKvHeads x 16 chunks.
 template <int kPattern>
-__device__ __forceinline__ int64_t tile_chunk(int64_t t, int c, int64_t tiles) {
+__device__ __forceinline__ int64_t tile_chunk(int64_t t, int c, int64_t tiles, const PieceMap& pm) {
   if constexpr (kPattern == 0) {
     return t * kStageChunks + c;
+  } else if constexpr (kPattern >= 3) {
+    return piece_tile_chunk(t, kPattern == 4, pm) + c;
   } else {
     constexpr int kRowChunks = kStreamKvHeads * 16;
     const int64_t blocks = tiles / kStreamKvHeads;  // row blocks of 64 rows (kStreamKvPatternBytes each)
@@ -92,7 +108,7 @@ __device__ __forceinline__ int64_t tile_chunk(int64_t t, int c, int64_t tiles) {
 // kPattern: StreamPattern (where a tile's chunks lie).
 template <int kDepth, int kPattern = 0>
 __global__ void __launch_bounds__(kSmemThreads) cp_async_kernel(const uint4* __restrict__ p, int64_t n,
-                                                                uint32_t* partials) {
+                                                                uint32_t* partials, PieceMap pm) {
   extern __shared__ __align__(16) uint4 stages[];
   const int64_t tiles = (n + kStageChunks - 1) / kStageChunks;
   const int64_t mine = blockIdx.x < tiles ? (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
@@ -103,7 +119,7 @@ __global__ void __launch_bounds__(kSmemThreads) cp_async_kernel(const uint4* __r
 #pragma unroll
       for (int j = 0; j < kStageChunks / kSmemThreads; ++j) {
         const int c = threadIdx.x + j * kSmemThreads;
-        if (t * kStageChunks + c < n) cp_async16(st + c, p + tile_chunk<kPattern>(t, c, tiles));
+        if (t * kStageChunks + c < n) cp_async16(st + c, p + tile_chunk<kPattern>(t, c, tiles, pm));
       }
     }
     asm volatile("cp.async.commit_group;" ::: "memory");  // an empty group past the end keeps the count
@@ -126,8 +142,9 @@ __global__ void __launch_bounds__(kSmemThreads) cp_async_kernel(const uint4* __r
 
 // The same tiles by TMA bulk copies: thread 0 keeps `depth` tiles in flight, each on its stage's
 // mbarrier; all threads read a stage once it is full, then the block syncs and thread 0 refills it.
+// pattern: 0 contiguous, 3 / 4 the pieces patterns (pm).
 __global__ void __launch_bounds__(kSmemThreads) bulk_kernel(const uint4* __restrict__ p, int64_t n, int depth,
-                                                            uint32_t* partials) {
+                                                            uint32_t* partials, int pattern, PieceMap pm) {
   extern __shared__ __align__(128) uint4 stages[];
   __shared__ __align__(8) uint64_t full[kMaxBulkDepth];
   const int64_t tiles = (n + kStageChunks - 1) / kStageChunks;
@@ -140,7 +157,8 @@ __global__ void __launch_bounds__(kSmemThreads) bulk_kernel(const uint4* __restr
     const int s = static_cast<int>(i % depth);
     const uint32_t bytes = static_cast<uint32_t>(min(static_cast<int64_t>(kStageChunks), n - t * kStageChunks) * 16);
     mbar_arrive_expect_tx(&full[s], bytes);
-    bulk_copy_g2s(stages + s * kStageChunks, p + t * kStageChunks, bytes, &full[s]);
+    const int64_t first = pattern == 0 ? t * kStageChunks : piece_tile_chunk(t, pattern == 4, pm);
+    bulk_copy_g2s(stages + s * kStageChunks, p + first, bytes, &full[s]);
   };
   if (threadIdx.x == 0)
     for (int64_t i = 0; i < min(static_cast<int64_t>(depth), mine); ++i) issue(i);
@@ -195,18 +213,21 @@ void launch_ldg(bool max_shared, int blocks, cudaStream_t s, const uint4* p, int
 }
 
 template <int kDepth, int kPattern>
-void launch_cp_async_in(int blocks, cudaStream_t s, const uint4* p, int64_t n, uint32_t* out) {
+void launch_cp_async_in(int blocks, cudaStream_t s, const uint4* p, int64_t n, uint32_t* out, const PieceMap& pm) {
   const int smem = kDepth * kStageBytes;
   allow_smem(cp_async_kernel<kDepth, kPattern>, smem, "cp.async");
-  cp_async_kernel<kDepth, kPattern><<<blocks, kSmemThreads, smem, s>>>(p, n, out);
+  cp_async_kernel<kDepth, kPattern><<<blocks, kSmemThreads, smem, s>>>(p, n, out, pm);
 }
 
 template <int kDepth>
-void launch_cp_async(StreamPattern pattern, int blocks, cudaStream_t s, const uint4* p, int64_t n, uint32_t* out) {
+void launch_cp_async(StreamPattern pattern, int blocks, cudaStream_t s, const uint4* p, int64_t n, uint32_t* out,
+                     const PieceMap& pm) {
   switch (pattern) {
-    case StreamPattern::kContiguous: return launch_cp_async_in<kDepth, 0>(blocks, s, p, n, out);
-    case StreamPattern::kKvNear: return launch_cp_async_in<kDepth, 1>(blocks, s, p, n, out);
-    case StreamPattern::kKvFar: return launch_cp_async_in<kDepth, 2>(blocks, s, p, n, out);
+    case StreamPattern::kContiguous: return launch_cp_async_in<kDepth, 0>(blocks, s, p, n, out, pm);
+    case StreamPattern::kKvNear: return launch_cp_async_in<kDepth, 1>(blocks, s, p, n, out, pm);
+    case StreamPattern::kKvFar: return launch_cp_async_in<kDepth, 2>(blocks, s, p, n, out, pm);
+    case StreamPattern::kPiecesSeq: return launch_cp_async_in<kDepth, 3>(blocks, s, p, n, out, pm);
+    case StreamPattern::kPiecesMix: return launch_cp_async_in<kDepth, 4>(blocks, s, p, n, out, pm);
   }
 }
 
@@ -222,10 +243,22 @@ void stream_probe(Device d, const StreamProbeArgs& a) {
             "stream probe: the source must be 16-byte aligned and partials given");
   GRT_CHECK(a.blocks_per_sm == 1 || a.blocks_per_sm == 2, "stream probe: blocks per SM must be 1 or 2, got {}",
             a.blocks_per_sm);
-  GRT_CHECK(a.pattern == StreamPattern::kContiguous ||
+  const bool pieces = a.pattern == StreamPattern::kPiecesSeq || a.pattern == StreamPattern::kPiecesMix;
+  GRT_CHECK(a.pattern == StreamPattern::kContiguous || pieces ||
                 (a.method == StreamMethod::kCpAsync && a.bytes % kStreamKvPatternBytes == 0),
             "stream probe: the KV read patterns take the cp.async method and a multiple of {} bytes, got {} bytes",
             kStreamKvPatternBytes, a.bytes);
+  PieceMap pm;
+  if (pieces) {
+    GRT_CHECK(a.method != StreamMethod::kLdg && a.piece_offsets != nullptr && a.pieces >= 1 &&
+                  a.bytes % (static_cast<int64_t>(a.pieces) * kStageBytes) == 0,
+              "stream probe: the pieces patterns take the cp.async or bulk method, piece offsets on the device and "
+              "pieces of a multiple of {} bytes; got {} bytes in {} pieces",
+              kStageBytes, a.bytes, a.pieces);
+    pm.offsets = a.piece_offsets;
+    pm.pieces = a.pieces;
+    pm.tiles_per_piece = a.bytes / a.pieces / kStageBytes;
+  }
   const int blocks = f.sms * a.blocks_per_sm;
   const auto* p = static_cast<const uint4*>(a.src);
   const int64_t n = a.bytes / 16;
@@ -245,9 +278,9 @@ void stream_probe(Device d, const StreamProbeArgs& a) {
               a.blocks_per_sm);
     if (a.method == StreamMethod::kCpAsync) {
       switch (a.depth) {
-        case 2: launch_cp_async<2>(a.pattern, blocks, s, p, n, a.partials); break;
-        case 4: launch_cp_async<4>(a.pattern, blocks, s, p, n, a.partials); break;
-        case 8: launch_cp_async<8>(a.pattern, blocks, s, p, n, a.partials); break;
+        case 2: launch_cp_async<2>(a.pattern, blocks, s, p, n, a.partials, pm); break;
+        case 4: launch_cp_async<4>(a.pattern, blocks, s, p, n, a.partials, pm); break;
+        case 8: launch_cp_async<8>(a.pattern, blocks, s, p, n, a.partials, pm); break;
         default: throw Error(fmt::format("stream probe (cp.async): depth must be 2, 4 or 8, got {}", a.depth));
       }
     } else {
@@ -256,7 +289,7 @@ void stream_probe(Device d, const StreamProbeArgs& a) {
       GRT_CHECK(a.depth >= 2 && a.depth <= kMaxBulkDepth, "stream probe (bulk): depth must be in [2, {}], got {}",
                 kMaxBulkDepth, a.depth);
       allow_smem(bulk_kernel, smem, "bulk");
-      bulk_kernel<<<blocks, kSmemThreads, smem, s>>>(p, n, a.depth, a.partials);
+      bulk_kernel<<<blocks, kSmemThreads, smem, s>>>(p, n, a.depth, a.partials, static_cast<int>(a.pattern), pm);
     }
   }
   GRT_CUDA_CHECK_LAUNCH("stream probe launch: method {} depth {} blocks {} bytes {}", static_cast<int>(a.method),

@@ -27,7 +27,13 @@ enum class StreamMethod {
 // H100, 256 MB (bench/results/h100_2026-11-25_session20, call B): near 2.99-3.10 TB/s against
 // contiguous 3.01-3.11 for the same depth and blocks; far 2.76-3.01. So the decode attention's
 // gathered 256-byte pieces do not cap its ~2.6 TB/s.
-enum class StreamPattern { kContiguous, kKvNear, kKvFar };
+//
+// kPiecesSeq / kPiecesMix (the MoE experts' pattern, issue 17): the launch reads `pieces` pieces of
+// bytes / pieces each, piece i at src + piece_offsets[i] (device memory, bytes, 16 KB aligned), as
+// a one-token MoE layer reads its 8 experts' gate_up (6 MiB) or down (3 MiB) rows out of a pool of
+// ~58 GB. Seq: the grid-strided tiles walk piece after piece; mix: tile t is tile t / pieces of
+// piece t % pieces, so all pieces stream at once (the expert kernels' blocks cover all 8 experts).
+enum class StreamPattern { kContiguous, kKvNear, kKvFar, kPiecesSeq, kPiecesMix };
 constexpr int kStreamKvHeads = 8;
 // The KV patterns read whole row blocks of every head: their sizes are multiples of this (128 KB).
 constexpr int64_t kStreamKvPatternBytes = int64_t{16 << 10} * kStreamKvHeads;
@@ -39,7 +45,11 @@ struct StreamProbeArgs {
   int depth = 4;                // see StreamMethod
   int blocks_per_sm = 1;        // 1 or 2
   bool max_shared_carveout = false;  // kLdg only: ask for the largest shared carveout (less L1)
-  StreamPattern pattern = StreamPattern::kContiguous;  // kCpAsync only; KV patterns: bytes % kStreamKvPatternBytes == 0
+  // KV patterns: kCpAsync only, bytes % kStreamKvPatternBytes == 0. Pieces: kCpAsync or kBulk,
+  // bytes / pieces a multiple of 16 KB, piece_offsets set.
+  StreamPattern pattern = StreamPattern::kContiguous;
+  const int64_t* piece_offsets = nullptr;  // pieces patterns: device array of `pieces` byte offsets from src
+  int pieces = 0;
   uint32_t* partials = nullptr;      // stream_probe_blocks() words: each block's XOR
 };
 
