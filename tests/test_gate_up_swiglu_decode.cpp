@@ -23,27 +23,48 @@ using ops::DecodeSwiglu;
 constexpr uintptr_t kAligned = 0x10000;
 constexpr int64_t kH100Sms = 132;
 
-TEST(GateUpSwigluDecodeRoute, TakesDecodeRowsOfWideIntermediates) {
-  // llama-3.1-8b (14336: 224 tiles of 64 columns) on an H100 from 33 to 64 rows, every variant.
+TEST(GateUpSwigluDecodeRoute, TakesDecodeRowsOfOneRowTile) {
+  // llama-3.1-8b (14336: 224 tiles of 64 columns) and qwen3-0.6b (3072: 48) on an H100 from 17 to
+  // 64 rows, every variant.
   for (DecodeSwiglu mode : {DecodeSwiglu::kTile64, DecodeSwiglu::kTile128, DecodeSwiglu::kPrefill, DecodeSwiglu::kTma})
-    for (int64_t rows : {33, 40, 48, 56, 64}) EXPECT_EQ(ops::decode_swiglu_route(mode, rows, 14336, kH100Sms), mode);
-  // The row limits: no gain measured at 32 rows (the GEMV's rows below), two row tiles above.
-  for (int64_t rows : {0, 1, 8, 16, 17, 24, 32, 65, 128, 4096})
+    for (int64_t inter : {14336, 3072})
+      for (int64_t rows : {17, 24, 32, 33, 40, 48, 56, 64})
+        EXPECT_EQ(ops::decode_swiglu_route(mode, rows, inter, kH100Sms), mode) << inter << " " << rows;
+  // The row limits: the GEMV's rows below, two row tiles above.
+  for (int64_t rows : {0, 1, 8, 16, 65, 128, 4096})
     EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, rows, 14336, kH100Sms), DecodeSwiglu::kOff) << rows;
   // Switch off: off at every shape.
   EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kOff, 64, 14336, kH100Sms), DecodeSwiglu::kOff);
+  // No SM count, no route.
+  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, 64, 14336, 0), DecodeSwiglu::kOff);
 }
 
-TEST(GateUpSwigluDecodeRoute, NeedsAColumnTileForEverySm) {
-  // qwen3-0.6b (3072: 48 tiles), qwen3-1.7b (6144: 96): too few blocks for 132 SMs.
-  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, 64, 3072, kH100Sms), DecodeSwiglu::kOff);
-  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, 64, 6144, kH100Sms), DecodeSwiglu::kOff);
-  // The edge: 132 x 64 = 8448 columns take it, one tile fewer does not.
-  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, 64, 8448, kH100Sms), DecodeSwiglu::kTile64);
-  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, 64, 8448 - 64, kH100Sms), DecodeSwiglu::kOff);
-  // A device with fewer SMs takes narrower intermediates; no SM count, no route.
-  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, 64, 3072, 48), DecodeSwiglu::kTile64);
-  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, 64, 14336, 0), DecodeSwiglu::kOff);
+TEST(GateUpSwigluDecodeRoute, SessionTenRuleNeedsAColumnTileForEverySm) {
+  // min_tiles -1 (GRAPHRT_DECODE_SWIGLU_MIN_TILES=-1): qwen3-0.6b (48 tiles) and qwen3-1.7b (96)
+  // stay unfused on 132 SMs; 132 x 64 = 8448 columns take it, one tile fewer does not.
+  const auto route = [](int64_t inter, int64_t sms) {
+    return ops::decode_swiglu_route(DecodeSwiglu::kTile64, 64, inter, sms, 33, -1);
+  };
+  EXPECT_EQ(route(3072, kH100Sms), DecodeSwiglu::kOff);
+  EXPECT_EQ(route(6144, kH100Sms), DecodeSwiglu::kOff);
+  EXPECT_EQ(route(8448, kH100Sms), DecodeSwiglu::kTile64);
+  EXPECT_EQ(route(8448 - 64, kH100Sms), DecodeSwiglu::kOff);
+  EXPECT_EQ(route(3072, 48), DecodeSwiglu::kTile64);  // a device with fewer SMs
+  // min_rows 33: 17..32 rows unfused.
+  for (int64_t rows : {17, 24, 32})
+    EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTile64, rows, 14336, kH100Sms, 33, -1), DecodeSwiglu::kOff);
+}
+
+TEST(GateUpSwigluDecodeRoute, KnobsMoveTheRowAndTileLimits) {
+  // min_tiles 48: qwen3-0.6b's 3072 (48 tiles) on an H100, not 47 tiles' worth; -1 is the SM count.
+  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTma, 64, 3072, kH100Sms, 33, 48), DecodeSwiglu::kTma);
+  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTma, 64, 3072 - 64, kH100Sms, 33, 48), DecodeSwiglu::kOff);
+  EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTma, 64, 3072, kH100Sms, 33, -1), DecodeSwiglu::kOff);
+  // min_rows 17: 17..32 rows too, never above one 64-row tile.
+  for (int64_t rows : {17, 24, 32, 64})
+    EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTma, rows, 3072, kH100Sms, 17, 0), DecodeSwiglu::kTma) << rows;
+  for (int64_t rows : {16, 65})
+    EXPECT_EQ(ops::decode_swiglu_route(DecodeSwiglu::kTma, rows, 3072, kH100Sms, 17, 0), DecodeSwiglu::kOff) << rows;
 }
 
 TEST(GateUpSwigluDecodeRule, AcceptsModelShapes) {

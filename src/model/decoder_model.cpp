@@ -213,7 +213,7 @@ struct ResidualStream {
     if (fuse && ops::silu_epilogue_fusable(sum, gate_up))
       return ops::rms_norm_gate_up_silu(normed(norm_w), Tensor(), eps, gate_up);
     // silu_and_mul in the gate_up GEMM's epilogue (the gate / up sums are not rounded to bf16
-    // first): decode rows 33..64 on a wide intermediate (ops/gate_up_swiglu_decode.h; on by
+    // first): decode rows 17..64 (ops/gate_up_swiglu_decode.h; on by
     // default, GRAPHRT_DECODE_SWIGLU_GEMM=0 turns it off), prefill-sized rows where the measured
     // rule says it wins (ops/gate_up_swiglu.h: GRAPHRT_PREFILL_SWIGLU_GEMM=auto, the default). Only
     // where normed_linear would run the norm on its own and then the plain linear (the GEMV fusions

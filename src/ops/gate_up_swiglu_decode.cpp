@@ -22,9 +22,22 @@ DecodeSwiglu decode_swiglu_gemm_mode() {
   return mode;
 }
 
-DecodeSwiglu decode_swiglu_route(DecodeSwiglu mode, int64_t rows, int64_t inter, int64_t sms) {
-  if (rows < kDecodeSwigluMinRows || rows > kDecodeSwigluMaxRows || sms < 1) return DecodeSwiglu::kOff;
-  return inter / kDecodeSwigluColumns >= sms ? mode : DecodeSwiglu::kOff;
+DecodeSwiglu decode_swiglu_route(DecodeSwiglu mode, int64_t rows, int64_t inter, int64_t sms, int64_t min_rows,
+                                 int64_t min_tiles) {
+  if (rows < min_rows || rows > kDecodeSwigluMaxRows || sms < 1) return DecodeSwiglu::kOff;
+  return inter / kDecodeSwigluColumns >= (min_tiles < 0 ? sms : min_tiles) ? mode : DecodeSwiglu::kOff;
+}
+
+int64_t decode_swiglu_min_rows() {
+  static const int64_t v = env_int("GRAPHRT_DECODE_SWIGLU_MIN_ROWS", static_cast<int>(kDecodeSwigluMinRows), 17,
+                                   static_cast<int>(kDecodeSwigluMaxRows));
+  return v;
+}
+
+int64_t decode_swiglu_min_tiles() {
+  static const int64_t v =
+      env_int("GRAPHRT_DECODE_SWIGLU_MIN_TILES", static_cast<int>(kDecodeSwigluMinTiles), -1, 1 << 20);
+  return v;
 }
 
 // Every decode variant's tile (64 or 128 output columns, 64-wide K slices) divides the prefill
@@ -38,13 +51,14 @@ DecodeSwiglu gate_up_swiglu_decode_choice(const Tensor& x, const Tensor& gate_up
   const DecodeSwiglu mode = decode_swiglu_gemm_mode();
   if (mode == DecodeSwiglu::kOff) return mode;
   check_gate_up_operands("gate_up_swiglu_decode_choice", x, gate_up);
-  if (!x.device().is_cuda() || x.size(0) < kDecodeSwigluMinRows || x.size(0) > kDecodeSwigluMaxRows ||
+  if (!x.device().is_cuda() || x.size(0) < decode_swiglu_min_rows() || x.size(0) > kDecodeSwigluMaxRows ||
       gate_up_swiglu_unfit(x, gate_up) != nullptr)
     return DecodeSwiglu::kOff;
 #ifdef GRAPHRT_WITH_CUDA
   if (!::grt::cuda::gate_up_swiglu_decode_device_ok()) return DecodeSwiglu::kOff;
   return decode_swiglu_route(mode, x.size(0), gate_up.size(0) / 2,
-                             ::grt::cuda::gate_up_swiglu_decode_sms(x.device().index));
+                             ::grt::cuda::gate_up_swiglu_decode_sms(x.device().index), decode_swiglu_min_rows(),
+                             decode_swiglu_min_tiles());
 #else
   return DecodeSwiglu::kOff;
 #endif

@@ -1,6 +1,6 @@
 // The decode route of the gate_up GEMM with SwiGLU in its epilogue (issue 18, session 10):
 //   gate_up_swiglu_decode(x, gu) ~= silu_and_mul(linear(x, gu))
-// for decode batches of kDecodeSwigluMinRows..kDecodeSwigluMaxRows rows on a wide intermediate,
+// for decode batches of kDecodeSwigluMinRows..kDecodeSwigluMaxRows rows,
 // where cuBLASLt's gate_up GEMM + silu_and_mul ran before. On the H100 (session 10, s10-sw64) it
 // made llama-3.1-8b's bs-64 graph step 9.504 -> 9.388 ms (-3.6 us a layer), so it is on by default. At those rows the step streams the weights from DRAM; the fused kernel
 // (ops/cuda/gate_up_swiglu_decode.h) removes the silu_and_mul kernel and its [rows, 2 * inter]
@@ -32,23 +32,36 @@ DecodeSwiglu decode_swiglu_gemm_mode();
 // unset or empty gives kTma, a value outside the list above is an Error naming it.
 DecodeSwiglu decode_swiglu_gemm_mode_from_env();
 
-// Rows the route takes: 33 up to one 64-row tile (more rows would stream the weights once per row
-// tile). Below 33 it did not pay: llama bs 32 7.943 -> 7.930 ms (one round; the fused kernel
-// streams the weights in the same time at any M, cuBLASLt's kernel for fewer rows is likely
-// faster and silu_and_mul shorter). At <= 16 rows the GEMV fusions of ops/fused_linear.h already
-// put silu in gate_up's epilogue, and the decoder tries them first whatever GRAPHRT_GEMV_MAX_ROWS says.
-inline constexpr int64_t kDecodeSwigluMinRows = 33;
+// Rows the route takes: 17 (above the GEMV's 16 rows: at <= 16 rows the GEMV fusions of
+// ops/fused_linear.h already put silu in gate_up's epilogue, and the decoder tries them first
+// whatever GRAPHRT_GEMV_MAX_ROWS says) up to one 64-row tile (more rows would stream the weights
+// once per row tile). Session 10 started at 33 (llama bs 32 7.943 -> 7.930 ms with the cp.async
+// kernel, one round); with the TMA form, session 30 (H100, bench/results/h100_2026-11-26_session30,
+// call D, fresh processes ABBA x 2) measured llama-3.1-8b bs 17 / 24 / 32 7.010-7.021 / 7.285-7.299 /
+// 7.724-7.734 -> 6.889-6.913 / 7.172-7.184 / 7.572-7.589 ms.
+inline constexpr int64_t kDecodeSwigluMinRows = 17;
 inline constexpr int64_t kDecodeSwigluMaxRows = 64;
-// Output columns a block of the decode kernel owns at least (kTile64): the route needs
-// inter / kDecodeSwigluColumns >= the SM count, so every SM streams weights (llama-3.1-8b's
-// 14336: 224 column tiles on an H100's 132 SMs; qwen3-0.6b's 3072: 48, too few, unfused).
+// Output columns a block of the decode kernel owns at least (kTile64).
 inline constexpr int64_t kDecodeSwigluColumns = 64;
+// Column tiles the route needs by default: none. Session 10 asked for one tile an SM (inter / 64 >=
+// the SM count) so that every SM streams weights, which kept qwen3-0.6b's 3072 (48 tiles) on
+// cuBLASLt + silu_and_mul. Measured on the H100 (session 30, calls A and D, ABCCBA x 2), its 48
+// blocks take gate_up + silu 9.3 -> 8.45 us a layer: qwen3-0.6b bs 24 / 32 / 48 / 64 -0.02..-0.04 ms
+// (bs 64 3.827-3.851 -> 3.792-3.844), prefill 32 / 48 / 64 -0.01..-0.03, nothing slower.
+inline constexpr int64_t kDecodeSwigluMinTiles = 0;
 
-// The routing rule without a device: `mode` when rows lies in [kDecodeSwigluMinRows,
-// kDecodeSwigluMaxRows] and inter / kDecodeSwigluColumns >= sms, else kOff. A function of the
-// shape and the device only, so every decode batch-size graph (and its eager run) takes the path
-// of its own row count.
-DecodeSwiglu decode_swiglu_route(DecodeSwiglu mode, int64_t rows, int64_t inter, int64_t sms);
+// The routing rule without a device: `mode` when rows lies in [min_rows, kDecodeSwigluMaxRows]
+// and inter / kDecodeSwigluColumns >= min_tiles (min_tiles < 0: the SM count `sms`, session 10's
+// rule), else kOff. A function of the shape and the device only, so every decode batch-size graph
+// (and its eager run) takes the path of its own row count.
+DecodeSwiglu decode_swiglu_route(DecodeSwiglu mode, int64_t rows, int64_t inter, int64_t sms,
+                                 int64_t min_rows = kDecodeSwigluMinRows, int64_t min_tiles = kDecodeSwigluMinTiles);
+
+// A/B knobs of the rule (read once): GRAPHRT_DECODE_SWIGLU_MIN_ROWS (17..64, default
+// kDecodeSwigluMinRows; 33 is session 10's rule) and GRAPHRT_DECODE_SWIGLU_MIN_TILES (default
+// kDecodeSwigluMinTiles; -1: one tile an SM, session 10's rule).
+int64_t decode_swiglu_min_rows();
+int64_t decode_swiglu_min_tiles();
 
 // The shape rule of the kernels, without a device: nullptr when x [rows, k] (row stride x_stride
 // elements, at x_addr) and gate_up [2 * inter, k] (contiguous, at w_addr) of `dtype` fit, else the

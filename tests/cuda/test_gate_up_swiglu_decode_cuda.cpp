@@ -65,6 +65,7 @@ std::vector<Case> cases() {
     for (int64_t rows : {1, 17, 33, 64}) {
       v.push_back({kernel, rows, 14336, 4096});  // llama-3.1-8b
       v.push_back({kernel, rows, 384, 512});     // small: 6 / 3 column tiles
+      v.push_back({kernel, rows, 3072, 1024});   // qwen3-0.6b: 48 column tiles (GRAPHRT_DECODE_SWIGLU_MIN_TILES)
     }
   return v;
 }
