@@ -94,6 +94,27 @@ std::pair<int, int64_t> parse_pieces(const std::string& t) {
   return {count, size};
 }
 
+// The pieces mode's flags, checked before any device is touched: pool sizes (<= 72G) and
+// COUNTxSIZE entries, every pool at least twice the bytes of every entry.
+struct PiecesPlan {
+  std::vector<int64_t> pools;
+  std::vector<std::pair<int, int64_t>> specs;
+  int64_t max_pool = 0;
+};
+
+PiecesPlan parse_pieces_plan(const StreamOpts& o) {
+  PiecesPlan p;
+  for (const std::string& t : split_commas(o.pools)) p.pools.push_back(parse_size(t, int64_t{72} << 30));
+  for (const std::string& t : split_commas(o.pieces)) p.specs.push_back(parse_pieces(t));
+  p.max_pool = *std::max_element(p.pools.begin(), p.pools.end());
+  for (const auto& [count, size] : p.specs)
+    for (int64_t pb : p.pools)
+      GRT_CHECK(pb >= 2 * count * size,
+                "bench stream: pool {} bytes (--pools) is smaller than twice {} pieces of {} bytes (--pieces)", pb, count,
+                size);
+  return p;
+}
+
 #if defined(GRAPHRT_WITH_CUDA)
 struct Config {
   cuda::StreamMethod method;
@@ -145,15 +166,14 @@ uint32_t host_xor(const Tensor& partials) {
 // and the TLBs' reach (40 GB ~ the 58 GB of qwen3-30b-a3b's experts) against a small one (256 MB)
 // tells whether scattered pieces themselves cost streaming rate.
 void run_pieces(const StreamOpts& o, const Device& d) {
-  std::vector<int64_t> pools;
-  for (const std::string& t : split_commas(o.pools)) pools.push_back(parse_size(t, int64_t{72} << 30));
-  std::vector<std::pair<int, int64_t>> specs;
-  for (const std::string& t : split_commas(o.pieces)) specs.push_back(parse_pieces(t));
-  const int64_t pool_bytes = *std::max_element(pools.begin(), pools.end());
-  for (const auto& [count, size] : specs)
-    for (int64_t pb : pools)
-      GRT_CHECK(pb >= 2 * count * size, "bench stream: pool {} bytes is smaller than twice {} pieces of {} bytes", pb,
-                count, size);
+  const PiecesPlan plan = parse_pieces_plan(o);
+  const std::vector<int64_t>& pools = plan.pools;
+  const int64_t pool_bytes = plan.max_pool;
+  const auto total = static_cast<int64_t>(device_total_memory(d));
+  GRT_CHECK(pool_bytes + (int64_t{1} << 30) <= total,
+            "bench stream: a pool of {:.1f} GB (--pools) does not fit {} with {:.1f} GB of memory and 1 GB to spare; "
+            "give smaller pools",
+            pool_bytes / 1e9, o.device, total / 1e9);
   Tensor pool = empty(Shape{pool_bytes / 2}, DType::BF16, d);
   ops::fill_hash_uniform_(pool, 7, 0.0f, 1.0f);
   const int max_blocks = cuda::stream_probe_blocks(d.index, 2);
@@ -177,7 +197,7 @@ void run_pieces(const StreamOpts& o, const Device& d) {
   j["reps"] = o.reps;
   j["results"] = nlohmann::json::array();
   std::mt19937_64 rng(12345);
-  for (const auto& [count, size] : specs) {
+  for (const auto& [count, size] : plan.specs) {
     const int64_t bytes = count * size;
     for (int64_t pb : pools) {
       // Per launch: `count` distinct piece slots of the pool (pieces), and one slot of `bytes` (contig).
@@ -329,7 +349,10 @@ void register_bench_stream(CLI::App& bench) {
                  "pieces of SIZE from a pool, against one contiguous run of the same bytes");
   c->add_option("--pools", o->pools, "pieces mode: pool sizes compared (K/M/G, <= 72G)")->capture_default_str();
   c->add_flag("--json", o->json, "print JSON");
-  c->callback([o] { run_stream(*o); });
+  c->callback([o] {
+    if (!o->pieces.empty()) (void)parse_pieces_plan(*o);  // bad flags named before any device is asked for
+    run_stream(*o);
+  });
 }
 
 }  // namespace grt

@@ -96,3 +96,26 @@ TEST(BenchCli, PdlNeedsCudaAndNamesItsFlags) {
     EXPECT_NE(r.all.find("not in range"), std::string::npos) << r.all;
   }
 }
+
+// bench stream --pieces: bad entries and pools are named before any device is asked for (so on a
+// machine without a GPU too), with what is allowed.
+TEST(BenchCli, StreamPiecesNamesBadEntriesAndPools) {
+  const struct {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"--pieces 8by6M", "must read COUNTxSIZE"},
+      {"--pieces 0x6M", "the count must be 1..64"},
+      {"--pieces 65x1M", "the count must be 1..64"},
+      {"--pieces 8x5", "multiple of 16 bytes"},
+      {"--pieces 8x24K", "a piece must be a multiple of 16K"},
+      {"--pieces 8x6M --pools 100G", "<= 72G"},
+      {"--pieces 8x6M --pools 64M", "is smaller than twice 8 pieces"},
+      {"--pieces 8x6M, --pools 1G", "entry '' must read COUNTxSIZE"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_graphrt(std::string("bench stream ") + c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.all.find(c.says), std::string::npos) << c.args << ": " << r.all;
+  }
+}
