@@ -79,6 +79,9 @@ struct PieceMap {
   int pieces = 0;
 };
 
+constexpr int kPiecesSeq = static_cast<int>(StreamPattern::kPiecesSeq);
+constexpr int kPiecesMix = static_cast<int>(StreamPattern::kPiecesMix);
+
 // First 16-byte chunk of tile t in a pieces pattern (mix: true for kPiecesMix).
 __device__ __forceinline__ int64_t piece_tile_chunk(int64_t t, bool mix, const PieceMap& pm) {
   const int64_t piece = mix ? t % pm.pieces : t / pm.tiles_per_piece;
@@ -92,8 +95,8 @@ template <int kPattern>
 __device__ __forceinline__ int64_t tile_chunk(int64_t t, int c, int64_t tiles, const PieceMap& pm) {
   if constexpr (kPattern == 0) {
     return t * kStageChunks + c;
-  } else if constexpr (kPattern >= 3) {
-    return piece_tile_chunk(t, kPattern == 4, pm) + c;
+  } else if constexpr (kPattern == kPiecesSeq || kPattern == kPiecesMix) {
+    return piece_tile_chunk(t, kPattern == kPiecesMix, pm) + c;
   } else {
     constexpr int kRowChunks = kStreamKvHeads * 16;
     const int64_t blocks = tiles / kStreamKvHeads;  // row blocks of 64 rows (kStreamKvPatternBytes each)
@@ -142,7 +145,7 @@ __global__ void __launch_bounds__(kSmemThreads) cp_async_kernel(const uint4* __r
 
 // The same tiles by TMA bulk copies: thread 0 keeps `depth` tiles in flight, each on its stage's
 // mbarrier; all threads read a stage once it is full, then the block syncs and thread 0 refills it.
-// pattern: 0 contiguous, 3 / 4 the pieces patterns (pm).
+// pattern: StreamPattern, contiguous or a pieces pattern (pm).
 __global__ void __launch_bounds__(kSmemThreads) bulk_kernel(const uint4* __restrict__ p, int64_t n, int depth,
                                                             uint32_t* partials, int pattern, PieceMap pm) {
   extern __shared__ __align__(128) uint4 stages[];
@@ -157,7 +160,9 @@ __global__ void __launch_bounds__(kSmemThreads) bulk_kernel(const uint4* __restr
     const int s = static_cast<int>(i % depth);
     const uint32_t bytes = static_cast<uint32_t>(min(static_cast<int64_t>(kStageChunks), n - t * kStageChunks) * 16);
     mbar_arrive_expect_tx(&full[s], bytes);
-    const int64_t first = pattern == 0 ? t * kStageChunks : piece_tile_chunk(t, pattern == 4, pm);
+    const int64_t first = pattern == kPiecesSeq || pattern == kPiecesMix
+                              ? piece_tile_chunk(t, pattern == kPiecesMix, pm)
+                              : t * kStageChunks;
     bulk_copy_g2s(stages + s * kStageChunks, p + first, bytes, &full[s]);
   };
   if (threadIdx.x == 0)
@@ -226,8 +231,8 @@ void launch_cp_async(StreamPattern pattern, int blocks, cudaStream_t s, const ui
     case StreamPattern::kContiguous: return launch_cp_async_in<kDepth, 0>(blocks, s, p, n, out, pm);
     case StreamPattern::kKvNear: return launch_cp_async_in<kDepth, 1>(blocks, s, p, n, out, pm);
     case StreamPattern::kKvFar: return launch_cp_async_in<kDepth, 2>(blocks, s, p, n, out, pm);
-    case StreamPattern::kPiecesSeq: return launch_cp_async_in<kDepth, 3>(blocks, s, p, n, out, pm);
-    case StreamPattern::kPiecesMix: return launch_cp_async_in<kDepth, 4>(blocks, s, p, n, out, pm);
+    case StreamPattern::kPiecesSeq: return launch_cp_async_in<kDepth, kPiecesSeq>(blocks, s, p, n, out, pm);
+    case StreamPattern::kPiecesMix: return launch_cp_async_in<kDepth, kPiecesMix>(blocks, s, p, n, out, pm);
   }
 }
 
