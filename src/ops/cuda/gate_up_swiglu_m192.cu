@@ -57,6 +57,7 @@
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gate_up_swiglu.h"
 #include "ops/cuda/gate_up_swiglu_common.cuh"
+#include "ops/cuda/gemm_n256_ring.cuh"
 #include "ops/cuda/pdl.cuh"
 #include "ops/cuda/smem_mbarrier.cuh"
 #include "ops/cuda/tensor_copy.cuh"
@@ -70,14 +71,12 @@ constexpr int kBN = static_cast<int>(kSwigluTileN);
 constexpr int kBK = static_cast<int>(kSwigluTileK);
 constexpr int kGroups = kBM / 64;  // warpgroups
 constexpr int kStages = 4;
-constexpr int kThreads = 128 * kGroups;          // 384: 168 registers a thread
-constexpr uint32_t kABytes = kBM * kBK * 2;      // 24 KB: x rows of the tile, one 128-byte column block
-constexpr uint32_t kBBytes = 2 * kBN * kBK * 2;  // 32 KB: the gate rows, then the up rows
-constexpr uint32_t kStageBytes = kABytes + kBBytes;
-static_assert(kStageBytes % 1024 == 0 && kABytes % 1024 == 0, "128-byte swizzle atoms are 1024-byte aligned");
-constexpr uint32_t kFull = kStages * kStageBytes;  // mbarriers full[kStages], then empty[kStages]
-constexpr uint32_t kEmpty = kFull + 8 * kStages;
-constexpr size_t kSmem = size_t{kEmpty} + 8 * kStages + 1024;  // + alignment slack: 230,464 bytes
+using Ring = n256::Ring<kGroups, kStages>;
+constexpr int kThreads = Ring::kThreads;          // 384: 168 registers a thread
+constexpr uint32_t kABytes = Ring::kABytes;       // 24 KB: x rows of the tile, one 128-byte column block
+constexpr uint32_t kStageBytes = Ring::kStageBytes;  // + 32 KB: the gate rows, then the up rows
+static_assert(Ring::kBM == kBM && Ring::kBK == kBK && Ring::kBBytes == 2 * kBN * kBK * 2, "the shared ring's tile");
+constexpr size_t kSmem = size_t{Ring::kBytes} + 1024;  // + alignment slack: 230,464 bytes
 static_assert(kSmem <= 227 * 1024, "the ring must fit an H100 block's shared memory");
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -85,11 +84,6 @@ constexpr int kWPasses = 2 * kBN / 16;  // 16-row passes of the weight tile
 using attn::cp_async16;
 using attn::pack2;
 using swiglu_gemm::swiglu;
-using wg::fence_proxy_async;
-using wg::sw128_desc;
-using wg::wgmma_commit;
-using wg::wgmma_fence;
-using wg::wgmma_wait;
 using tma::tma_load_2d;
 
 // One thread's share of slice kt (64 columns of K) of tile t into the stage at `stage`
@@ -123,41 +117,6 @@ __device__ __forceinline__ void copy_slice(uint32_t stage, int t, int kt, int co
   }
 }
 
-// D (64 x 256 f32: this thread's 128 values; columns 0-127 the gate, 128-255 the up rows) (+)= A
-// (64 x 16, descriptor, K-major) x B (16 x 256, descriptor, K-major: 32 8-row groups 1024 bytes
-// apart); D is overwritten where acc == 0. The m64n256 accumulator layout continues the m64n64
-// one (attention_wgmma.cuh): d[4j .. 4j + 3] hold columns 8j + 2 t4 (+1) of rows g and g + 8.
-__device__ __forceinline__ void wgmma_ss256(float (&d)[128], uint64_t a, uint64_t b, int acc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21,"
-      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41,"
-      "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61,"
-      "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81,"
-      "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100,"
-      "%101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116,"
-      "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
-        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
-        "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),
-        "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]),
-        "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),
-        "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
-        "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),
-        "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),
-        "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(a), "l"(b), "r"(acc));
-}
-
 // This lane's rows g and g + 8 of its warp's 16 (from row0), columns col0 + 8j + 2 t4 (+1) for
 // j < 16: gate d[4j + 2i (+1)], up d[64 + 4j + 2i (+1)].
 __device__ __forceinline__ void store_tile(__nv_bfloat16* out, int64_t inter, int rows, int row0, int col0,
@@ -178,9 +137,9 @@ __device__ __forceinline__ void store_tile(__nv_bfloat16* out, int64_t inter, in
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// Block b takes tiles b, b + gridDim.x, ... of the inter / 128 column tiles (fastest: the blocks
-// running together share x rows in L2) x row tiles: one tile a block (grid = tiles), or
-// persistent (grid = min(tiles, SMs)). The copies run kStages - 1 slices ahead over the block's
+// The main loop is n256::run_tiles (gemm_n256_ring.cuh). Block b takes tiles b, b + gridDim.x, ...
+// of the inter / 128 column tiles (fastest: the blocks running together share x rows in L2) x row
+// tiles: one tile a block (grid = tiles), or persistent (grid = min(tiles, SMs)). The copies run kStages - 1 slices ahead over the block's
 // whole sequence of slices, so in the persistent grid the next tile's first three slices are in
 // flight while this one's epilogue runs. TMA: thread 0 alone issues each slice as three bulk
 // tensor copies (x tile, gate rows, up rows: 128-byte swizzle by the tensor maps xmap / wmap,
@@ -200,22 +159,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles = col_tiles * static_cast<int>((rows_total + kBM - 1) / kBM);
   const int kts = static_cast<int>(k / kBK);
   const int b0 = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
-  const int total = (tiles - b0 + grid - 1) / grid * kts;  // slices this block multiplies
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      // cp.async: every thread, through its copies; TMA: thread 0's expect_tx (and the bytes).
-      smem_mbar::mbar_init(ring + kFull + 8 * s, kTma ? 1 : kThreads);
-      smem_mbar::mbar_init(ring + kEmpty + 8 * s, kThreads);  // every thread, once its warpgroup's wgmma read it
-    }
-    if constexpr (kTma) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // seen by the TMA unit
-  }
-  __syncthreads();
-  pdl_wait();  // x is the predecessor's output
-  // Slice g of this block's sequence into its stage (g % kStages).
-  // TMA: thread 0 only (`loads`).
-  const auto load = [&](int g) {
-    const int s = g % kStages, t = b0 + g / kts * grid;
-    const uint32_t stage = ring + s * kStageBytes, full = ring + kFull + 8 * s;
+  // Slice g of this block's sequence into `stage`. TMA: thread 0 only.
+  const auto load = [&](int g, uint32_t stage, uint32_t full) {
+    const int t = b0 + g / kts * grid;
     if constexpr (kTma) {
       const int col = g % kts * kBK, i0 = t % col_tiles * kBN;
       smem_mbar::mbar_arrive_expect_tx(full, kStageBytes);
@@ -227,46 +173,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       smem_mbar::cp_async_mbar_arrive(full);
     }
   };
-  const bool loads = !kTma || threadIdx.x == 0;
-  if (loads) {
-#pragma unroll 1
-    for (int g = 0; g < kStages - 1 && g < total; ++g) load(g);
-  }
-  const uint32_t a0 = ring + static_cast<int>(threadIdx.x) / 128 * 64 * 128;  // this warpgroup's x rows
-  float d[128];
-  int it = 0;  // slices multiplied so far; the tile loop ends with the block's slices
-#pragma unroll 1
-  for (int t = b0; it < total; t += grid) {
-#pragma unroll 1
-    for (int kt = 0; kt < kts; ++kt, ++it) {
-      const int s = it % kStages;
-      smem_mbar::mbar_wait(ring + kFull + 8 * s, static_cast<uint32_t>(it / kStages) & 1u);
-      if constexpr (!kTma) fence_proxy_async();  // the cp.async writes (generic proxy) before wgmma's reads
-      const uint32_t a = a0 + s * kStageBytes;
-      const uint32_t b = ring + s * kStageBytes + kABytes;
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk)
-        wgmma_ss256(d, sw128_desc(a + kk * 32), sw128_desc(b + kk * 32), kt > 0 || kk > 0);
-      wgmma_commit();
-      // One slice's group stays in flight: the previous one is done, its stage may go back.
-      wgmma_wait<1>();
-      if (kt > 0) smem_mbar::mbar_arrive(ring + kEmpty + 8 * ((it - 1) % kStages));
-      const int g = it + kStages - 1;  // into the stage of slice it - 1, once all three are done with it
-      if (g < total && loads) {
-        // A fresh barrier's phase of parity 1 counts as complete: the first pass does not wait.
-        smem_mbar::mbar_wait(ring + kEmpty + 8 * (g % kStages), (static_cast<uint32_t>(g / kStages) & 1u) ^ 1u);
-        load(g);
-      }
-    }
-    wgmma_wait<0>();
-    smem_mbar::mbar_arrive(ring + kEmpty + 8 * ((it - 1) % kStages));  // the tile's last stage
-    if (it == total) pdl_trigger();  // the rest is the store: the next kernel may launch
+  const auto epilogue = [&](int t, const float(&d)[128]) {
     const int64_t m0 = static_cast<int64_t>(t / col_tiles) * kBM;
     const int rows = static_cast<int>(min(static_cast<int64_t>(kBM), rows_total - m0));
     const int row0 = static_cast<int>(threadIdx.x) / 128 * 64 + 16 * ((static_cast<int>(threadIdx.x) / 32) % 4);
     store_tile(out + m0 * inter, inter, rows, row0, (t % col_tiles) * kBN, d);
-  }
+  };
+  n256::run_tiles<kGroups, kStages, kTma>(ring, tiles, kts, load, epilogue);
 #else
   __trap();  // gate_up_swiglu refuses devices without sm_90a code (gate_up_swiglu_device_ok)
 #endif
