@@ -18,6 +18,7 @@
 #include "ops/gate_up_swiglu_decode.h"
 #include "ops/linear.h"
 #include "ops/prepare_qkv.h"
+#include "ops/qkv_prepare_gemm.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 
@@ -139,6 +140,28 @@ Tensor DecoderModel::attention_block(int layer, const Tensor& qkv, const Forward
                                     static_cast<int>(hd), attn_scale_);
     return out;
   }
+  return extend_attention_of(layer, q, in);
+}
+
+bool DecoderModel::extend_fuses_qkv_prepare(int layer, const Tensor& x, const ForwardInputs& in) const {
+  const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+  return !in.is_decode && ops::qkv_prepare_gemm_fusable(x, w.qkv, w.qkv_bias, static_cast<int>(config_.head_dim),
+                                                        local_.q_heads, local_.kv_heads);
+}
+
+Tensor DecoderModel::attention_block_from_x(int layer, const Tensor& x, const ForwardInputs& in) const {
+  const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+  const LayerKvCache& cache = (*in.kv_cache)[static_cast<size_t>(layer)];
+  const Tensor q = ops::qkv_prepare_gemm(x, w.qkv, config_.qk_norm ? w.q_norm : Tensor(),
+                                         config_.qk_norm ? w.k_norm : Tensor(), static_cast<float>(config_.rms_norm_eps),
+                                         in.positions, rope_cache_, static_cast<int>(config_.head_dim), local_.q_heads,
+                                         local_.kv_heads, in.out_cache_loc, cache.k, cache.v);
+  return extend_attention_of(layer, q, in);
+}
+
+Tensor DecoderModel::extend_attention_of(int layer, const Tensor& q, const ForwardInputs& in) const {
+  const LayerKvCache& cache = (*in.kv_cache)[static_cast<size_t>(layer)];
+  const int64_t nq = local_.q_heads, nkv = local_.kv_heads, hd = config_.head_dim;
   if (extend_out_copy())
     return extend_attention(q, cache.k, cache.v, host_ref("extend", &in.extend), static_cast<int>(nq),
                             static_cast<int>(nkv), static_cast<int>(hd), attn_scale_);
@@ -289,8 +312,11 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
   };
   for (int l = 0; l < static_cast<int>(weights_.layers.size()); ++l) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
-    const Tensor qkv = res.normed_linear(w.input_norm, w.qkv, w.qkv_bias, dtype_);
-    add_output(attention_block(l, qkv, in), w.o_proj);
+    // A long extend: the QKV GEMM prepares q, k and v in its epilogue (ops/qkv_prepare_gemm.h).
+    if (extend_fuses_qkv_prepare(l, res.sum, in))
+      add_output(attention_block_from_x(l, res.normed(w.input_norm), in), w.o_proj);
+    else
+      add_output(attention_block(l, res.normed_linear(w.input_norm, w.qkv, w.qkv_bias, dtype_), in), w.o_proj);
     if (config_.is_moe_layer(l)) {
       // Each rank runs every expert's intermediate slice; the router is replicated. The
       // all-reduce follows the block, outside the "moe_dispatch" split op, so it is captured.

@@ -53,6 +53,14 @@ class DecoderModel {
   // Attention of layer `layer` from its fused qkv projection [T, (q + 2 kv) * head_dim]; returns
   // the attention output [T, q * head_dim], before o_proj.
   Tensor attention_block(int layer, const Tensor& qkv, const ForwardInputs& in) const;
+  // Whether layer `layer`'s extend runs the QKV GEMM with the prepare in its epilogue
+  // (ops::qkv_prepare_gemm_fusable for x, the layer's input rows [T, hidden]; never a decode).
+  bool extend_fuses_qkv_prepare(int layer, const Tensor& x, const ForwardInputs& in) const;
+  // The same attention from the normed input rows x [T, hidden]: ops::qkv_prepare_gemm, then the
+  // extend attention.
+  Tensor attention_block_from_x(int layer, const Tensor& x, const ForwardInputs& in) const;
+  // The extend attention of a prepared q [T, q * head_dim] over layer `layer`'s cache.
+  Tensor extend_attention_of(int layer, const Tensor& q, const ForwardInputs& in) const;
   // Sums a row-parallel partial result over the ranks, in place (nothing without TP).
   void all_reduce_(const Tensor& t) const;
 
