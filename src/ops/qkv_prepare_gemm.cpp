@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "memory/tensor_alloc.h"
 #include "ops/copy.h"
+#include "ops/gate_up_swiglu.h"
 #include "ops/linear.h"
 #include "ops/op_checks.h"
 #include "ops/prepare_qkv.h"
@@ -18,8 +19,6 @@ namespace {
 constexpr int64_t kHeadDim = 128;  // the kernel's head (two a 256-column tile)
 
 bool aligned16(uintptr_t addr) { return addr % 16 == 0; }
-
-int64_t row_stride(const Tensor& x) { return x.size(0) > 1 ? x.stride(0) : x.size(1); }
 
 void check_operands(const char* op, const Tensor& x, const Tensor& w_qkv, int head_dim, int64_t nq, int64_t nkv) {
   check_defined(op, x, "x");
@@ -37,7 +36,7 @@ void check_operands(const char* op, const Tensor& x, const Tensor& w_qkv, int he
 
 const char* unfit(const Tensor& x, const Tensor& w_qkv, const Tensor& bias, int head_dim, int64_t nq, int64_t nkv) {
   return qkv_prepare_gemm_unfit(x.size(0), x.size(1), w_qkv.size(0), w_qkv.size(1), head_dim, nq, nkv, x.dtype(),
-                                reinterpret_cast<uintptr_t>(x.data()), row_stride(x),
+                                reinterpret_cast<uintptr_t>(x.data()), gate_up_swiglu_row_stride(x),
                                 reinterpret_cast<uintptr_t>(w_qkv.data()), bias.defined());
 }
 
@@ -54,7 +53,7 @@ void check_kernel(const char* op, const Tensor& x, const Tensor& w_qkv, int head
                                      int64_t nkv) {
   ::grt::cuda::QkvGemmArgs c{};
   c.x = x.data();
-  c.x_stride = row_stride(x);
+  c.x_stride = gate_up_swiglu_row_stride(x);
   c.w = w_qkv.data();
   c.rows = x.size(0);
   c.n = w_qkv.size(0);

@@ -36,6 +36,7 @@
 #include "ops/cuda/dense_common.cuh"
 #include "ops/cuda/gemm_n256_ring.cuh"
 #include "ops/cuda/pdl.cuh"
+#include "ops/cuda/prepare_qkv_math.cuh"
 #include "ops/cuda/sm90a_device.h"
 #include "ops/cuda/smem_mbarrier.cuh"
 #include "ops/cuda/tensor_copy.cuh"
@@ -80,27 +81,13 @@ struct QkvEpilogue {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 using attn::pack2;
 using tma::tma_load_2d;
+using Bf16 = __nv_bfloat16;
 
-__device__ __forceinline__ void unpack8(const uint4& raw, float (&x)[8]) {
-  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    x[2 * i] = __uint_as_float(w[i] << 16);
-    x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-  }
-}
-
-__device__ __forceinline__ uint4 pack8(const float (&y)[8]) {
-  return make_uint4(pack2<__nv_bfloat16>(y[0], y[1]), pack2<__nv_bfloat16>(y[2], y[3]),
-                    pack2<__nv_bfloat16>(y[4], y[5]), pack2<__nv_bfloat16>(y[6], y[7]));
-}
-
-// Rounds a pair to bf16 and back (prep::round_pair's bits).
-__device__ __forceinline__ void round2(float& a, float& b) {
-  const uint32_t bits = pack2<__nv_bfloat16>(a, b);
-  a = __uint_as_float(bits << 16);
-  b = __uint_as_float(bits & 0xffff0000u);
-}
+// prepare_qkv_'s conversions (prepare_qkv_math.cuh): a 16-byte chunk to 8 floats by bit
+// operations, a float pair rounded to bf16 and back, 8 floats rounded into a chunk.
+__device__ __forceinline__ void unpack8(const uint4& raw, float (&x)[8]) { prep::unpack_chunk_bits<Bf16>(raw, x); }
+__device__ __forceinline__ void round2(float& a, float& b) { prep::round_pair<Bf16, true>(a, b); }
+__device__ __forceinline__ uint4 pack8(const float (&y)[8]) { return prep::pack_chunk<Bf16>(y); }
 
 // One head of one row: the four chunks b, b + 4, b + 8, b + 12 (x[q] = chunk b + 4q) of this lane,
 // prepared in place as prepare_qkv_'s lanes kernel prepares them (see the top of the file). The
