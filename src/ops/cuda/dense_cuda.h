@@ -34,6 +34,18 @@ void set_silu_kernel(const char* kernel);
 // out[M, N] = x[M, K] (row stride x_stride) * w[N, K]^T + bias[N] (bias may be null).
 void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
             DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K);
+// The K-split partials of x[M, K] * w[N, K]^T through cuBLASLt (a strided batch, its plan cache and
+// tuning): partials[s] (f32 [M, N], contiguous, s < splits) = x[:, Ks s .. Ks (s+1)) * w[:, same]^T
+// with Ks = K / splits. bf16 / f16 in; splits >= 2 and Ks % 8 == 0 (checked).
+void linear_k_split_partials(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, float* partials,
+                             int64_t M, int64_t N, int64_t K, int splits);
+// The closing step of linear_add_rms_norm_ (ops/linear_add_rms_norm.h): per row, the `splits`
+// partials [splits, rows, hidden] summed in split order and rounded to dt (the linear's output),
+// residual = round(that + residual), out = rms_norm(residual) * w (fused_add_rms_norm's rounding).
+// residual and out: [rows, hidden] with row strides; bf16 / f16.
+void split_k_add_rms_norm(Device d, DType dt, const float* partials, int splits, void* residual,
+                          int64_t residual_stride, const void* w, void* out, int64_t out_stride, int64_t rows,
+                          int64_t hidden, float eps);
 
 // prepare_qkv_ (ops/prepare_qkv.h): q/k per-head RMSNorm, rope, K/V cache store, one launch.
 void prepare_qkv(Device d, const ops::PrepareQkvArgs& args);

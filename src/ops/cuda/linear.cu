@@ -146,9 +146,10 @@ struct Plan {
   size_t workspace = 0;
 };
 
-// (M, N, K, ldb, in, out, bias dtype or -1, bias mode wanted, alignments of A, B, D, bias, workspace)
+// (M, N, K, ldb, in, out, bias dtype or -1, bias mode wanted, alignments of A, B, D, bias, workspace,
+// K splits: 1, or the batch of K-split partials of linear_k_split_partials)
 using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int, int, uint32_t, uint32_t, uint32_t, uint32_t,
-                           size_t>;
+                           size_t, int>;
 
 struct Workspace {
   Device device;
@@ -247,6 +248,9 @@ struct Call {
   const void* w;
   const void* bias;
   void* y;
+  // > 1: a strided batch of `splits` products over consecutive K slices of sh.K / splits columns,
+  // each into its own f32 [M, N] of y (linear_k_split_partials); no bias.
+  int splits = 1;
 };
 
 // Tuning switches (see the file comment), read at each new plan family: tests switch them.
@@ -317,9 +321,24 @@ void build_descriptors(Plan& plan, const Call& c, bool epilogue_bias) {
     set_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_type(c.bias_dt)), sh);
     set_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, c.bias, sh);  // its alignment guides the heuristic
   }
-  plan.a = make_layout(cuda_type(c.in), sh.K, sh.N, sh.K, sh);
-  plan.b = make_layout(cuda_type(c.in), sh.K, sh.M, c.ldb, sh);
+  const int64_t k_slice = sh.K / c.splits;  // the K columns of one product (ld stays the full row)
+  plan.a = make_layout(cuda_type(c.in), k_slice, sh.N, sh.K, sh);
+  plan.b = make_layout(cuda_type(c.in), k_slice, sh.M, c.ldb, sh);
   plan.d = make_layout(cuda_type(c.out), sh.N, sh.M, sh.N, sh);
+  if (c.splits > 1) {
+    // Product s reads columns [s * k_slice, (s + 1) * k_slice) of w and x and writes y[s].
+    const int32_t batch = c.splits;
+    const int64_t ab_stride = k_slice, d_stride = sh.N * sh.M;
+    for (cublasLtMatrixLayout_t l : {plan.a.get(), plan.b.get(), plan.d.get()})
+      GRT_LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)), sh);
+    for (cublasLtMatrixLayout_t l : {plan.a.get(), plan.b.get()})
+      GRT_LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &ab_stride,
+                                                    sizeof(ab_stride)),
+                   sh);
+    GRT_LT_CHECK(cublasLtMatrixLayoutSetAttribute(plan.d.get(), CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &d_stride,
+                                                  sizeof(d_stride)),
+                 sh);
+  }
   plan.epilogue_bias = epilogue_bias;
 }
 
@@ -380,6 +399,7 @@ std::string algo_str(const cublasLtMatmulAlgo_t& algo) {
 // Split-K variants (float32 partials in the workspace, reduced in a second step: the result
 // keeps the unsplit path's float32 accumulation) of the first few unsplit candidates.
 void add_split_k(cublasLtHandle_t handle, const Plan& plan, const Call& c, size_t workspace, Candidates& cands) {
+  if (c.splits > 1) return;  // already split, by the caller's batch
   const int base = cands.n_algos;
   int varied = 0;
   for (int i = 0; i < base && varied < 3; ++i) {
@@ -551,9 +571,10 @@ void add_bias(cudaStream_t s, const Call& c) {
 // up only their largest shape), then runs a timed choice.
 // The store's name for a bucket's choice: every PlanKey field (M = the bucket).
 std::string cache_entry_key(const PlanKey& k) {
-  const auto& [m, n, kk, ldb, in, out, bias, al_w, al_x, al_y, al_b, ws] = k;
-  return fmt::format("N{} K{} ldb{} in{} out{} bias{} align{}.{}.{}.{} ws{} M{}", n, kk, ldb, in, out, bias, al_w,
-                     al_x, al_y, al_b, ws, m);
+  const auto& [m, n, kk, ldb, in, out, bias, al_w, al_x, al_y, al_b, ws, splits] = k;
+  // Unsplit keys keep the name they had before K-split partials existed (stored choices stay valid).
+  return fmt::format("N{} K{} ldb{} in{} out{} bias{} align{}.{}.{}.{} ws{} M{}{}", n, kk, ldb, in, out, bias, al_w,
+                     al_x, al_y, al_b, ws, m, splits > 1 ? fmt::format(" splits{}", splits) : std::string());
 }
 
 // Reads the store once per device (tests reset it through linear_forget_choices_for_test).
@@ -707,23 +728,12 @@ bool linear_skinny(Device d, const void* x, int64_t x_stride, DType in_dtype, co
   return true;
 }
 
-}  // namespace
-
-void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
-            DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
-  const Shape3 sh{M, N, K};
-  const bool ok = (in_dtype == DType::BF16 && (out_dtype == DType::BF16 || out_dtype == DType::F32)) ||
-                  (in_dtype == DType::F16 && (out_dtype == DType::F16 || out_dtype == DType::F32)) ||
-                  (in_dtype == DType::F32 && out_dtype == DType::F32);
-  GRT_CHECK(ok, "linear M={} N={} K={} on CUDA: {} inputs with {} output are not supported (bf16->bf16|f32, "
-            "f16->f16|f32, f32->f32)", M, N, K, dtype_name(in_dtype), dtype_name(out_dtype));
-  use_device(d.index);
-  Stream& stream = current_stream(d);
+// One cuBLASLt call through the plan cache (descriptors, timed / bundled / heuristic algorithm).
+void lt_matmul(Device d, Stream& stream, const Call& c) {
+  const Shape3& sh = c.sh;
+  const int64_t M = sh.M, N = sh.N, K = sh.K;
   cudaStream_t s = native_stream(stream);
-  if (linear_small_m(d, s, x, x_stride, in_dtype, w, bias, bias_dtype, out, out_dtype, M, N, K)) return;
-  if (linear_skinny(d, x, x_stride, in_dtype, w, bias, out, out_dtype, M, N, K)) return;
-  const Call c{sh, x_stride, in_dtype, out_dtype, bias_dtype, x, w, bias, out};
-  const bool want_epilogue = bias && bias_dtype == out_dtype;
+  const bool want_epilogue = c.bias && c.bias_dt == c.out;
 
   LtDevice& dev = lt_device(d.index);
   std::lock_guard<std::mutex> lock(dev.mu);
@@ -737,9 +747,19 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
     dev.workspaces.emplace(stream.id(), std::move(owned));
   }
   const size_t ws_bytes = ws ? kWorkspaceBytes : 0;
-  const PlanKey key{M, N, K, x_stride, static_cast<int>(in_dtype), static_cast<int>(out_dtype),
-                    bias ? static_cast<int>(bias_dtype) : -1, alignment_of(w), alignment_of(x), alignment_of(out),
-                    bias ? alignment_of(bias) : 0u, ws_bytes};
+  const PlanKey key{M,
+                    N,
+                    K,
+                    c.ldb,
+                    static_cast<int>(c.in),
+                    static_cast<int>(c.out),
+                    c.bias ? static_cast<int>(c.bias_dt) : -1,
+                    alignment_of(c.w),
+                    alignment_of(c.x),
+                    alignment_of(c.y),
+                    c.bias ? alignment_of(c.bias) : 0u,
+                    ws_bytes,
+                    c.splits};
   auto it = dev.plans.find(key);
   if (it == dev.plans.end()) {
     PlanKey bkey = key;
@@ -755,22 +775,55 @@ void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const voi
     std::unique_ptr<Plan> plan;
     if (want_epilogue) plan = make_plan(dev.handle, c, true, ws_bytes, bucket_algo);
     if (!plan) plan = make_plan(dev.handle, c, false, ws_bytes, bucket_algo);
-    GRT_CHECK(plan, "linear M={} N={} K={} ({} -> {}): cuBLASLt has no algorithm for this shape", M, N, K,
-              dtype_name(in_dtype), dtype_name(out_dtype));
+    GRT_CHECK(plan, "linear M={} N={} K={} ({} -> {}, {} K splits): cuBLASLt has no algorithm for this shape", M, N, K,
+              dtype_name(c.in), dtype_name(c.out), c.splits);
     // One line per new shape: which choice it runs (a stored or timed bucket's, or the heuristic's).
-    GRT_DEBUG("cuBLASLt plan M={} N={} K={} ldb={} align w/x/y {}/{}/{} ws {}: {} (bucket {})", M, N, K, x_stride,
-              std::get<7>(key), std::get<8>(key), std::get<9>(key), ws_bytes,
+    GRT_DEBUG("cuBLASLt plan M={} N={} K={} splits={} ldb={} align w/x/y {}/{}/{} ws {}: {} (bucket {})", M, N, K,
+              c.splits, c.ldb, std::get<7>(key), std::get<8>(key), std::get<9>(key), ws_bytes,
               bit != dev.bucket_choice.end() ? "bucket choice" : bucket_algo ? "shared heuristic" : "heuristic",
               std::get<0>(bkey));
     it = dev.plans.emplace(key, std::move(plan)).first;
   }
   Plan& plan = *it->second;
-  if (plan.epilogue_bias) set_attr(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, sh);
+  if (plan.epilogue_bias) set_attr(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, c.bias, sh);
   const float alpha = 1.0f, beta = 0.0f;
-  GRT_LT_CHECK(cublasLtMatmul(dev.handle, plan.desc.get(), &alpha, w, plan.a.get(), x, plan.b.get(), &beta, out,
-                              plan.d.get(), out, plan.d.get(), &plan.algo, ws, plan.workspace, s),
+  GRT_LT_CHECK(cublasLtMatmul(dev.handle, plan.desc.get(), &alpha, c.w, plan.a.get(), c.x, plan.b.get(), &beta, c.y,
+                              plan.d.get(), c.y, plan.d.get(), &plan.algo, ws, plan.workspace, s),
                sh);
-  if (bias && !plan.epilogue_bias) add_bias(s, c);
+  if (c.bias && !plan.epilogue_bias) add_bias(s, c);
+}
+
+}  // namespace
+
+void linear(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, const void* bias,
+            DType bias_dtype, void* out, DType out_dtype, int64_t M, int64_t N, int64_t K) {
+  const Shape3 sh{M, N, K};
+  const bool ok = (in_dtype == DType::BF16 && (out_dtype == DType::BF16 || out_dtype == DType::F32)) ||
+                  (in_dtype == DType::F16 && (out_dtype == DType::F16 || out_dtype == DType::F32)) ||
+                  (in_dtype == DType::F32 && out_dtype == DType::F32);
+  GRT_CHECK(ok, "linear M={} N={} K={} on CUDA: {} inputs with {} output are not supported (bf16->bf16|f32, "
+            "f16->f16|f32, f32->f32)", M, N, K, dtype_name(in_dtype), dtype_name(out_dtype));
+  use_device(d.index);
+  Stream& stream = current_stream(d);
+  cudaStream_t s = native_stream(stream);
+  if (linear_small_m(d, s, x, x_stride, in_dtype, w, bias, bias_dtype, out, out_dtype, M, N, K)) return;
+  if (linear_skinny(d, x, x_stride, in_dtype, w, bias, out, out_dtype, M, N, K)) return;
+  lt_matmul(d, stream, Call{sh, x_stride, in_dtype, out_dtype, bias_dtype, x, w, bias, out});
+}
+
+void linear_k_split_partials(Device d, const void* x, int64_t x_stride, DType in_dtype, const void* w, float* partials,
+                             int64_t M, int64_t N, int64_t K, int splits) {
+  GRT_CHECK(in_dtype == DType::BF16 || in_dtype == DType::F16,
+            "linear_k_split_partials M={} N={} K={}: {} inputs are not supported (bf16, f16)", M, N, K,
+            dtype_name(in_dtype));
+  GRT_CHECK(splits >= 2 && K % splits == 0 && (K / splits) % 8 == 0,
+            "linear_k_split_partials M={} N={} K={}: {} splits do not cut K into slices of a multiple of 8 columns", M,
+            N, K, splits);
+  if (M == 0) return;
+  use_device(d.index);
+  Call c{Shape3{M, N, K}, x_stride, in_dtype, DType::F32, DType::F32, x, w, nullptr, partials};
+  c.splits = splits;
+  lt_matmul(d, current_stream(d), c);
 }
 
 }  // namespace grt::cuda
