@@ -17,6 +17,7 @@
 #include "ops/gate_up_swiglu.h"
 #include "ops/gate_up_swiglu_decode.h"
 #include "ops/linear.h"
+#include "ops/linear_add_rms_norm.h"
 #include "ops/prepare_qkv.h"
 #include "ops/qkv_prepare_gemm.h"
 #include "ops/rms_norm.h"
@@ -190,17 +191,26 @@ namespace {
 // `prenormed`: rms_norm(sum, the weight at prenormed_w) already computed by the kernel that last
 // added into `sum` (a one-token MoE block's down kernel, moe_block_adds_norm): the next norm
 // takes it instead of normalizing again; it must be that norm's weight.
+//
+// `deferred_x` / `deferred_w`: a row-parallel linear whose output the next norm adds and
+// normalizes together with the product itself (ops/linear_add_rms_norm.h: cuBLASLt's K-split
+// partials and one closing kernel at 17..64 rows), in place of linear + fused_add_rms_norm_.
 struct ResidualStream {
   Tensor sum, pending;
   float eps;
   bool fuse;  // no tensor parallelism
   Tensor prenormed;
   const void* prenormed_w = nullptr;
+  Tensor deferred_x, deferred_w;
+  int deferred_splits = 0;
+
+  // A layer output not yet in `sum`: computed (pending) or still to be computed (deferred).
+  bool has_pending() const { return pending.defined() || deferred_x.defined(); }
 
   // The prenormed row for norm weight norm_w (and no longer held), or undefined.
   Tensor take_prenormed(const Tensor& norm_w) {
     if (!prenormed.defined()) return Tensor();
-    GRT_CHECK(prenormed_w == norm_w.data() && !pending.defined(),
+    GRT_CHECK(prenormed_w == norm_w.data() && !has_pending(),
               "forward: the residual stream holds a row normalized with another weight than the next norm's");
     Tensor x = std::move(prenormed);
     prenormed = Tensor();
@@ -211,6 +221,12 @@ struct ResidualStream {
   // rms_norm(sum + pending) as a tensor of its own.
   Tensor normed(const Tensor& norm_w) {
     if (Tensor x = take_prenormed(norm_w); x.defined()) return x;
+    if (deferred_x.defined()) {
+      Tensor x = ops::linear_add_rms_norm_(deferred_x, deferred_w, sum, norm_w, eps, deferred_splits);
+      deferred_x = deferred_w = Tensor();
+      deferred_splits = 0;
+      return x;
+    }
     if (!pending.defined()) return ops::rms_norm(sum, norm_w, eps);
     ops::fused_add_rms_norm_(pending, sum, norm_w, eps);  // sum += pending; pending = norm
     Tensor x = std::move(pending);
@@ -221,7 +237,7 @@ struct ResidualStream {
   // linear(rms_norm(sum + pending), w, bias) in x's dtype.
   Tensor normed_linear(const Tensor& norm_w, const Tensor& w, const Tensor& bias, DType dtype) {
     if (prenormed.defined()) return ops::linear(take_prenormed(norm_w), w, bias, dtype);
-    if (fuse && !pending.defined() && ops::rms_norm_linear_fusable(sum, w))
+    if (fuse && !has_pending() && ops::rms_norm_linear_fusable(sum, w))
       return ops::rms_norm_linear(sum, norm_w, eps, w, bias);
     return ops::linear(normed(norm_w), w, bias, dtype);
   }
@@ -231,7 +247,7 @@ struct ResidualStream {
   // epilogue, or the unfused ops.
   Tensor normed_gate_up_silu(const Tensor& norm_w, const Tensor& gate_up, DType dtype) {
     GRT_CHECK(!prenormed.defined(), "forward: a prenormed row before a gate_up (only attention follows a MoE block)");
-    if (fuse && !pending.defined() && ops::gate_up_silu_fusable(sum, gate_up))
+    if (fuse && !has_pending() && ops::gate_up_silu_fusable(sum, gate_up))
       return ops::rms_norm_gate_up_silu(sum, norm_w, eps, gate_up);
     if (fuse && ops::silu_epilogue_fusable(sum, gate_up))
       return ops::rms_norm_gate_up_silu(normed(norm_w), Tensor(), eps, gate_up);
@@ -242,7 +258,7 @@ struct ResidualStream {
     // where normed_linear would run the norm on its own and then the plain linear (the GEMV fusions
     // above come first).
     if ((ops::prefill_swiglu_gemm_enabled() || ops::decode_swiglu_gemm_mode() != ops::DecodeSwiglu::kOff) &&
-        dtype == sum.dtype() && !(fuse && !pending.defined() && ops::rms_norm_linear_fusable(sum, gate_up))) {
+        dtype == sum.dtype() && !(fuse && !has_pending() && ops::rms_norm_linear_fusable(sum, gate_up))) {
       Tensor x = normed(norm_w);
       const ops::DecodeSwiglu decode = ops::gate_up_swiglu_decode_choice(x, gate_up);
       if (decode != ops::DecodeSwiglu::kOff) return ops::gate_up_swiglu_decode(x, gate_up, decode);
@@ -254,8 +270,20 @@ struct ResidualStream {
 
   // True when linear(x, w) was added into sum; else the caller makes it pending.
   bool add_linear(const Tensor& x, const Tensor& w) {
-    if (!fuse || pending.defined() || !ops::linear_fusable(x, w)) return false;
+    if (!fuse || has_pending() || !ops::linear_fusable(x, w)) return false;
     ops::linear_add_(x, w, sum);
+    return true;
+  }
+
+  // True when linear(x, w) is left for the next norm (linear_add_rms_norm_choice routes it);
+  // else the caller makes it pending.
+  bool defer_linear(const Tensor& x, const Tensor& w) {
+    if (!fuse || has_pending()) return false;
+    const int splits = ops::linear_add_rms_norm_choice(x, w);
+    if (splits == 0) return false;
+    deferred_x = x;
+    deferred_w = w;
+    deferred_splits = splits;
     return true;
   }
 };
@@ -306,7 +334,10 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
   }
   // A row-parallel linear's output goes into the residual: fused, or pending after its all-reduce.
   const auto add_output = [&](const Tensor& x, const Tensor& w) {
-    if (res.add_linear(x, w)) return;
+    // The deferral's rows (17.., ops/linear_add_rms_norm.h) lie above the GEMV's default 16, so
+    // asking it first changes nothing by default; where GRAPHRT_GEMV_MAX_ROWS raises the GEMV's
+    // range (an A/B knob) or on the CPU with GRAPHRT_SPLITK_ADD_NORM=1, the deferral takes them.
+    if (res.defer_linear(x, w) || res.add_linear(x, w)) return;
     res.pending = ops::linear(x, w, Tensor(), dtype_);
     all_reduce_(res.pending);
   };
@@ -327,11 +358,11 @@ Tensor DecoderModel::forward(const ForwardInputs& in) const {
       // the down kernel adds the block's output into the residual and its last block normalizes it
       // with the next norm (the next layer's input norm or the final norm): no fused add+norm
       // kernel after the block.
-      const bool norm_first = !res.pending.defined() && moe_block_norm_first(res.sum, in.moe_eager_routing);
+      const bool norm_first = !res.has_pending() && moe_block_norm_first(res.sum, in.moe_eager_routing);
       const Tensor& next_norm =
           l + 1 < static_cast<int>(weights_.layers.size()) ? weights_.layers[static_cast<size_t>(l) + 1].input_norm
                                                            : weights_.final_norm;
-      const bool add_norm = res.fuse && !res.pending.defined() &&
+      const bool add_norm = res.fuse && !res.has_pending() &&
                             moe_block_adds_norm(config_, w, res.sum, next_norm, in.moe_eager_routing);
       const bool add = !add_norm && res.fuse && moe_block_adds_to_residual(config_, w, res.sum, in.moe_eager_routing);
       Tensor x = norm_first ? res.sum : res.normed(w.post_norm);

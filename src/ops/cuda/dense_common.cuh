@@ -94,6 +94,25 @@ __device__ __forceinline__ float block_sum(float v) {
   return v;
 }
 
+// The closing pass of a residual add + RMSNorm over a row of n elements, this thread holding `ss`,
+// its part of the row's sum of squares: out = w * round(res * rsqrt(mean + eps)) (HF's order) over
+// the chunks this thread wrote into `res` itself, so no barrier is needed before it. Calls
+// block_sum: once per kernel.
+template <typename T>
+__device__ __forceinline__ void norm_row_from_residual(const T* res, const T* w, T* out, int64_t n, float ss, float eps,
+                                                       bool vec) {
+  constexpr int V = kChunk<T>;
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n) + eps);
+  float a[V], b[V];
+  for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < n; c += static_cast<int64_t>(blockDim.x) * V) {
+    load_chunk(res, c, n, vec, b);
+    load_chunk(w, c, n, vec, a);
+#pragma unroll
+    for (int j = 0; j < V; ++j) b[j] = a[j] * round_to<T>(b[j] * inv);
+    store_chunk(out, c, n, vec, b);
+  }
+}
+
 // True when `p` + every multiple of `stride_elems` elements is 16-byte aligned.
 inline bool aligned16(const void* p, int64_t stride_elems, size_t elem_size) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0 && (static_cast<size_t>(stride_elems) * elem_size) % 16 == 0;

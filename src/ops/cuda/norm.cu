@@ -59,15 +59,7 @@ __global__ void fused_add_rms_norm_kernel(T* x, int64_t xs, T* res, int64_t rs, 
     }
     store_chunk(rr, c, n, vec, b);
   }
-  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n) + eps);
-  // Each thread re-reads only the chunks it wrote itself, so no barrier is needed.
-  for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < n; c += static_cast<int64_t>(blockDim.x) * V) {
-    load_chunk(rr, c, n, vec, b);
-    load_chunk(w, c, n, vec, a);
-#pragma unroll
-    for (int j = 0; j < V; ++j) b[j] = a[j] * round_to<T>(b[j] * inv);
-    store_chunk(xr, c, n, vec, b);
-  }
+  norm_row_from_residual(rr, w, xr, n, ss, eps, vec);
 }
 
 template <typename T>
