@@ -96,10 +96,11 @@ struct OpCase {
 
 // The op at the shapes the rule routes (qwen3-0.6b o_proj / down at 17..256 rows; llama-3.1-8b's
 // o_proj, forced) against linear + fused_add_rms_norm_: the sums differ in order only, so within
-// a few bf16 ulps.
+// a few bf16 ulps. 17 x 1002: each product's f32 output starts only 8-byte aligned (17 x 1002 x 4
+// bytes apart), which the heuristic must be told.
 TEST(LinearAddRmsNormCuda, MatchesTheUnfusedOpsAtModelShapes) {
-  for (const OpCase c :
-       {OpCase{64, 1024, 2048}, OpCase{17, 1024, 3072}, OpCase{256, 1024, 3072}, OpCase{32, 4096, 4096}}) {
+  for (const OpCase c : {OpCase{64, 1024, 2048}, OpCase{17, 1024, 3072}, OpCase{256, 1024, 3072},
+                         OpCase{32, 4096, 4096}, OpCase{17, 1002, 1024}}) {
     const std::vector<float> xv = bf16_values(static_cast<size_t>(c.rows * c.k), 31, -1.0f, 1.0f);
     const float ws = 2.0f / std::sqrt(static_cast<float>(c.k));
     Tensor x = from_floats(xv, Shape{c.rows, c.k}, DType::BF16, kGpu);

@@ -342,6 +342,16 @@ void build_descriptors(Plan& plan, const Call& c, bool epilogue_bias) {
   plan.epilogue_bias = epilogue_bias;
 }
 
+// The alignment the heuristic may assume for an operand at p: with K-split batches, also that of
+// every later product's start (p + batch_stride elements of dt).
+uint32_t operand_alignment(const void* p, const Call& c, DType dt, int64_t batch_stride) {
+  const uint32_t al = alignment_of(p);
+  if (c.splits <= 1) return al;
+  const uint32_t step =
+      alignment_of(reinterpret_cast<const void*>(static_cast<uintptr_t>(batch_stride) * dtype_size(dt)));
+  return std::min(al, step);
+}
+
 // The heuristic's first `count` (<= kMaxTune) algorithms for the plan's descriptors into
 // cands.found (n_found 0 when none fits).
 void heuristic(cublasLtHandle_t handle, const Plan& plan, const Call& c, size_t workspace, int count,
@@ -354,10 +364,10 @@ void heuristic(cublasLtHandle_t handle, const Plan& plan, const Call& c, size_t 
     GRT_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &v, sizeof(v)), sh);
   };
   set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace));
-  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(c.w));
-  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(c.x));
-  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(c.y));
-  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(c.y));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, operand_alignment(c.w, c, c.in, sh.K / c.splits));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, operand_alignment(c.x, c, c.in, sh.K / c.splits));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, operand_alignment(c.y, c, c.out, sh.N * sh.M));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, operand_alignment(c.y, c, c.out, sh.N * sh.M));
   const int want = std::clamp(count, 1, kMaxTune);
   int found = 0;
   cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
