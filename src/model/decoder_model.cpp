@@ -194,7 +194,8 @@ namespace {
 //
 // `deferred_x` / `deferred_w`: a row-parallel linear whose output the next norm adds and
 // normalizes together with the product itself (ops/linear_add_rms_norm.h: cuBLASLt's K-split
-// partials and one closing kernel at 17..64 rows), in place of linear + fused_add_rms_norm_.
+// partials and one closing kernel, 17..256 rows of small weights), in place of linear +
+// fused_add_rms_norm_.
 struct ResidualStream {
   Tensor sum, pending;
   float eps;
@@ -278,7 +279,7 @@ struct ResidualStream {
   // True when linear(x, w) is left for the next norm (linear_add_rms_norm_choice routes it);
   // else the caller makes it pending.
   bool defer_linear(const Tensor& x, const Tensor& w) {
-    if (!fuse || has_pending()) return false;
+    if (!fuse || has_pending() || x.dtype() != sum.dtype()) return false;  // the op returns x's dtype
     const int splits = ops::linear_add_rms_norm_choice(x, w);
     if (splits == 0) return false;
     deferred_x = x;
