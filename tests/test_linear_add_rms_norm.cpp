@@ -88,6 +88,22 @@ TEST(SplitKAddNormRule, SwitchValues) {
   else unsetenv("GRAPHRT_SPLITK_ADD_NORM");
 }
 
+TEST(SplitKAddNormRule, SplitsSwitchValues) {
+  const char* old = std::getenv("GRAPHRT_SPLITK_ADD_NORM_SPLITS");
+  const std::string saved = old ? old : "";
+  unsetenv("GRAPHRT_SPLITK_ADD_NORM_SPLITS");
+  EXPECT_EQ(ops::split_k_add_norm_forced_splits_from_env(), 0);
+  setenv("GRAPHRT_SPLITK_ADD_NORM_SPLITS", "3", 1);
+  EXPECT_EQ(ops::split_k_add_norm_forced_splits_from_env(), 3);
+  for (const char* bad : {"1", "9", "two"}) {
+    setenv("GRAPHRT_SPLITK_ADD_NORM_SPLITS", bad, 1);
+    const std::string msg = error_of([] { (void)ops::split_k_add_norm_forced_splits_from_env(); });
+    EXPECT_NE(msg.find("GRAPHRT_SPLITK_ADD_NORM_SPLITS"), std::string::npos) << bad << ": " << msg;
+  }
+  if (old) setenv("GRAPHRT_SPLITK_ADD_NORM_SPLITS", saved.c_str(), 1);
+  else unsetenv("GRAPHRT_SPLITK_ADD_NORM_SPLITS");
+}
+
 TEST(SplitKAddNormRule, ChoiceNeedsTwoDimensionalRowsWithAContiguousLastDim) {
   ModeScope on(SplitKAddNorm::kOn);
   Tensor x = empty(Shape{20, 64}, DType::F32, kCpu);

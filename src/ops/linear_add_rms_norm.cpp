@@ -46,9 +46,14 @@ int split_k_add_norm_splits_rule(int64_t n, int64_t k, int forced) {
   return 0;
 }
 
-int split_k_add_norm_splits(int64_t n, int64_t k) {
-  static const int forced = env_int("GRAPHRT_SPLITK_ADD_NORM_SPLITS", 0, 0, 8);
+int split_k_add_norm_forced_splits_from_env() {
+  const int forced = env_int("GRAPHRT_SPLITK_ADD_NORM_SPLITS", 0, 0, 8);
   GRT_CHECK(forced != 1, "GRAPHRT_SPLITK_ADD_NORM_SPLITS=1 is not allowed: 2..8 splits, or 0 for the rule");
+  return forced;
+}
+
+int split_k_add_norm_splits(int64_t n, int64_t k) {
+  static const int forced = split_k_add_norm_forced_splits_from_env();
   return split_k_add_norm_splits_rule(n, k, forced);
 }
 

@@ -57,6 +57,9 @@ inline constexpr int64_t kSplitKAddNormForcedMaxRows = 4096;
 int split_k_add_norm_splits(int64_t n, int64_t k);
 // The rule without the switch (tests).
 int split_k_add_norm_splits_rule(int64_t n, int64_t k, int forced = 0);
+// GRAPHRT_SPLITK_ADD_NORM_SPLITS read now (tests): unset or 0 gives 0 (the rule); 1 or a value
+// outside 0..8 is an Error naming the variable.
+int split_k_add_norm_forced_splits_from_env();
 
 // The routing rule without a device: the splits to run `rows` x k -> n of `dtype` with, 0 for
 // the unfused ops. cuda: on a CUDA device (the CPU takes kOn only, and runs the reference).
