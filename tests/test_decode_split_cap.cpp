@@ -1,7 +1,8 @@
-// The wide decode-attention geometry's split cap (ops/decode_split_cap.h): the fewest splits whose
-// grid is one wave of ~2 blocks an SM, or uses >= 80% of the slots of its whole waves, for the
-// batch's rows rounded up to the capture sizes' step. The H100 points are those the rule was
-// measured at (bench/results/h100_2026-11-26_session27, calls C-D).
+// The split rules of decode attention's mma path (ops/decode_split_cap.h). The wide geometry's
+// split cap: the fewest splits whose grid is one wave of ~2 blocks an SM, or uses >= 80% of the
+// slots of its whole waves, for the batch's rows rounded up to the capture sizes' step (H100
+// points measured in bench/results/h100_2026-11-26_session27, calls C-D). Below SMs pairs, the
+// split chunk by pairs (sessions 19 and 33).
 #include <gtest/gtest.h>
 
 #include "ops/decode_split_cap.h"
@@ -72,6 +73,25 @@ TEST(DecodeSplitCap, DegenerateInputsGiveOne) {
   EXPECT_EQ(ops::wide_split_cap(64, 8, 0, kSms, 4), 1);
   EXPECT_EQ(ops::wide_split_cap(64, 8, kSlots128, 0, 4), 1);
   EXPECT_EQ(ops::wide_split_cap(64, 8, kSlots128, kSms, 0), 1);
+}
+
+// Below SMs pairs: the chunk each pairs bucket measured best at (H100, ctx 1024).
+TEST(DecodeMmaChunkByPairs, H100PointsTakeTheMeasuredBestChunk) {
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(4), 64);    // qwen3-30b-a3b bs 1 (4 kv heads): 128 slower
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(8), 128);   // qwen3-0.6b bs 1: 128 faster than 64; llama even
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(16), 128);  // bs 2 of 8 kv heads
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(32), 256);  // qwen3-0.6b bs 4
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(64), 512);  // qwen3-0.6b bs 8
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(128), 512); // bs 16
+}
+
+TEST(DecodeMmaChunkByPairs, BucketBoundsAndDegenerateInputs) {
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(1), 64);
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(5), 128);
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(17), 256);
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(33), 512);
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(0), 64);
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(-3), 64);
 }
 
 }  // namespace

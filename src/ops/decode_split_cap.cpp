@@ -17,4 +17,11 @@ int wide_split_cap(int64_t rows, int64_t kv_heads, int64_t slots, int64_t sms, i
   return most;
 }
 
+int decode_mma_chunk_by_pairs(int64_t pairs) {
+  if (pairs <= 4) return 64;
+  if (pairs <= 16) return 128;
+  if (pairs <= 32) return 256;
+  return 512;
+}
+
 }  // namespace grt::ops

@@ -610,26 +610,16 @@ bool use_mma(bool supported) {
 }
 
 // Tokens per split at least (GRAPHRT_DECODE_MMA_CHUNK, else by batch). Below the SM count in
-// batch x kv heads pairs, by pairs (GRAPHRT_DECODE_MMA_CHUNK_BY_PAIRS=1, default): 64 up to 8 pairs,
-// 128 up to 16, 256 up to 32, 512 above (0: 64 for all of them, sessions 5-18); 256 from the SM
-// count on (outside the wide geometry, which takes 512: launch_mma). Why: at 8 pairs (bs 1 of an
-// 8-kv-head model) 16 short splits are what fill the GPU, but with more pairs the same short
-// splits only add merges and per-block start-up: qwen3-0.6b bs 16 (128 pairs) streamed its 67 MB
-// of K/V a layer at 1.7 TB/s in 64-token splits. Measured (H100, bench/results/h100_2026-11-25_
-// session19 call M, ctx 1024, graph ms, chunk 64 against the one this rule picks): qwen3-0.6b bs 1
-// 1.004 / 1.021 (64; 128: 1.026, 256: 1.12), bs 4 1.302 / 1.310 -> 1.191 (256), bs 8 1.545 / 1.555
-// -> 1.399 (512), bs 12 1.876 / 1.897 -> 1.718, bs 16 2.057 / 2.076 -> 1.856; at ctx 4096 bs 16
-// 3.99 -> 3.89; llama-3.1-8b bs 8 6.709 -> 6.324, bs 16 7.517 -> 7.158; qwen3-30b-a3b bs 8 (32
-// pairs) 12.75 / 12.87 -> 12.28. A request's split count, and so its bits, depends on its length
-// and on its batch's pairs bucket (bounds 8 / 16 / 32 / SMs: for 8 kv heads bs 1 / 2 / 4 / 16,
-// capture sizes, so padding a batch to its graph rarely crosses one), never on other rows' contents.
+// batch x kv heads pairs, by pairs (GRAPHRT_DECODE_MMA_CHUNK_BY_PAIRS=1, the default: ops::
+// decode_mma_chunk_by_pairs, with its measurements; 0: 64 for all of them, sessions 5-18); 256
+// from the SM count on (outside the wide geometry, which takes 512: launch_mma). The bucket bounds
+// (4 / 16 / 32 / SMs pairs: the last batch of a bucket is bs 2 / 4 / 16 at 8 kv heads, bs 1 / 4 /
+// 8 / 32 at 4) are capture sizes, so padding a batch to its graph rarely crosses one.
 int mma_chunk(int64_t pairs, int sms) {
   if (knobs().mma_chunk > 0) return knobs().mma_chunk;
   if (pairs >= sms) return 256;
   if (!knobs().mma_chunk_by_pairs) return 64;
-  int chunk = 64;
-  while (chunk < 512 && pairs > chunk / 8) chunk *= 2;
-  return chunk;
+  return ops::decode_mma_chunk_by_pairs(pairs);
 }
 
 // Cluster size of the mma path (0: the global merge), GRAPHRT_DECODE_MMA_CLUSTER or by batch.

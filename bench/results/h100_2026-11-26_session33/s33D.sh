@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 33 call D: the split chunk rule by pairs (ops::decode_mma_chunk_by_pairs: 8 pairs now take
+# 128-token splits). Tests (decode attention, decode graphs, model, goldens), verify graph == eager
+# (qwen3-0.6b pool / vmm, llama-3.1-8b, qwen3-30b-a3b), a bs-1 trace, then pre (session 32) against
+# new in fresh processes, ABBA x 2: qwen3-0.6b / llama-3.1-8b bs 1, 2 and qwen3-30b-a3b bs 1, 2
+# (its bs 2 = 8 pairs: the bucket's one unmeasured point).
+set -u
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+mkdir -p $OUT/raw; HERE=$PWD/.gpuwork/call
+unpack() { mkdir -p $2; tar xJf $1 -C $2 2>/dev/null || python3 -c "import tarfile; tarfile.open('$1').extractall('$2')"; }
+rm -rf $PWD/new $PWD/pre; unpack $HERE/new.tar.xz $PWD/new; unpack $HERE/pre.tar.xz $PWD/pre
+export LD_LIBRARY_PATH="$PWD/.deps/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+S=$OUT/summary.txt; : > $S
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader >> $S
+timeout 300 $PWD/new/graphrt_cuda_tests --gtest_filter='OpsAttentionCuda.DecodeMma*:OpsAttentionCuda.Decode*:*DecodeGraph*:ModelCuda*:*Golden*' > $OUT/raw/tests.txt 2>&1
+echo "tests rc=$? at $(el)s: $(grep -E '^\[  (PASSED|FAILED)' $OUT/raw/tests.txt | tr '\n' ' ')" >> $S
+grep -E '^\[  FAILED|Failure$' -A8 $OUT/raw/tests.txt | head -40 >> $S
+for m in "qwen3-0.6b pool" "qwen3-0.6b vmm" "llama-3.1-8b pool" "qwen3-30b-a3b pool"; do
+  set -- $m
+  timeout 200 $PWD/new/graphrt inspect --model builtin:$1 --device cuda --graph-memory $2 --verify-cuda-graph --json > $OUT/raw/v.json 2> $OUT/raw/verify_$1_$2.log
+  echo "verify $1 $2 rc=$? at $(el)s: $(python3 -c "
+import json;j=json.load(open('$OUT/raw/v.json'));r=[]
+for k in ('decode','piecewise'):
+  p=(j.get(k) or {}).get('per_size',[]);r.append('%s %d/%d max %s'%(k,sum(1 for s in p if s.get('verified')),len(p),max([s.get('max_abs_diff') or 0 for s in p] or [0])))
+print('; '.join(r))" 2>&1 | tail -1)" >> $S
+done
+rm -f $OUT/raw/v.json
+timeout 60 $PWD/new/graphrt bench decode --model builtin:qwen3-0.6b --context 1024 --batch-sizes 1 --iters 20 --trace $OUT/raw/t.json > $OUT/raw/tr1.txt 2>&1
+echo "== trace new bs1 (rc $?) at $(el)s" >> $S; grep -A16 "^| pos" $OUT/raw/tr1.txt | grep -E "^\| [0-9]" | cut -c1-120 >> $S
+grep -E "^head .*layers|^decode bs" $OUT/raw/tr1.txt | cut -c1-260 >> $S
+rm -f $OUT/raw/t.json
+d() { grep -E '^decode bs' $1 | sed -E 's/decode bs +([0-9]+) .*eager +[0-9.]+ ms, graph +([0-9.]+) ms.*/b\1:\2/' | tr '\n' ' '; }
+i=0
+for m in qwen3-0.6b llama-3.1-8b qwen3-30b-a3b; do
+  for r in 1 2; do for v in pre new new pre; do i=$((i+1))
+    timeout 120 $PWD/$v/graphrt bench decode --model builtin:$m --context 1024 --batch-sizes 1,2 --iters 30 > $OUT/raw/q_$i.txt 2>&1
+    echo "$m $v r$r: $(d $OUT/raw/q_$i.txt) at $(el)s" >> $S
+  done; done
+done
+(cd $OUT && tar czf raw.tgz raw && rm -rf raw)
+echo "done at $(el)s" >> $S
+cat $S
