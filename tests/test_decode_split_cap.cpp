@@ -75,13 +75,15 @@ TEST(DecodeSplitCap, DegenerateInputsGiveOne) {
   EXPECT_EQ(ops::wide_split_cap(64, 8, kSlots128, kSms, 0), 1);
 }
 
-// Below SMs pairs: the chunk each pairs bucket measured best at (H100, ctx 1024).
+// Below SMs pairs: the chunk each pairs bucket measured best at (H100, ctx 1024; the buckets from
+// 8 pairs on re-measured in bench/results/h100_2026-11-26_session33 call H, 128 / 256 / 512 at
+// qwen3-0.6b, llama-3.1-8b and qwen3-30b-a3b bs 2..16).
 TEST(DecodeMmaChunkByPairs, H100PointsTakeTheMeasuredBestChunk) {
   EXPECT_EQ(ops::decode_mma_chunk_by_pairs(4), 64);    // qwen3-30b-a3b bs 1 (4 kv heads): 128 slower
   EXPECT_EQ(ops::decode_mma_chunk_by_pairs(8), 128);   // qwen3-0.6b bs 1: 128 faster than 64; llama even
-  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(16), 128);  // bs 2 of 8 kv heads
-  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(32), 256);  // qwen3-0.6b bs 4
-  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(64), 512);  // qwen3-0.6b bs 8
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(16), 128);  // bs 2 of 8 kv heads, qwen3-30b-a3b bs 4
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(32), 256);  // bs 4 of 8 kv heads, qwen3-30b-a3b bs 8
+  EXPECT_EQ(ops::decode_mma_chunk_by_pairs(64), 512);  // bs 8 of 8 kv heads
   EXPECT_EQ(ops::decode_mma_chunk_by_pairs(128), 512); // bs 16
 }
 

@@ -54,7 +54,9 @@ int wide_split_cap(int64_t rows, int64_t kv_heads, int64_t slots, int64_t sms, i
 //    5.771-5.812 (even), qwen3-30b-a3b (4 pairs) 3.537-3.566 -> 3.563-3.601 (slower: stays 64).
 //    Session 19 had measured 64 best at qwen bs 1; the preload of the first tile (s11) and the
 //    prepare kernel's trigger at entry (s12) have since moved the attention's blocks under the
-//    qkv GEMV, where fewer of them (72 against 128 at 8 pairs) land sooner.
+//    qkv GEMV, where fewer of them (72 against 128 at 8 pairs) land sooner;
+//  - the same session's call H: 128 / 256 / 512 at bs 2..16 of the three models; each bucket's
+//    chunk best or within the runs' spread of it.
 int decode_mma_chunk_by_pairs(int64_t pairs);
 
 }  // namespace grt::ops
