@@ -334,11 +334,17 @@ __device__ __forceinline__ void swap_tile(uint32_t k_addr, uint32_t k_xor, uint3
 // kWarpPipe (with kSwap only): each warp copies, waits for and frees its own 16-token slice of
 // every tile ("Warp pipe" in the header comment): no block barrier in the tile loop.
 // kPreload (KH = 1, no swap: the small-batch kernels): the block's first tile is copied before
-// pdl_wait, except the rows this step may write ("Preload" in the header comment).
+// pdl_wait, except the rows this step may write ("Preload" in the header comment). kFusePrepare
+// (with kPreload, bf16): the instances that may run the fused prepare (DecodeMmaParams::fuse_prepare).
 template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, bool kSwap = false, bool kWarpPipe = false,
-          bool kPreload = false>
+          bool kPreload = false, bool kFusePrepare = false>
 __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
   using C = MmaCfg<HD, KH>;
+  static_assert(!kFusePrepare || kPreload);
+  // The fused prepare's code only in its own instances (DecodeMmaParams::fuse_prepare, off by
+  // default), so the default preload kernels do not carry it (session 33: see launch_typed).
+  // prepare_qkv_'s CUDA dtypes: bf16 (and f32).
+  constexpr bool kFuseOk = kFusePrepare && std::is_same_v<T, __nv_bfloat16>;
   static_assert(KH == 1 || (!kCluster && !kCarry));
   static_assert(!kSwap || (KH == 1 && !kCluster && !kCarry));
   static_assert(!kWarpPipe || kSwap);
@@ -517,7 +523,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
       const int r = crow + i * kRowStep;
       const bool ok = slot_ok(i);
       const int64_t slot = slot_of(i);
-      if (ok && p.fuse_prepare && pos0 + r == len - 1) continue;  // written by fused_prepare (no copy)
+      if (kFuseOk && ok && p.fuse_prepare && pos0 + r == len - 1) continue;  // written by fused_prepare (no copy)
       if (ok && (slot == 0 || pos0 + r >= fresh)) {
         late |= 1u << i;
         continue;
@@ -548,7 +554,6 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   [[maybe_unused]] bool f_rope = false;
   [[maybe_unused]] uint4 f_wq = make_uint4(0, 0, 0, 0), f_wk = make_uint4(0, 0, 0, 0);
   [[maybe_unused]] float f_cc[kFV], f_cs[kFV];
-  constexpr bool kFuseOk = std::is_same_v<T, __nv_bfloat16>;  // prepare_qkv_'s CUDA dtypes: bf16 (and f32)
   const auto fused_pre_wait = [&] {
     if constexpr (kFuseOk) {
       if (!p.fuse_prepare || len <= 0) return;
@@ -624,7 +629,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     if (idle && (!kCluster || splits == 1)) return;
     if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
     if (!idle) {
-      if (p.fuse_prepare) fused_prepare();
+      if (kFuseOk && p.fuse_prepare) fused_prepare();
       else load_q();
     }
     issue_late(0);
@@ -647,7 +652,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     if (idle && (!kCluster || splits == 1)) return;
     if (idle && !p.early_trigger) pdl_trigger();
     if (!idle) {
-      if (p.fuse_prepare) fused_prepare();
+      if (kFuseOk && p.fuse_prepare) fused_prepare();
       else load_q();
     }
     issue_late(0);
@@ -995,7 +1000,17 @@ void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid,
   auto kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true> : decode_mma_kernel<T, HD, true, false>)
                         : (p.carry ? decode_mma_kernel<T, HD, false, true> : decode_mma_kernel<T, HD, false, false>);
   size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
-  if (p.preload) {  // one kv head a block, no swap (checked in launch_decode_mma)
+  if (p.preload && p.fuse_prepare) {  // bf16 only (fuse_prepare_fits)
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true, true>
+                                  : decode_mma_kernel<T, HD, true, false, 1, false, false, true, true>)
+                       : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true, true>
+                                  : decode_mma_kernel<T, HD, false, false, 1, false, false, true, true>);
+    } else {
+      GRT_FAIL("attention_decode mma: the fused prepare (GRAPHRT_DECODE_FUSE_PREPARE=1) takes bf16 only, this launch "
+               "is f16 (fuse_prepare_fits should have left it to prepare_qkv_)");
+    }
+  } else if (p.preload) {  // one kv head a block, no swap (checked in launch_decode_mma)
     kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true>
                                 : decode_mma_kernel<T, HD, true, false, 1, false, false, true>)
                      : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true>
