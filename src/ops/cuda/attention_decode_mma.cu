@@ -337,7 +337,7 @@ __device__ __forceinline__ void swap_tile(uint32_t k_addr, uint32_t k_xor, uint3
 // pdl_wait, except the rows this step may write ("Preload" in the header comment). kFusePrepare
 // (with kPreload, bf16): the instances that may run the fused prepare (DecodeMmaParams::fuse_prepare).
 template <typename T, int HD, bool kCluster, bool kCarry, int KH = 1, bool kSwap = false, bool kWarpPipe = false,
-          bool kPreload = false, bool kFusePrepare = false>
+          bool kPreload = false, bool kFusePrepare = false, bool kOptIn = false>
 __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc) decode_mma_kernel(DecodeMmaParams p) {
   using C = MmaCfg<HD, KH>;
   static_assert(!kFusePrepare || kPreload);
@@ -345,6 +345,11 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   // default), so the default preload kernels do not carry it (session 33: see launch_typed).
   // prepare_qkv_'s CUDA dtypes: bf16 (and f32).
   constexpr bool kFuseOk = kFusePrepare && std::is_same_v<T, __nv_bfloat16>;
+  // The opt-in switches measured as losses (DecodeMmaParams::early_trigger, kv_evict_first; off by
+  // default) likewise only in instances of their own (kOptIn): the default kernels do not carry
+  // their branches, the evict-first copies in the tile loop among them (session 34).
+  const bool early_trigger = kOptIn && p.early_trigger;
+  const bool kv_evict_first = kOptIn && p.kv_evict_first;
   static_assert(KH == 1 || (!kCluster && !kCarry));
   static_assert(!kSwap || (KH == 1 && !kCluster && !kCarry));
   static_assert(!kWarpPipe || kSwap);
@@ -370,7 +375,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   if constexpr (!kCarry && !kPreload) {
     if (!p.idle_exit) {  // (with idle_exit: below, once the block knows it works)
       pdl_wait();
-      if (p.early_trigger) pdl_trigger();  // ("Early trigger" in the header comment)
+      if (early_trigger) pdl_trigger();  // ("Early trigger" in the header comment)
     }
   }
   const int kvh = blockIdx.y, b = blockIdx.z;
@@ -390,10 +395,10 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   if constexpr (!kCarry && !kPreload) {
     if (p.idle_exit) {
       pdl_wait();
-      if (p.early_trigger) pdl_trigger();
+      if (early_trigger) pdl_trigger();
     }
     if (idle && (!kCluster || splits == 1)) return;
-    if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
+    if (idle && !early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
   }
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -472,10 +477,10 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   auto load_slots_of = [&](int s, int t) {
     slots.read(table != nullptr ? table + s * per_split : nullptr, t * C::kBK + crow, kRowStep, split_tokens(s));
   };
-  // K/V copies: under the L2 evict-first policy with p.kv_evict_first (read once a step).
-  const uint64_t kv_policy = p.kv_evict_first ? l2_evict_first_policy() : 0;
+  // K/V copies: under the L2 evict-first policy with kv_evict_first (read once a step).
+  const uint64_t kv_policy = kv_evict_first ? l2_evict_first_policy() : 0;
   const auto copy_kv = [&](uint32_t dst, const T* src, bool ok) {
-    if (p.kv_evict_first) cp_async16_hint(dst, src, ok, kv_policy);
+    if (kv_evict_first) cp_async16_hint(dst, src, ok, kv_policy);
     else cp_async16(dst, src, ok);
   };
   const auto slot_ok = [&](int i) { return slots.ok(i); };
@@ -625,9 +630,9 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     }
     cp_async_commit();
     pdl_wait();
-    if (p.early_trigger) pdl_trigger();
+    if (early_trigger) pdl_trigger();
     if (idle && (!kCluster || splits == 1)) return;
-    if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
+    if (idle && !early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
     if (!idle) {
       if (kFuseOk && p.fuse_prepare) fused_prepare();
       else load_q();
@@ -648,9 +653,9 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     }
     cp_async_commit();
     pdl_wait();
-    if (p.early_trigger) pdl_trigger();
+    if (early_trigger) pdl_trigger();
     if (idle && (!kCluster || splits == 1)) return;
-    if (idle && !p.early_trigger) pdl_trigger();
+    if (idle && !early_trigger) pdl_trigger();
     if (!idle) {
       if (kFuseOk && p.fuse_prepare) fused_prepare();
       else load_q();
@@ -663,9 +668,9 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     if (ns < splits && split_tokens(ns) == 0) ns = splits;
     if (p.early && ns < splits) load_slots_of(ns, nt);  // the first tile's table entries, before the wait
     pdl_wait();
-    if (p.early_trigger) pdl_trigger();
+    if (early_trigger) pdl_trigger();
     if (idle && (!kCluster || splits == 1)) return;
-    if (idle && !p.early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
+    if (idle && !early_trigger) pdl_trigger();  // (the loop below, where the others trigger, is empty here)
     if (!idle) load_q();
     if (ns < splits) {
       if (!p.early) load_slots_of(ns, nt);
@@ -815,7 +820,7 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
     } else {
       cp_async_wait<0>();
     }
-    if (!p.early_trigger) pdl_trigger();
+    if (!early_trigger) pdl_trigger();
     __syncthreads();  // every warp is done with the stages (also when the split had no tile)
 
     // Merge the 4 warps of the split (fixed order): rows < G of each warp's O to shared memory.
@@ -993,38 +998,49 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   }
 }
 
-template <typename T, int HD>
-void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid, int carveout) {
-  using C = MmaCfg<HD>;
-  const bool cluster = p.cluster > 1;
-  auto kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true> : decode_mma_kernel<T, HD, true, false>)
-                        : (p.carry ? decode_mma_kernel<T, HD, false, true> : decode_mma_kernel<T, HD, false, false>);
-  size_t smem = cluster ? C::smem_bytes(p.cluster_slots) : C::kSmem;
+// The kernel instance for p's switches (checked in launch_decode_mma); kOptIn: the instances that
+// carry the opt-in switches' code (decode_mma_kernel).
+template <typename T, int HD, bool kOptIn>
+void (*pick_kernel(const DecodeMmaParams& p, bool cluster))(DecodeMmaParams) {
+  constexpr bool O = kOptIn;
   if (p.preload && p.fuse_prepare) {  // bf16 only (fuse_prepare_fits)
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-      kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true, true>
-                                  : decode_mma_kernel<T, HD, true, false, 1, false, false, true, true>)
-                       : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true, true>
-                                  : decode_mma_kernel<T, HD, false, false, 1, false, false, true, true>);
+      return cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true, true, O>
+                                : decode_mma_kernel<T, HD, true, false, 1, false, false, true, true, O>)
+                     : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true, true, O>
+                                : decode_mma_kernel<T, HD, false, false, 1, false, false, true, true, O>);
     } else {
       GRT_FAIL("attention_decode mma: the fused prepare (GRAPHRT_DECODE_FUSE_PREPARE=1) takes bf16 only, this launch "
                "is f16 (fuse_prepare_fits should have left it to prepare_qkv_)");
     }
-  } else if (p.preload) {  // one kv head a block, no swap (checked in launch_decode_mma)
-    kernel = cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true>
-                                : decode_mma_kernel<T, HD, true, false, 1, false, false, true>)
-                     : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true>
-                                : decode_mma_kernel<T, HD, false, false, 1, false, false, true>);
-  } else if (p.swap) {  // global merge, no carry, one kv head a block (checked in launch_decode_mma)
-    kernel = p.warp_pipe ? decode_mma_kernel<T, HD, false, false, 1, true, true>
-                         : decode_mma_kernel<T, HD, false, false, 1, true>;
-  } else if (p.kv_per_block == 2) {  // kv groups: global merge, no carry (checked in launch_decode_mma)
-    kernel = decode_mma_kernel<T, HD, false, false, 2>;
-    smem = MmaCfg<HD, 2>::kSmem;
-  } else if (p.kv_per_block == 4) {
-    kernel = decode_mma_kernel<T, HD, false, false, 4>;
-    smem = MmaCfg<HD, 4>::kSmem;
   }
+  if (p.preload)  // one kv head a block, no swap (checked in launch_decode_mma)
+    return cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true, false, O>
+                              : decode_mma_kernel<T, HD, true, false, 1, false, false, true, false, O>)
+                   : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true, false, O>
+                              : decode_mma_kernel<T, HD, false, false, 1, false, false, true, false, O>);
+  if (p.swap)  // global merge, no carry, one kv head a block (checked in launch_decode_mma)
+    return p.warp_pipe ? decode_mma_kernel<T, HD, false, false, 1, true, true, false, false, O>
+                       : decode_mma_kernel<T, HD, false, false, 1, true, false, false, false, O>;
+  if (p.kv_per_block == 2)  // kv groups: global merge, no carry (checked in launch_decode_mma)
+    return decode_mma_kernel<T, HD, false, false, 2, false, false, false, false, O>;
+  if (p.kv_per_block == 4) return decode_mma_kernel<T, HD, false, false, 4, false, false, false, false, O>;
+  return cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, false, false, O>
+                            : decode_mma_kernel<T, HD, true, false, 1, false, false, false, false, O>)
+                 : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, false, false, O>
+                            : decode_mma_kernel<T, HD, false, false, 1, false, false, false, false, O>);
+}
+
+template <typename T, int HD>
+void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid, int carveout) {
+  using C = MmaCfg<HD>;
+  const bool cluster = p.cluster > 1;
+  const auto kernel = p.early_trigger || p.kv_evict_first ? pick_kernel<T, HD, true>(p, cluster)
+                                                          : pick_kernel<T, HD, false>(p, cluster);
+  const size_t smem = p.kv_per_block == 2 && !p.preload && !p.swap   ? MmaCfg<HD, 2>::kSmem
+                      : p.kv_per_block == 4 && !p.preload && !p.swap ? MmaCfg<HD, 4>::kSmem
+                      : cluster                                      ? C::smem_bytes(p.cluster_slots)
+                                                                     : C::kSmem;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                  "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", smem, HD);
   // carveout -2 (default), by instance, as measured (bench/results/h100_2026-11-23_s5_dattn2):
