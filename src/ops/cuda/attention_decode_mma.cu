@@ -998,49 +998,57 @@ __global__ void __launch_bounds__(MmaCfg<HD, KH>::kThreads, MmaCfg<HD, KH>::kOcc
   }
 }
 
-// The kernel instance for p's switches (checked in launch_decode_mma); kOptIn: the instances that
-// carry the opt-in switches' code (decode_mma_kernel).
+// The kernel instance for p's switches (checked in launch_decode_mma) and the dynamic shared memory
+// it launches with; kOptIn: the instances that carry the opt-in switches' code (decode_mma_kernel).
+struct PickedKernel {
+  void (*kernel)(DecodeMmaParams);
+  size_t smem;
+};
 template <typename T, int HD, bool kOptIn>
-void (*pick_kernel(const DecodeMmaParams& p, bool cluster))(DecodeMmaParams) {
+PickedKernel pick_kernel(const DecodeMmaParams& p, bool cluster) {
   constexpr bool O = kOptIn;
+  const size_t smem = cluster ? MmaCfg<HD>::smem_bytes(p.cluster_slots) : MmaCfg<HD>::kSmem;
   if (p.preload && p.fuse_prepare) {  // bf16 only (fuse_prepare_fits)
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-      return cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true, true, O>
-                                : decode_mma_kernel<T, HD, true, false, 1, false, false, true, true, O>)
-                     : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true, true, O>
-                                : decode_mma_kernel<T, HD, false, false, 1, false, false, true, true, O>);
+      return {cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true, true, O>
+                                 : decode_mma_kernel<T, HD, true, false, 1, false, false, true, true, O>)
+                      : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true, true, O>
+                                 : decode_mma_kernel<T, HD, false, false, 1, false, false, true, true, O>),
+              smem};
     } else {
       GRT_FAIL("attention_decode mma: the fused prepare (GRAPHRT_DECODE_FUSE_PREPARE=1) takes bf16 only, this launch "
                "is f16 (fuse_prepare_fits should have left it to prepare_qkv_)");
     }
   }
   if (p.preload)  // one kv head a block, no swap (checked in launch_decode_mma)
-    return cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true, false, O>
-                              : decode_mma_kernel<T, HD, true, false, 1, false, false, true, false, O>)
-                   : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true, false, O>
-                              : decode_mma_kernel<T, HD, false, false, 1, false, false, true, false, O>);
+    return {cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, true, false, O>
+                               : decode_mma_kernel<T, HD, true, false, 1, false, false, true, false, O>)
+                    : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, true, false, O>
+                               : decode_mma_kernel<T, HD, false, false, 1, false, false, true, false, O>),
+            smem};
   if (p.swap)  // global merge, no carry, one kv head a block (checked in launch_decode_mma)
-    return p.warp_pipe ? decode_mma_kernel<T, HD, false, false, 1, true, true, false, false, O>
-                       : decode_mma_kernel<T, HD, false, false, 1, true, false, false, false, O>;
+    return {p.warp_pipe ? decode_mma_kernel<T, HD, false, false, 1, true, true, false, false, O>
+                        : decode_mma_kernel<T, HD, false, false, 1, true, false, false, false, O>,
+            smem};
   if (p.kv_per_block == 2)  // kv groups: global merge, no carry (checked in launch_decode_mma)
-    return decode_mma_kernel<T, HD, false, false, 2, false, false, false, false, O>;
-  if (p.kv_per_block == 4) return decode_mma_kernel<T, HD, false, false, 4, false, false, false, false, O>;
-  return cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, false, false, O>
-                            : decode_mma_kernel<T, HD, true, false, 1, false, false, false, false, O>)
-                 : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, false, false, O>
-                            : decode_mma_kernel<T, HD, false, false, 1, false, false, false, false, O>);
+    return {decode_mma_kernel<T, HD, false, false, 2, false, false, false, false, O>, MmaCfg<HD, 2>::kSmem};
+  if (p.kv_per_block == 4)
+    return {decode_mma_kernel<T, HD, false, false, 4, false, false, false, false, O>, MmaCfg<HD, 4>::kSmem};
+  return {cluster ? (p.carry ? decode_mma_kernel<T, HD, true, true, 1, false, false, false, false, O>
+                             : decode_mma_kernel<T, HD, true, false, 1, false, false, false, false, O>)
+                  : (p.carry ? decode_mma_kernel<T, HD, false, true, 1, false, false, false, false, O>
+                             : decode_mma_kernel<T, HD, false, false, 1, false, false, false, false, O>),
+          smem};
 }
 
 template <typename T, int HD>
 void launch_typed(int dev, cudaStream_t st, const DecodeMmaParams& p, dim3 grid, int carveout) {
   using C = MmaCfg<HD>;
   const bool cluster = p.cluster > 1;
-  const auto kernel = p.early_trigger || p.kv_evict_first ? pick_kernel<T, HD, true>(p, cluster)
-                                                          : pick_kernel<T, HD, false>(p, cluster);
-  const size_t smem = p.kv_per_block == 2 && !p.preload && !p.swap   ? MmaCfg<HD, 2>::kSmem
-                      : p.kv_per_block == 4 && !p.preload && !p.swap ? MmaCfg<HD, 4>::kSmem
-                      : cluster                                      ? C::smem_bytes(p.cluster_slots)
-                                                                     : C::kSmem;
+  const PickedKernel picked = p.early_trigger || p.kv_evict_first ? pick_kernel<T, HD, true>(p, cluster)
+                                                                  : pick_kernel<T, HD, false>(p, cluster);
+  const auto kernel = picked.kernel;
+  const size_t smem = picked.smem;
   GRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                  "allowing {} bytes of shared memory for attention_decode mma (head_dim {})", smem, HD);
   // carveout -2 (default), by instance, as measured (bench/results/h100_2026-11-23_s5_dattn2):
