@@ -12,12 +12,37 @@
 
 namespace grt {
 
-int default_instantiate_threads() {
+bool nsight_compute_attached() {
+  // Variables ncu 2025.3.1 sets in the process it profiles (it attaches by LD_PRELOAD, not by
+  // CUDA_INJECTION64_PATH; session 35 call C listed its environment).
+  for (const char* name : {"NV_COMPUTE_PROFILER_PERFWORKS_DIR", "NV_NSIGHT_INJECTION_TRANSPORT_TYPE"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  return false;
+}
+
+int instantiate_threads_default(bool under_ncu) {
   // Two workers keep up with one capturing thread (instantiating a segment costs about what
-  // recording it does); more only contend for the driver. Under Nsight Compute (ncu 2025.3) a
-  // piecewise capture with workers aborted the process (H100, bench/results/
-  // h100_2026-11-23_session5/run2); with GRAPHRT_CAPTURE_INSTANTIATE_THREADS=0 it ran.
-  static const int n = env_int("GRAPHRT_CAPTURE_INSTANTIATE_THREADS", 2, 0, 64);
+  // recording it does); more only contend for the driver. Under Nsight Compute (ncu 2025.3) graphrt
+  // aborts inside glibc's malloc while workers instantiate and the capturing thread records (H100,
+  // sessions 5, 25 and 35, also inside a --profile-from-start off window); runs without it are
+  // clean under MALLOC_CHECK_=3 and compute-sanitizer. Capture speed does not matter under a
+  // profiler, so none is the default there.
+  const char* set = std::getenv("GRAPHRT_CAPTURE_INSTANTIATE_THREADS");
+  if ((set == nullptr || *set == '\0') && under_ncu) return 0;
+  return env_int("GRAPHRT_CAPTURE_INSTANTIATE_THREADS", 2, 0, 64);
+}
+
+int default_instantiate_threads() {
+  static const int n = [] {
+    const bool ncu = nsight_compute_attached();
+    const int threads = instantiate_threads_default(ncu);
+    if (ncu && threads == 0)
+      GRT_INFO("under Nsight Compute: graphs are instantiated on the capturing thread (it aborts with workers; "
+               "GRAPHRT_CAPTURE_INSTANTIATE_THREADS=N sets N)");
+    return threads;
+  }();
   return n;
 }
 

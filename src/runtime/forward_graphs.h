@@ -23,11 +23,19 @@ namespace grt {
 
 // Capture overlap defaults, from the environment (read once; a bad value is an Error):
 // GRAPHRT_CAPTURE_INSTANTIATE_THREADS=N worker threads instantiate graphs while the next shape is
-// captured (default 2; 0: on the capturing thread, as before); GRAPHRT_CAPTURE_SYNC_EACH_SHAPE=1
+// captured (default 2, or 0 under Nsight Compute: instantiate_threads_default; 0: on the capturing
+// thread, as before); GRAPHRT_CAPTURE_SYNC_EACH_SHAPE=1
 // waits for the device after the warm-up and after every shape, as before (default 0);
 // GRAPHRT_CAPTURE_DEFER_INSTANTIATE=1 instantiates on the workers only after every shape is
 // recorded (default 0: right after each shape's capture).
 int default_instantiate_threads();
+// Whether Nsight Compute profiles this process: a variable it sets (NV_COMPUTE_PROFILER_PERFWORKS_DIR
+// or NV_NSIGHT_INJECTION_TRANSPORT_TYPE, as ncu 2025.3.1 does) is set and not empty.
+bool nsight_compute_attached();
+// The worker count default_instantiate_threads() returns, read now: GRAPHRT_CAPTURE_INSTANTIATE_
+// THREADS when set (0..64, else an Error naming it), else 0 `under_ncu` (ncu aborts in malloc
+// with workers) and 2 otherwise.
+int instantiate_threads_default(bool under_ncu);
 bool default_sync_each_shape();
 bool default_defer_instantiation();
 
