@@ -10,15 +10,16 @@
 #include "cli_runner.h"
 #include "core/env_switch.h"
 #include "core/error.h"
+#include "scoped_env.h"
 
 namespace grt {
 namespace {
 
 constexpr const char* kVar = "GRAPHRT_TEST_ENV_SWITCH";
 
-struct ScopedEnv {
-  explicit ScopedEnv(const char* value) { setenv(kVar, value, 1); }
-  ~ScopedEnv() { unsetenv(kVar); }
+// kVar = value for a scope (grt::testing::ScopedEnv restores it after).
+struct ScopedEnv : grt::testing::ScopedEnv {
+  explicit ScopedEnv(const char* value) : grt::testing::ScopedEnv(kVar, value) {}
 };
 
 std::string error_of(const std::function<void()>& f) {

@@ -3,9 +3,7 @@
 // prefill, --verify-cuda-graph and lazy capture. Every comparison with the eager forward is bitwise.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <functional>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -14,6 +12,7 @@
 #include "device/stream.h"
 #include "error_of.h"
 #include "runtime/forward_graphs.h"
+#include "scoped_env.h"
 
 namespace grt {
 namespace {
@@ -63,51 +62,29 @@ std::vector<std::vector<float>> scenario(ModelRunner& r, const std::function<voi
 
 ForwardBatch one_decode(ModelRunner& r, testing::HeldRequest& h) { return testing::decode_batch({{&h, 5, 0}}); }
 
-// Sets (or unsets, with nullptr) an environment variable for a scope, then restores it.
-class ScopedEnvVar {
- public:
-  ScopedEnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnvVar() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using grt::testing::ScopedEnv;
 
 TEST(ForwardGraphsDefaults, InstantiateWorkersAreOffUnderNsightComputeUnlessSet) {
   constexpr const char* kThreads = "GRAPHRT_CAPTURE_INSTANTIATE_THREADS";
   {
-    ScopedEnvVar unset(kThreads, nullptr);
+    ScopedEnv unset(kThreads, nullptr);
     EXPECT_EQ(instantiate_threads_default(false), 2);
     EXPECT_EQ(instantiate_threads_default(true), 0);  // ncu aborts in malloc with workers
   }
   {
-    ScopedEnvVar empty(kThreads, "");
+    ScopedEnv empty(kThreads, "");
     EXPECT_EQ(instantiate_threads_default(true), 0);
   }
   {
-    ScopedEnvVar set(kThreads, "3");  // an explicit count wins under ncu too
+    ScopedEnv set(kThreads, "3");  // an explicit count wins under ncu too
     EXPECT_EQ(instantiate_threads_default(true), 3);
     EXPECT_EQ(instantiate_threads_default(false), 3);
   }
   {
-    ScopedEnvVar zero(kThreads, "0");
+    ScopedEnv zero(kThreads, "0");
     EXPECT_EQ(instantiate_threads_default(false), 0);
   }
-  ScopedEnvVar bad(kThreads, "65");
+  ScopedEnv bad(kThreads, "65");
   EXPECT_NE(testing::error_of([] { instantiate_threads_default(true); })
                 .find("GRAPHRT_CAPTURE_INSTANTIATE_THREADS=65: expected an integer from 0 to 64"),
             std::string::npos);
@@ -117,19 +94,19 @@ TEST(ForwardGraphsDefaults, NsightComputeIsSeenThroughTheVariablesItSets) {
   // As ncu 2025.3.1 sets them in the profiled process (bench/results/h100_2026-11-26_session35).
   constexpr const char* kPerfworks = "NV_COMPUTE_PROFILER_PERFWORKS_DIR";
   constexpr const char* kTransport = "NV_NSIGHT_INJECTION_TRANSPORT_TYPE";
-  ScopedEnvVar no_perfworks(kPerfworks, nullptr);
-  ScopedEnvVar no_transport(kTransport, nullptr);
-  ScopedEnvVar sanitizer("NV_SANITIZER_INJECTION_TRANSPORT_TYPE", "uds");  // compute-sanitizer: not ncu
+  ScopedEnv no_perfworks(kPerfworks, nullptr);
+  ScopedEnv no_transport(kTransport, nullptr);
+  ScopedEnv sanitizer("NV_SANITIZER_INJECTION_TRANSPORT_TYPE", "uds");  // compute-sanitizer: not ncu
   EXPECT_FALSE(nsight_compute_attached());
   {
-    ScopedEnvVar empty(kPerfworks, "");
+    ScopedEnv empty(kPerfworks, "");
     EXPECT_FALSE(nsight_compute_attached());
   }
   {
-    ScopedEnvVar perfworks(kPerfworks, "/opt/nvidia/nsight-compute/2025.3.1/target/linux-desktop-glibc_2_11_3-x64/.");
+    ScopedEnv perfworks(kPerfworks, "/opt/nvidia/nsight-compute/2025.3.1/target/linux-desktop-glibc_2_11_3-x64/.");
     EXPECT_TRUE(nsight_compute_attached());
   }
-  ScopedEnvVar transport(kTransport, "uds");
+  ScopedEnv transport(kTransport, "uds");
   EXPECT_TRUE(nsight_compute_attached());
 }
 

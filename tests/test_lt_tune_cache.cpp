@@ -16,6 +16,7 @@
 #include "ops/lt_buckets.h"
 #include "ops/lt_tune_bundled.h"
 #include "ops/lt_tune_cache.h"
+#include "scoped_env.h"
 
 namespace grt::ops {
 namespace {
@@ -89,11 +90,7 @@ TEST(LtTuneCache, CorruptFilesAreClearErrorsWhenParsedAndIgnoredWhenLoaded) {
   }
 }
 
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using grt::testing::ScopedEnv;
 
 TEST(LtTuneCache, PathVariableIsStrict) {
   {

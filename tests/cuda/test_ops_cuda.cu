@@ -47,6 +47,7 @@
 #include "ops/lt_tune_cache.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
+#include "scoped_env.h"
 
 namespace grt {
 namespace {
@@ -826,11 +827,7 @@ TEST(OpsCudaCapture, ReplayEqualsEager) {
 // buckets' choices; all match the CPU. A capture of those shapes plus one first met while capturing
 // (M = 100, bucket 128's choice) replays on new inputs bit for bit as the eager calls compute them:
 // a shape's choice is made once and shared by both paths.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using grt::testing::ScopedEnv;
 
 TEST(OpsCudaCapture, TimedLinearChoiceMatchesCpuAndReplaysBitwise) {
   ScopedEnv tune("GRAPHRT_LT_TUNE", "16"), split("GRAPHRT_LT_SPLITK", "1");
