@@ -1,5 +1,6 @@
 // graphrt bench prefill: prefill (extend) time eager vs piecewise graphs through the real runtime
-// path (ModelRunner forward + sampling), next to the PyTorch eager and per-layer-graph anchors;
+// path (ModelRunner forward + sampling; "graph": what the runtime picks — decode rows, a full extend
+// graph or the piecewise graph), next to the PyTorch eager and per-layer-graph anchors;
 // capture time and graph memory of the whole token schedule, and of its largest count alone.
 // GRAPHRT_BENCH_PROFILE=1 adds one eager step per token count inside a profiler range (ncu);
 // GRAPHRT_BENCH_PROFILE=graph profiles one piecewise graph step instead (its pieces' kernel nodes
@@ -75,6 +76,7 @@ void run_prefill(const PrefillOpts& o) {
     ModelRunnerOptions ro = args.runner_options();
     ro.piecewise_cuda_graph_tokens = {o.max_tokens};
     ro.disable_cuda_graph = true;  // the largest piecewise graph alone
+    ro.full_extend_graph_max_tokens = 0;
     ro.capture_progress = false;
     ro.communicator = group.comm;
     ModelRunner alone(model, ro);
@@ -106,12 +108,19 @@ void run_prefill(const PrefillOpts& o) {
                   {"memory_vs_largest", static_cast<double>(whole) / static_cast<double>(largest_alone)},
                   {"decode_graph_sizes_for_rows", row_sizes}};
   if (small && anchor.contains("pcg_shared_desc")) j["capture"]["torch"] = anchor["pcg_shared_desc"];
+  if (const ForwardGraphs* fg = runner.full_extend_graphs())
+    j["capture"]["full_extend"] = {{"token_counts", fg->runner().shapes()},
+                                   {"capture_seconds", fg->runner().capture_seconds()}};
   for (int t : toks) {
     bench::Occupancy occ(runner, 1, t);
     ForwardBatch b = bench::prefill_batch(occ, t, vocab);
     const int iters = t >= 2048 ? std::max(3, o.iters / 4) : o.iters;
     const uint64_t before = pg->replay_count(), rows_before = runner.extend_row_steps();
     const std::string rows_refused = runner.extend_rows_refusal(b);
+    // The runtime's path when not rows: a full extend graph where one serves the batch.
+    const ForwardGraphs* fg = runner.full_extend_graphs();
+    const bool full = !rows_refused.empty() && fg && fg->refusal(b).empty();
+    const uint64_t full_before = fg ? fg->replay_count() : 0;
     // Host time to issue the forward (before sampling waits for it): near piecewise_ms, the step
     // is bound by the host (graph launches and the eager steps between pieces), not the device.
     std::vector<double> issue;
@@ -123,7 +132,7 @@ void run_prefill(const PrefillOpts& o) {
           issue.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
           runner.sample(b, logits);
         }};
-    if (rows_refused.empty()) variants.push_back([&] { runner.sample(b, runner.forward(b)); });
+    if (rows_refused.empty() || full) variants.push_back([&] { runner.sample(b, runner.forward(b)); });
     const std::vector<double> ms = bench::interleaved_medians_ms(d, 2, iters, variants);
     const double eager = ms[0], graph = ms[1];
     issue.erase(issue.begin(), issue.begin() + 2);  // the warm-up runs
@@ -131,14 +140,15 @@ void run_prefill(const PrefillOpts& o) {
     GRT_CHECK(pg->replay_count() > before, "bench prefill: {} tokens did not run on a piecewise graph", t);
     GRT_CHECK(rows_refused.empty() == (runner.extend_row_steps() > rows_before),
               "bench prefill: {} tokens {} on a decode graph as rows", t, rows_refused.empty() ? "did not run" : "ran");
+    GRT_CHECK(!full || fg->replay_count() > full_before, "bench prefill: {} tokens did not run on a full extend graph", t);
     bench::profiled_step(d, [&] { runner.sample(b, profile_graph ? runner.forward(b) : runner.forward_eager(b)); });
     // graph_ms: what the runtime runs (ModelRunner::forward): decode rows where they apply.
-    const double runtime_ms = rows_refused.empty() ? ms[2] : graph;
+    const double runtime_ms = rows_refused.empty() || full ? ms[2] : graph;
     nlohmann::json row = {{"tokens", t}, {"padded", gr.padded_size(t)}, {"eager_ms", eager}, {"piecewise_ms", graph},
                           {"piecewise_issue_ms", issue[issue.size() / 2]},
                           {"speedup", eager / graph},
                           {"graph_ms", runtime_ms},
-                          {"graph_path", rows_refused.empty() ? "decode graph rows" : "piecewise"},
+                          {"graph_path", rows_refused.empty() ? "decode graph rows" : full ? "full extend graph" : "piecewise"},
                           {"rows_refused", rows_refused}};
     if (small) {
       const double te = bench::anchor_value(anchor, "small_prefill_eager_vs_pcg", t, "eager_ms");
@@ -169,6 +179,7 @@ void run_prefill(const PrefillOpts& o) {
               args.model.c_str(), j["device"].get<std::string>().c_str(), gr.shapes().size(),
               gr.stats().front().segments, gr.capture_seconds(), whole / 1048576.0, largest_alone / 1048576.0);
   std::printf("capture phases: %s\n", capture_phases_text(gr).c_str());
+  if (const ForwardGraphs* fg = runner.full_extend_graphs()) std::printf("%s\n", fg->summary().c_str());
   for (const auto& r : j["prefill"])
     std::printf("prefill %5d tokens: eager %8.3f ms, piecewise %8.3f ms (x%.2f; host issues the forward in %.3f ms), "
                 "graph %8.3f ms (%s)\n",

@@ -52,7 +52,8 @@ def main(path, capture_path=None):
     if j:
         small = [r for r in j["prefill"] if 4 <= r["tokens"] <= 256]
         if small:
-            # the served path (ModelRunner::forward: decode graph rows where they apply, else piecewise);
+            # the served path (ModelRunner::forward: decode graph rows where they apply, a full extend
+            # graph where one is on, else piecewise);
             # the piecewise graph beside
             served = lambda r: r.get("graph_ms", r["piecewise_ms"])
             worst = max(small, key=served)
@@ -80,18 +81,22 @@ def main(path, capture_path=None):
     for model in ("qwen3-0.6b", "llama-3.1-8b"):
         d, p = decode(model), prefill(model)
         dec_s = [j["capture"]["capture_seconds"] for j in captures if j.get("model") == f"builtin:{model}" and "decode" in j]
-        pre_s = [j["capture"]["capture_seconds"] for j in captures if j.get("model") == f"builtin:{model}" and "prefill" in j]
+        # The prefill runner's extend graphs: piecewise, and full extend graphs where they are on.
+        full_of = lambda j: j["capture"].get("full_extend", {}).get("capture_seconds", 0.0)
+        pre_s = [j["capture"]["capture_seconds"] + full_of(j) for j in captures
+                 if j.get("model") == f"builtin:{model}" and "prefill" in j]
         if dec_s and pre_s:
             # medians over fresh processes (gpu_check.sh's capture bench); the samples beside
             total = statistics.median(dec_s) + statistics.median(pre_s)
             rows.append((f"full-schedule capture {model} (median)", total, 1.0, "s", total <= 1.0,
-                         f"decode {statistics.median(dec_s):.3f} ({', '.join(f'{x:.3f}' for x in dec_s)}) + piecewise "
-                         f"{statistics.median(pre_s):.3f} ({', '.join(f'{x:.3f}' for x in pre_s)})"))
+                         f"decode {statistics.median(dec_s):.3f} ({', '.join(f'{x:.3f}' for x in dec_s)}) + extend "
+                         f"(piecewise + full) {statistics.median(pre_s):.3f} ({', '.join(f'{x:.3f}' for x in pre_s)})"))
         if d and p:
-            total = d["capture"]["capture_seconds"] + p["capture"]["capture_seconds"]
+            total = d["capture"]["capture_seconds"] + p["capture"]["capture_seconds"] + full_of(p)
             rows.append((f"full-schedule capture {model} (one run)", total, 1.0, "s", total <= 1.0,
                          f"decode {d['capture']['sizes']} sizes {d['capture']['capture_seconds']:.3f} + piecewise "
-                         f"{p['capture']['sizes']} counts {p['capture']['capture_seconds']:.3f}"))
+                         f"{p['capture']['sizes']} counts {p['capture']['capture_seconds']:.3f} + full extend "
+                         f"{len(p['capture'].get('full_extend', {}).get('token_counts', []))} counts {full_of(p):.3f}"))
         else:
             rows.append((f"full-schedule capture {model}", None, 1.0, "s", None, ""))
     moe = decode("qwen3-30b-a3b")

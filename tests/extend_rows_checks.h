@@ -20,7 +20,7 @@ inline std::unique_ptr<ModelRunner> extend_rows_runner(Device d, const ModelRunn
 
 // Prompts of 5 and 3 tokens (one step: 8 rows), a second chunk of 3 for the first, a mixed step
 // (2 more tokens of the first, a decode of the second), a 12-token prompt (more rows than the
-// largest decode graph, 8: piecewise), and logits of every token of a 4-token extend.
+// largest decode graph, 8: a full extend graph), and logits of every token of a 4-token extend.
 inline std::vector<std::vector<float>> extend_rows_steps(ModelRunner& r) {
   HeldRequest a = hold(r, 40), b = hold(r, 40), c = hold(r, 40);
   std::vector<std::vector<float>> out;
@@ -55,17 +55,21 @@ inline void check_small_extends_on_decode_graphs(Device d, float tol) {
   const auto want = extend_rows_steps(*extend_rows_runner(d, eo));
   auto graphs = extend_rows_runner(d, o);
   expect_steps_match(extend_rows_steps(*graphs), want, tol);
-  // Steps 0, 1, 2 and 4 as rows (8, 3 -> 4, 3 -> 4, 4 rows); the 12-token prompt on piecewise 16.
+  // Steps 0, 1, 2 and 4 as rows (8, 3 -> 4, 3 -> 4, 4 rows); the 12-token prompt on the full
+  // extend graph of 16 (full extend graphs start above the rows' 8).
   EXPECT_EQ(graphs->extend_row_steps(), 4u);
   EXPECT_EQ(graphs->decode_graphs()->replay_count(), 4u);
-  EXPECT_EQ(graphs->piecewise_graphs()->replay_count(), 1u);
+  EXPECT_EQ(graphs->full_extend_graphs()->replay_count(), 1u);
+  EXPECT_EQ(graphs->piecewise_graphs()->replay_count(), 0u);
 
-  o.decode_graph_extend_max_tokens = 0;  // off: every extend on piecewise graphs
+  o.decode_graph_extend_max_tokens = 0;  // off: extends on full extend graphs (one request) or piecewise
   auto piecewise = extend_rows_runner(d, o);
   expect_steps_match(extend_rows_steps(*piecewise), want, tol);
   EXPECT_EQ(piecewise->extend_row_steps(), 0u);
   EXPECT_EQ(piecewise->decode_graphs()->replay_count(), 0u);
-  EXPECT_EQ(piecewise->piecewise_graphs()->replay_count(), 4u);  // logits of every token run eagerly there
+  // Steps 0 and 2 (two requests) piecewise; 1 and 3 (one) full; logits of every token run eagerly.
+  EXPECT_EQ(piecewise->piecewise_graphs()->replay_count(), 2u);
+  EXPECT_EQ(piecewise->full_extend_graphs()->replay_count(), 2u);
   EXPECT_NE(piecewise->extend_rows_refusal(extend_batch({}, false)).find("off"), std::string::npos);
 }
 

@@ -27,6 +27,7 @@ inline std::unique_ptr<ModelRunner> piecewise_test_runner(Device d, bool piecewi
   o.disable_piecewise_cuda_graph = !piecewise;
   o.piecewise_cuda_graph_tokens = std::move(tokens);
   o.piecewise_cuda_graph_max_tokens = max_tokens;
+  o.full_extend_graph_max_tokens = 0;  // one-request extends on the piecewise graphs too
   o.graph_memory = memory;
   o.capture_progress = false;
   return std::make_unique<ModelRunner>(load_model("builtin:tiny", d, dt, 0, 160), o);
@@ -170,6 +171,7 @@ inline void check_vmm_budget_exhaustion_keeps_earlier_graphs(Device d, float tol
   o.max_total_tokens = 32 * 160;
   o.disable_cuda_graph = true;
   o.piecewise_cuda_graph_tokens = {4, 16, 64, 4096};
+  o.full_extend_graph_max_tokens = 0;  // the piecewise graphs alone take the budget
   o.graph_memory = GraphMemoryMode::kVmm;
   o.graph_memory_budget = vmm_granularity(d);  // one chunk: 4096 tokens need more
   o.capture_ascending = true;                  // the small shapes are captured first

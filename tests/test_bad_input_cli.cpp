@@ -80,6 +80,7 @@ TEST(BadInputCli, Flags) {
       {kGen + "--cuda-graph-max-bs -2", {"--cuda-graph-max-bs -2"}},
       {kGen + "--piecewise-cuda-graph-max-tokens -1", {"--piecewise-cuda-graph-max-tokens -1"}},
       {kGen + "--decode-graph-extend-max-tokens -1", {"--decode-graph-extend-max-tokens -1", "must be >= 0"}},
+      {kGen + "--full-extend-graph-max-tokens -3", {"--full-extend-graph-max-tokens -3", "must be >= 0"}},
       {kGen + "--cuda-graph-bs 0,2", {"--cuda-graph-bs 0,2", "positive", "got 0"}},
       {kGen + "--cuda-graph-bs 2,-4", {"--cuda-graph-bs 2,-4", "got -4"}},
       {kGen + "--piecewise-cuda-graph-tokens 4,-8", {"--piecewise-cuda-graph-tokens 4,-8", "got -8"}},

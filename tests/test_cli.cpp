@@ -106,7 +106,13 @@ TEST(Cli, InspectJsonReportsVmmGraphMemoryAndBudget) {
   EXPECT_LE(m["physical_bytes"].get<size_t>(), size_t{4} << 20);
   EXPECT_GE(m["physical_bytes"].get<size_t>(), m["largest_capture_bytes"].get<size_t>());
   const json j = json::parse(r.out);
-  EXPECT_EQ(m["spaces"].get<size_t>(), j["decode"]["batch_sizes"].size() + j["piecewise"]["token_counts"].size());
+  // One space per captured shape: decode sizes, piecewise counts and full extend counts.
+  ASSERT_FALSE(j["full_extend"].is_null());
+  EXPECT_GT(j["full_extend"]["token_counts"].size(), 0u);
+  EXPECT_EQ(j["full_extend"]["pieces"], 1);
+  EXPECT_TRUE(j["full_extend"]["split_ops"].empty());
+  EXPECT_EQ(m["spaces"].get<size_t>(), j["decode"]["batch_sizes"].size() + j["piecewise"]["token_counts"].size() +
+                                           j["full_extend"]["token_counts"].size());
   auto bad = run_graphrt("inspect --model builtin:tiny" + kCpu + "--graph-memory vmm --graph-memory-budget 1MiB");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.all.find("less than one chunk"), std::string::npos) << bad.all;

@@ -9,6 +9,7 @@
 
 #include "attention_test_util.h"
 #include "error_of.h"
+#include "extend_fixed_launch_checks.h"
 #include "extend_prepare_split_checks.h"
 #include "qkv_test_util.h"
 #include "core/error.h"
@@ -83,6 +84,12 @@ TEST(OpsAttentionCpu, ExtendMatchesNaiveReferenceWithPrefixesGqaAndPadding) {
   EXPECT_LT(max_abs_diff(got, want), 1e-5);
   for (int64_t r = c.rows - 3; r < c.rows; ++r)
     for (int64_t i = 0; i < c.q_width(); ++i) EXPECT_EQ(got[static_cast<size_t>(r * c.q_width() + i)], 0.0f);
+}
+
+// A fixed launch (a full extend graph's attention) captured at its bounds replays other lengths.
+TEST(OpsAttentionCpu, ExtendFixedLaunchCapturedReplaysOtherLengths) {
+  testing::check_extend_fixed_launch_replays(Device::cpu(), DType::F32, 4, 2, 16, 24, 1e-4);
+  testing::check_extend_fixed_launch_replays(Device::cpu(), DType::F32, 8, 8, 32, 70, 1e-4);
 }
 
 TEST(OpsAttentionCpu, ExtendMatchesReferenceForMhaAndWideGroups) {

@@ -78,8 +78,10 @@ TEST(PiecewiseGraphs, DestroyingVmmRunnersReleasesEveryMappingAndChunk) {
     auto r = std::make_unique<ModelRunner>(load_model("builtin:tiny", kCpu, DType::F32, 0, 160), o);
     ASSERT_NE(r->decode_graphs(), nullptr);
     ASSERT_NE(r->piecewise_graphs(), nullptr);
+    ASSERT_NE(r->full_extend_graphs(), nullptr);
     const VmmStats s = r->graph_memory()->vmm()->stats();
-    EXPECT_EQ(s.spaces, r->decode_graphs()->runner().shapes().size() + r->piecewise_graphs()->runner().shapes().size());
+    EXPECT_EQ(s.spaces, r->decode_graphs()->runner().shapes().size() + r->piecewise_graphs()->runner().shapes().size() +
+                            r->full_extend_graphs()->runner().shapes().size());
     EXPECT_EQ(testing::vmm_map_lines() - lines_before, s.mappings) << "cycle " << cycle;
     EXPECT_EQ(testing::open_fds() - fds_before, s.chunks) << "cycle " << cycle;
     r.reset();

@@ -97,7 +97,7 @@ TEST(Scheduler, BatchedRequestsGetTheTokensTheyGetAlone) {
 }
 
 // Where the device time goes, per step mode: a request of 13 prompt tokens and 6 outputs is one
-// extend of 13 tokens (piecewise graph of 16: 3 tokens of padding; 13 rows exceed the largest
+// extend of 13 tokens (full extend graph of 16: 3 tokens of padding; 13 rows exceed the largest
 // decode graph) and 5 decode steps at batch 1 whose rows read 14..18 tokens of context.
 TEST(Scheduler, StepMetricsCountTokensContextPaddingAndTime) {
   auto factory = [] {
@@ -116,7 +116,9 @@ TEST(Scheduler, StepMetricsCountTokensContextPaddingAndTime) {
   EXPECT_EQ(m.step_context_tokens[ext], 13u);
   EXPECT_EQ(m.step_context_tokens[dec], 14u + 15 + 16 + 17 + 18);
   EXPECT_EQ(m.step_tokens[static_cast<size_t>(StepMode::kMixed)], 0u);
-  EXPECT_EQ(m.piecewise_graph_padding, 3u);
+  EXPECT_EQ(m.full_extend_steps, 1u);
+  EXPECT_EQ(m.full_extend_graph_padding, 3u);
+  EXPECT_EQ(m.piecewise_graph_padding, 0u);
   EXPECT_EQ(m.decode_graph_padding, 0u);
   EXPECT_GT(m.step_seconds[ext], 0.0);
   EXPECT_GT(m.step_seconds[dec], 0.0);

@@ -26,6 +26,13 @@ using testing::run_graphrt;
 
 constexpr const char* kServeArgs = "--model-path builtin:tiny --device cpu --context-length 512 --max-running-requests 32";
 
+// "1,2,3": ids for --token-ids.
+std::string csv(const std::vector<int>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  return out;
+}
+
 std::vector<int> prompt_ids(int len, int salt) {
   std::vector<int> v;
   for (int i = 0; i < len; ++i) v.push_back((i * 31 + salt * 17 + 3) % 512);
@@ -128,10 +135,8 @@ ServerProcess* Serve::server_ = nullptr;
 
 TEST_F(Serve, GreedyCompletionEqualsGenerate) {
   std::vector<int> p = prompt_ids(12, 1);
-  std::string ids;
-  for (size_t i = 0; i < p.size(); ++i) ids += (i ? "," : "") + std::to_string(p[i]);
   auto gen = testing::run_graphrt("generate --model builtin:tiny --device cpu --context-length 512 --token-ids " +
-                                  ids + " --max-new-tokens 10 --ignore-eos --json");
+                                  csv(p) + " --max-new-tokens 10 --ignore-eos --json");
   ASSERT_EQ(gen.exit_code, 0) << gen.all;
   std::vector<int> want = json::parse(gen.out)["output_ids"];
   json r = post(*server_, "/v1/completions",
@@ -142,6 +147,22 @@ TEST_F(Serve, GreedyCompletionEqualsGenerate) {
   EXPECT_EQ(r["usage"]["prompt_tokens"], 12);
   EXPECT_EQ(r["usage"]["completion_tokens"], 10);
   EXPECT_EQ(generate_ids(*server_, p, 10), want);
+}
+
+// A 100-token prompt is one request's extend above the decode rows (32 here): a full extend graph
+// prefills it (the counter moves), and the tokens equal generate's with every extend eager.
+TEST_F(Serve, LongPromptPrefillsOnAFullExtendGraph) {
+  std::vector<int> p = prompt_ids(100, 3);
+  auto gen = testing::run_graphrt("generate --model builtin:tiny --device cpu --context-length 512 --token-ids " +
+                                  csv(p) + " --max-new-tokens 5 --ignore-eos --json --disable-piecewise-cuda-graph");
+  ASSERT_EQ(gen.exit_code, 0) << gen.all;
+  const std::vector<int> want = json::parse(gen.out)["output_ids"];
+  const double before = metric(*server_, "graphrt_extend_steps_on_full_graphs_total");
+  ASSERT_GE(before, 0);
+  json r = post(*server_, "/v1/completions",
+                {{"prompt", p}, {"max_tokens", 5}, {"temperature", 0}, {"ignore_eos", true}, {"return_token_ids", true}});
+  EXPECT_EQ(r["choices"][0]["token_ids"].get<std::vector<int>>(), want);
+  EXPECT_GE(metric(*server_, "graphrt_extend_steps_on_full_graphs_total"), before + 1);
 }
 
 TEST_F(Serve, StreamedCompletionEndsWithUsageAndDone) {
@@ -168,6 +189,7 @@ TEST_F(Serve, ModelsHealthAndMetrics) {
   EXPECT_GE(metric(*server_, "graphrt_kv_total_tokens"), 1);
   EXPECT_GE(metric(*server_, "graphrt_time_to_first_token_seconds_count"), 0);
   EXPECT_GE(metric(*server_, "graphrt_extend_steps_on_decode_graphs_total"), 0);  // present
+  EXPECT_GE(metric(*server_, "graphrt_extend_steps_on_full_graphs_total"), 0);    // present
 }
 
 TEST_F(Serve, ChatStreamedAndNot) {

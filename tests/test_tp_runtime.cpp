@@ -269,20 +269,26 @@ TEST(TpRuntime, AFailingLeaderFailsItsFollowersWithItsMessage) {
       << follower_error;
 }
 
-// Capture in lockstep: the other rank lacks decode batch size 4 and piecewise 16 tokens, so this
-// rank drops them too and their batches run eagerly; the rest stay on graphs.
+// Capture in lockstep: the other rank lacks decode batch size 4, piecewise 16 tokens and the full
+// extend graph of 32, so this rank drops them too and their batches run eagerly (or on the
+// piecewise graph); the rest stay on graphs.
 TEST(TpRuntime, ShapesAnotherRankLacksAreDroppedOnEveryRank) {
   auto comm = std::make_shared<testing::RiggedPeer>([](int, const std::vector<int64_t>& mine) {
     std::vector<int64_t> peer = mine;
     if (mine.size() == 4) peer[2] = 0;  // decode {1, 2, 4, 8}: 4 missing there
     if (mine.size() == 3) peer[1] = 0;  // piecewise {8, 16, 32}: 16 missing there
+    if (mine.size() == 2) peer[1] = 0;  // full extend {16, 32} (above the rows' 8): 32 missing there
     return peer;
   });
   ModelRunnerOptions o = testing::small_graph_options();
   o.communicator = comm;
   ModelRunner r(load_model("builtin:tiny", Device::cpu(), DType::F32, 0, 64), o);
-  EXPECT_EQ(comm->barriers, 2);  // before each capture
-  ASSERT_TRUE(r.decode_graphs() && r.piecewise_graphs());
+  EXPECT_EQ(comm->barriers, 3);  // before each capture: decode, piecewise, full extend
+  ASSERT_TRUE(r.decode_graphs() && r.piecewise_graphs() && r.full_extend_graphs());
+  const ShapeGraphRunner& fg = r.full_extend_graphs()->runner();
+  EXPECT_EQ(fg.shapes(), (std::vector<int>{16, 32}));
+  EXPECT_EQ(fg.retired(16), "");
+  EXPECT_NE(fg.retired(32).find("another rank"), std::string::npos);
   const ShapeGraphRunner& dg = r.decode_graphs()->runner();
   EXPECT_NE(dg.retired(4).find("another rank"), std::string::npos);
   EXPECT_EQ(dg.retired(2), "");

@@ -39,7 +39,7 @@ nlohmann::json piecewise_json(const ForwardGraphs& g) {
   const ShapeGraphRunner& r = g.runner();
   return {{"token_counts", r.shapes()},
           {"pieces", r.stats().empty() ? 0 : r.stats().front().segments},
-          {"split_ops", split_op_names()},
+          {"split_ops", g.schema().policy(false).split_ops ? split_op_names() : std::vector<std::string>{}},
           {"capture_seconds", r.capture_seconds()},
           {"capture_phases", capture_phases_json(r)},
           {"graph_bytes", g.graph_bytes()},
@@ -73,7 +73,8 @@ size_t largest_capture_bytes(const ShapeGraphRunner* r, size_t most) {
   return most;
 }
 
-nlohmann::json graph_memory_json(const GraphMemory* m, const ForwardGraphs* dg, const ForwardGraphs* pg) {
+nlohmann::json graph_memory_json(const GraphMemory* m, const ForwardGraphs* dg, const ForwardGraphs* pg,
+                                 const ForwardGraphs* fg) {
   if (!m) return {{"mode", nullptr}, {"physical_bytes", 0}, {"largest_capture_bytes", 0}};
   nlohmann::json j = {{"mode", graph_memory_mode_name(m->mode())}, {"physical_bytes", m->physical_bytes()}};
   if (const VmmSpaces* v = m->vmm()) {
@@ -90,7 +91,8 @@ nlohmann::json graph_memory_json(const GraphMemory* m, const ForwardGraphs* dg, 
   } else {
     // A shared pool grows with the capture that needs the most (they run largest first).
     size_t largest = largest_capture_bytes(dg ? &dg->runner() : nullptr, 0);
-    j["largest_capture_bytes"] = largest_capture_bytes(pg ? &pg->runner() : nullptr, largest);
+    largest = largest_capture_bytes(pg ? &pg->runner() : nullptr, largest);
+    j["largest_capture_bytes"] = largest_capture_bytes(fg ? &fg->runner() : nullptr, largest);
   }
   return j;
 }
@@ -121,8 +123,10 @@ void register_inspect(CLI::App& app) {
     const ForwardGraphs* pg = runner->piecewise_graphs();
     j["decode"] = dg ? decode_json(*dg) : nlohmann::json(nullptr);
     j["piecewise"] = pg ? piecewise_json(*pg) : nlohmann::json(nullptr);
+    const ForwardGraphs* fg = runner->full_extend_graphs();
+    j["full_extend"] = fg ? piecewise_json(*fg) : nlohmann::json(nullptr);
     // Pool mode: one pool shared by every capture, so physical bytes are what the pool holds.
-    j["graph_memory"] = graph_memory_json(runner->graph_memory(), dg, pg);
+    j["graph_memory"] = graph_memory_json(runner->graph_memory(), dg, pg, fg);
     if (opts->json) {
       std::printf("%s\n", j.dump(2).c_str());
       return;
@@ -134,12 +138,17 @@ void register_inspect(CLI::App& app) {
         std::printf("  bs %4d: %7.3f ms capture at %.3f s%s, %5zu nodes, %10zu graph bytes%s\n", s.shape,
                     s.capture_seconds * 1e3, s.captured_at, s.lazy ? " (lazy)" : "", s.nodes, s.graph_bytes,
                     shape_note(s).c_str());
-    std::printf("%s\n", pg ? pg->summary().c_str() : "piecewise graphs: off");
-    if (pg)
-      for (const CapturedShape& s : pg->runner().stats())
+    for (const auto& [g, name] : {std::pair{pg, "piecewise"}, std::pair{fg, "full extend"}}) {
+      if (!g) {
+        std::printf("%s graphs: off\n", name);
+        continue;
+      }
+      std::printf("%s\n", g->summary().c_str());
+      for (const CapturedShape& s : g->runner().stats())
         std::printf("  tokens %5d: %7.3f ms capture at %.3f s%s, %zu pieces, %5zu nodes, %10zu graph bytes%s\n",
                     s.shape, s.capture_seconds * 1e3, s.captured_at, s.lazy ? " (lazy)" : "", s.segments, s.nodes,
                     s.graph_bytes, shape_note(s).c_str());
+    }
   });
 }
 

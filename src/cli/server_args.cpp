@@ -73,6 +73,12 @@ void ServerArgs::add_to(CLI::App& app) {
                  "row per token, when their rows re-read at most 4096 cached positions (each row reads its request's prefix) (0: off; others take the "
                  "piecewise graphs)")
       ->capture_default_str();
+  app.add_option("--full-extend-graph-max-tokens", full_extend_graph_max_tokens,
+                 "extends of one request (a prompt, a chunk after a cached prefix) of at most this many tokens "
+                 "replay one graph with the attention captured in it, instead of a piecewise graph with the "
+                 "attention eager between pieces (0: off; off with --disable-piecewise-cuda-graph; extends that "
+                 "replay decode graphs as rows keep doing so)")
+      ->capture_default_str();
   app.add_flag("--moe-dispatch-split-op", moe_dispatch_split_op,
                "MoE models: make each MoE block a split op of piecewise graphs (run eagerly between pieces, as "
                "SGLang splits at MoE dispatch) instead of capturing it inside them");
@@ -154,6 +160,8 @@ void ServerArgs::check() const {
             piecewise_cuda_graph_max_tokens);
   GRT_CHECK(decode_graph_extend_max_tokens >= 0,
             "--decode-graph-extend-max-tokens {} is not allowed: must be >= 0 (0: off)", decode_graph_extend_max_tokens);
+  GRT_CHECK(full_extend_graph_max_tokens >= 0,
+            "--full-extend-graph-max-tokens {} is not allowed: must be >= 0 (0: off)", full_extend_graph_max_tokens);
   parse_graph_memory_mode(graph_memory);
   GRT_CHECK(!(enforce_piecewise_cuda_graph && disable_piecewise_cuda_graph),
             "--enforce-piecewise-cuda-graph and --disable-piecewise-cuda-graph contradict each other: give one");
@@ -209,6 +217,8 @@ void ServerArgs::warn_no_effect() const {
   if (disable_piecewise_cuda_graph && (!piecewise_cuda_graph_tokens.empty() || piecewise_cuda_graph_max_tokens > 0))
     GRT_WARN("--piecewise-cuda-graph-tokens / --piecewise-cuda-graph-max-tokens have no effect with "
              "--disable-piecewise-cuda-graph");
+  if (disable_piecewise_cuda_graph && full_extend_graph_max_tokens != kDefaultFullExtendGraphMaxTokens)
+    GRT_WARN("--full-extend-graph-max-tokens has no effect with --disable-piecewise-cuda-graph (extends run eagerly)");
 }
 
 Device ServerArgs::resolved_device() const {
@@ -257,6 +267,7 @@ ModelRunnerOptions ServerArgs::runner_options() const {
   o.moe_dispatch_split_op = moe_dispatch_split_op;
   o.piecewise_cuda_graph_max_tokens = piecewise_cuda_graph_max_tokens;
   o.decode_graph_extend_max_tokens = decode_graph_extend_max_tokens;
+  o.full_extend_graph_max_tokens = full_extend_graph_max_tokens;  // capped by the runner (context, piecewise cap)
   if (o.piecewise_cuda_graph_max_tokens > chunked_prefill_size) {
     // No extend step holds more than --chunked-prefill-size tokens, so larger graphs would never
     // replay; capturing them was an unbounded start-up (3x per doubling on the CPU backend).

@@ -35,6 +35,7 @@ struct ServerArgs {
   bool enforce_piecewise_cuda_graph = false;
   int piecewise_cuda_graph_max_tokens = 0;  // 0: --chunked-prefill-size
   int decode_graph_extend_max_tokens = kDefaultExtendRowsMaxTokens;  // 0: off
+  int full_extend_graph_max_tokens = kDefaultFullExtendGraphMaxTokens;  // 0: off
   std::vector<int> piecewise_cuda_graph_tokens;
   bool moe_dispatch_split_op = false;  // MoE blocks split piecewise graphs too
   std::string graph_memory = "pool";

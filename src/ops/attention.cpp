@@ -137,9 +137,12 @@ void extend_out(const char* op, const Tensor& out, const Tensor& q, const Tensor
   // Its launch is sized from host values (num_reqs, max_extend_len): captured, a replay would run
   // with the capture-time ones. It runs eagerly only: as the "attention" split op of a piecewise
   // graph, or outside any capture.
-  refuse_during_capture(
-      "attention_extend (its launch is sized from host values; in a piecewise graph it must run as the "
-      "'attention' split op, graph/split_ops.h)");
+  // Its launch is sized from host values: captured, it replays them. Only a fixed launch (bounds
+  // that hold for every replay) may be; otherwise it runs as a piecewise graph's split op.
+  if (!meta.fixed_launch)
+    refuse_during_capture(
+        "attention_extend (its launch is sized from host values; in a piecewise graph it must run as the "
+        "'attention' split op, graph/split_ops.h)");
   GRT_CHECK(meta.num_reqs >= 0 && meta.max_extend_len >= 0, "{}: num_reqs {} / max_extend_len {} negative", op,
             meta.num_reqs, meta.max_extend_len);
   ExtendArgs e{};
@@ -173,10 +176,13 @@ void extend_out(const char* op, const Tensor& out, const Tensor& q, const Tensor
               int64_t{meta.decode_first_row} + tail - 1, q.size(0));
     check_index_vector(op, "seq_lens", meta.seq_lens, meta.num_reqs, d);
   }
+  GRT_CHECK(!meta.fixed_launch || meta.decode_tail == 0,
+            "{}: a fixed launch (full extend graph) takes no decode tail, got {}", op, meta.decode_tail);
   const int extend_reqs = meta.num_reqs - tail;
-  // Rows covered by no request (padding) read as zeros; the kernel writes every covered row.
+  // Rows covered by no request (padding) read as zeros; the kernel writes every covered row. A
+  // fixed launch cannot know them (the lengths live on the device) and leaves them as they are.
   static const bool zero_all = env_choice("GRAPHRT_EXTEND_ZERO", {"tail", "all"}, 0) == 1;
-  const int64_t first_zero = zero_all || meta.covered_rows < 0 ? 0 : meta.covered_rows;
+  const int64_t first_zero = meta.fixed_launch ? q.size(0) : zero_all || meta.covered_rows < 0 ? 0 : meta.covered_rows;
   Stream& s = current_stream(d);
   if (first_zero < q.size(0)) {
     const size_t row_bytes = static_cast<size_t>(q.size(1)) * dtype_size(q.dtype());

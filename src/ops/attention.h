@@ -37,6 +37,14 @@ struct ExtendAttentionMeta {
   // (packed_extend_rows); the rows after them (a graph's padding) are then the only ones zeroed.
   // -1 (unknown): every row is zeroed before the kernel writes the covered ones.
   int covered_rows = -1;
+  // The launch is fixed for every replay of a capture (a full extend graph,
+  // runtime/graph_input_schema.h): num_reqs and max_extend_len are then bounds, not the batch's
+  // values — the kernels run num_reqs x max_extend_len's tiles, read each request's lengths on the
+  // device (a request of extend length 0 does nothing, a tile past its request's length returns)
+  // — so the call may be captured. Rows no request covers are left as they are, not zeroed:
+  // only a caller whose later ops never mix rows (a dense layer's row-wise GEMMs, norms and
+  // activations; padding rows' outputs are dropped) may set it. decode_tail must be 0.
+  bool fixed_launch = false;
 };
 
 // The rows the requests cover when they are packed from row 0 in order (extend_start_loc[b] =

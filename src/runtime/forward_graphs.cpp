@@ -229,9 +229,10 @@ std::string ForwardGraphs::summary() const {
   if (schema_->mode() == ForwardMode::DECODE)
     return fmt::format("{}: {} sizes ({}..{}) captured in {:.3f} s ({}), {:.1f} MiB graph memory", label, t.size(),
                        t.front(), t.back(), runner_->capture_seconds(), phases, graph_bytes() / 1048576.0);
-  return fmt::format("{}: {} token counts ({}..{}), {} pieces each, captured in {:.3f} s ({}), {:.1f} MiB graph memory",
-                     label, t.size(), t.front(), t.back(), runner_->stats().front().segments,
-                     runner_->capture_seconds(), phases, graph_bytes() / 1048576.0);
+  const size_t pieces = runner_->stats().front().segments;
+  return fmt::format("{}: {} token counts ({}..{}), {} piece{} each, captured in {:.3f} s ({}), {:.1f} MiB graph memory",
+                     label, t.size(), t.front(), t.back(), pieces, pieces == 1 ? "" : "s", runner_->capture_seconds(),
+                     phases, graph_bytes() / 1048576.0);
 }
 
 }  // namespace grt

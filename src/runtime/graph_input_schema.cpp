@@ -107,14 +107,17 @@ class DecodeSchema final : public GraphInputSchema {
 class ExtendSchema final : public GraphInputSchema {
  public:
   ExtendSchema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool, TokenToKVPool& kv_pool,
-               int max_tokens, ExtendSchemaMoe moe)
+               int max_tokens, ExtendSchemaMoe moe, bool full)
       : GraphInputSchema(model->device()),
         model_(std::move(model)),
         req_pool_(req_pool),
         kv_pool_(kv_pool),
         max_requests_(req_pool.max_requests()),
-        moe_dispatch_split_op_(moe.moe_dispatch_split_op) {
+        moe_dispatch_split_op_(moe.moe_dispatch_split_op && !full),
+        full_(full) {
     const int context = req_pool_.max_context();
+    GRT_CHECK(!full_ || max_tokens <= context, "full extend graphs of {} tokens exceed the context length {}",
+              max_tokens, context);
     // A capture runs a dummy batch of up to `max_tokens` tokens on the padding slot, one
     // request per `context` tokens (a request cannot extend past its req_to_token row).
     const int dummy_reqs = (max_tokens + context - 1) / context;
@@ -139,15 +142,19 @@ class ExtendSchema final : public GraphInputSchema {
   }
 
   ForwardMode mode() const override { return ForwardMode::EXTEND; }
-  const char* label() const override { return "piecewise graphs"; }
+  const char* label() const override { return full_ ? "full extend graphs" : "piecewise graphs"; }
   const char* unit() const override { return "tokens"; }
-  const char* graph_name() const override { return "piecewise"; }
+  const char* graph_name() const override { return full_ ? "full extend" : "piecewise"; }
+  // Full: no split op ends a piece, the extend attention is captured with a fixed launch.
   CapturePolicies policy(bool breakable) const override {
-    return CapturePolicies{.split_ops = true, .breakable = breakable};
+    return CapturePolicies{.split_ops = !full_, .breakable = breakable};
   }
+  int max_batch_requests() const override { return full_ ? 1 : max_requests_; }
   int shape_of(const ForwardBatch& b) const override { return b.num_tokens(); }
   std::string refusal(const ForwardBatch& b) const override {
     if (b.return_all_logits) return "the batch asks for logits of prompt positions (logprobs), which run eagerly";
+    if (full_ && b.batch_size() != 1)
+      return fmt::format("full extend graphs serve one request, the batch has {}", b.batch_size());
     if (b.batch_size() > max_requests_)
       return fmt::format("{} requests exceed the {} request rows", b.batch_size(), max_requests_);
     return {};
@@ -157,9 +164,12 @@ class ExtendSchema final : public GraphInputSchema {
   // tokens are spread over as many short requests as there are rows: the eager attention run
   // during capture then costs almost nothing, where one causal request of n tokens cost about
   // 0.2-0.3 s of GPU time over a full schedule on the H100 (bench/results/h100_2026-11-23_s4_capture).
+  // Full: one request of all n tokens (its causal attention is captured, and costs what a real
+  // one would).
   void prepare_dummy(int n, Stream& stream) override {
     const int context = req_pool_.max_context();
-    const int per_request = std::min(context, std::max(1, (n + max_requests_ - 1) / max_requests_));
+    const int per_request =
+        full_ ? n : std::min(context, std::max(1, (n + max_requests_ - 1) / max_requests_));
     std::vector<int32_t> lens, starts;
     for (int t = 0; t < n; t += per_request) {
       starts.push_back(t);
@@ -176,6 +186,7 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(seq_lens_, lens, reqs);
     inputs_.set(num_real_, {}, 1);
     inputs_.upload(stream);
+    if (full_) return bind_full(n);
     bind_live(n, static_cast<int>(reqs), std::min(n, per_request), ops::packed_extend_rows(starts, lens));
   }
   void stage(const ForwardBatch& b, int padded) override {
@@ -191,6 +202,8 @@ class ExtendSchema final : public GraphInputSchema {
     inputs_.set(num_real_, {b.num_tokens()}, 1);
     const std::vector<int32_t> rows = b.logit_rows();
     inputs_.set(logit_rows_, rows, static_cast<int64_t>(rows.size()));
+    // Full: the captured launch's bounds (forward_padded_eager runs the step with them too).
+    if (full_) return bind_full(padded);
     // The recorded attention reads the real requests: their count, longest extend, the rows they
     // cover and the decodes riding at the end (a MIXED step).
     bind_live(padded, reqs, *std::max_element(b.extend_lens.begin(), b.extend_lens.end()),
@@ -228,6 +241,13 @@ class ExtendSchema final : public GraphInputSchema {
     live_.extend.covered_rows = covered_rows;
     live_.extend.decode_tail = 0;
     live_.extend.decode_first_row = 0;
+    live_.extend.fixed_launch = false;
+  }
+  // Full: one request slot, the launch sized for `tokens` rows of it (the request's real length is
+  // read on the device), the rows past it left as they are (ops::ExtendAttentionMeta::fixed_launch).
+  void bind_full(int tokens) {
+    bind_live(tokens, 1, tokens, tokens);
+    live_.extend.fixed_launch = true;
   }
 
   std::shared_ptr<const DecoderModel> model_;
@@ -235,6 +255,7 @@ class ExtendSchema final : public GraphInputSchema {
   TokenToKVPool& kv_pool_;
   int max_requests_;
   bool moe_dispatch_split_op_;
+  bool full_;
   int input_ids_, positions_, out_cache_loc_;
   int req_pool_indices_, prefix_lens_, extend_lens_, extend_start_loc_, seq_lens_, num_real_;
   // What the captured forward reads: tensors are views of inputs_; the extend metadata's host
@@ -253,7 +274,14 @@ std::unique_ptr<GraphInputSchema> decode_schema(std::shared_ptr<const DecoderMod
 
 std::unique_ptr<GraphInputSchema> extend_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
                                                 TokenToKVPool& kv_pool, int max_tokens, ExtendSchemaMoe moe) {
-  return std::make_unique<ExtendSchema>(std::move(model), req_pool, kv_pool, max_tokens, moe);
+  return std::make_unique<ExtendSchema>(std::move(model), req_pool, kv_pool, max_tokens, moe, false);
+}
+
+std::unique_ptr<GraphInputSchema> full_extend_schema(std::shared_ptr<const DecoderModel> model,
+                                                     ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, int max_tokens,
+                                                     bool moe_eager_routing) {
+  return std::make_unique<ExtendSchema>(std::move(model), req_pool, kv_pool, max_tokens,
+                                        ExtendSchemaMoe{.moe_eager_routing = moe_eager_routing}, true);
 }
 
 }  // namespace grt

@@ -26,6 +26,8 @@ class GraphInputSchema {
   virtual const char* unit() const = 0;        // what a shape counts: "batch size", "tokens"
   virtual const char* graph_name() const = 0;  // "decode", "piecewise": in refusals and summaries
   virtual CapturePolicies policy(bool breakable) const = 0;
+  // The most requests a batch these graphs serve may hold (verification builds batches within it).
+  virtual int max_batch_requests() const { return 1 << 30; }
   // The shape `batch` needs (batch size or token count).
   virtual int shape_of(const ForwardBatch& batch) const = 0;
   // Why this mode's graphs cannot serve `batch` apart from its mode and shape ("" when they can).
@@ -82,5 +84,14 @@ struct ExtendSchemaMoe {
 };
 std::unique_ptr<GraphInputSchema> extend_schema(std::shared_ptr<const DecoderModel> model, ReqToTokenPool& req_pool,
                                                 TokenToKVPool& kv_pool, int max_tokens, ExtendSchemaMoe moe = {});
+// Full extend graphs: an extend of one request (a prompt, a chunk after a cached prefix) as one
+// graph with its attention captured (no eager attention between pieces, no split op of any
+// kind), the launch sized for the padded token count and the request's lengths read on the
+// device (ops::ExtendAttentionMeta::fixed_launch). Padding tokens belong to no request and their
+// rows are left as the attention finds them; every later op of a layer is row-wise and their
+// logits are never taken. max_tokens must fit the context length (one request holds them all).
+std::unique_ptr<GraphInputSchema> full_extend_schema(std::shared_ptr<const DecoderModel> model,
+                                                     ReqToTokenPool& req_pool, TokenToKVPool& kv_pool, int max_tokens,
+                                                     bool moe_eager_routing = false);
 
 }  // namespace grt

@@ -89,12 +89,12 @@ std::optional<ForwardBatch> decode_batch(HeldSlots& h, int bs, int vocab, std::m
   return b;
 }
 
-// An extend batch of `tokens` tokens over 1..4 requests (more when the context demands), with
-// short random prefixes.
-std::optional<ForwardBatch> extend_batch(HeldSlots& h, int tokens, int vocab, std::mt19937& rng) {
+// An extend batch of `tokens` tokens over 1..4 requests (more when the context demands, at most
+// max_reqs), with short random prefixes.
+std::optional<ForwardBatch> extend_batch(HeldSlots& h, int tokens, int vocab, std::mt19937& rng, int max_reqs) {
   const int context = h.runner.req_pool().max_context();
   const int need = (tokens + context - 1) / context;
-  const int reqs = std::max(need, uniform(rng, 1, std::min(4, tokens)));
+  const int reqs = std::max(need, uniform(rng, 1, std::max(1, std::min({4, tokens, max_reqs}))));
   std::vector<int> ext(static_cast<size_t>(reqs), tokens / reqs), prefix(static_cast<size_t>(reqs), 0);
   for (int i = 0; i < tokens % reqs; ++i) ext[static_cast<size_t>(i)]++;
   int64_t extra = 0;
@@ -143,7 +143,7 @@ void verify_forward_graphs(ModelRunner& runner, ForwardGraphs& graphs, int only_
     HeldSlots held{runner, {}, {}};
     std::optional<ForwardBatch> batch = graphs.schema().mode() == ForwardMode::DECODE
                                             ? decode_batch(held, n, vocab, rng)
-                                            : extend_batch(held, n, vocab, rng);
+                                            : extend_batch(held, n, vocab, rng, graphs.schema().max_batch_requests());
     if (!batch || !graphs.refusal(*batch).empty()) {
       GRT_DEBUG("{}: {} {} not verified: {}", r.options().label, unit, shape,
                 batch ? graphs.refusal(*batch) : std::string("the KV cache or request rows are too small"));

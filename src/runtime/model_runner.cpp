@@ -37,6 +37,19 @@ constexpr uint32_t kMessageMagic = 0x4d525447;  // "GTRM"
 enum Command : uint8_t { kForward = 1, kForwardEager = 2, kStop = 3, kFail = 4, kNop = 5 };
 constexpr double kKeepAliveSeconds = 1.0;
 
+// What every mode's graphs take from the runner's options (breakable marks, MoE routing among
+// them, split the pieces of every mode).
+ForwardGraphsOptions graphs_options(const ModelRunnerOptions& opt, Communicator* comm) {
+  ForwardGraphsOptions g;
+  g.progress = opt.capture_progress;
+  g.ascending = opt.capture_ascending;
+  g.breakable = opt.breakable_cuda_graph;
+  g.debug_eager = opt.debug_cuda_graph;
+  g.lazy = opt.cuda_graph_lazy;
+  g.comm = comm;
+  return g;
+}
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -161,15 +174,9 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
                       : !opt.cuda_graph_bs.empty() ? *std::max_element(opt.cuda_graph_bs.begin(), opt.cuda_graph_bs.end())
                                                    : default_cuda_graph_max_bs(tp_size());
     const int cap = std::min(asked, max_requests);
-    ForwardGraphsOptions go;
+    ForwardGraphsOptions go = graphs_options(opt, comm_.get());
     go.shapes = opt.cuda_graph_bs.empty() ? default_decode_batch_sizes(cap)
                                                : checked_batch_sizes(opt.cuda_graph_bs, cap, "--cuda-graph-bs");
-    go.progress = opt.capture_progress;
-    go.ascending = opt.capture_ascending;
-    go.breakable = opt.breakable_cuda_graph;
-    go.debug_eager = opt.debug_cuda_graph;
-    go.lazy = opt.cuda_graph_lazy;
-    go.comm = comm_.get();
     if (go.shapes.empty()) {
       GRT_WARN("no decode graph batch size is <= {} (--cuda-graph-bs / --cuda-graph-max-bs / "
                "--max-running-requests): decode runs eagerly", cap);
@@ -193,13 +200,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
       GRT_WARN("--piecewise-cuda-graph-max-tokens {} capped at {}: no extend holds more tokens than the KV cache "
                "({} slots) or all request rows together",
                opt.piecewise_cuda_graph_max_tokens, cap, kv_pool_->capacity());
-    ForwardGraphsOptions po;
-    po.progress = opt.capture_progress;
-    po.ascending = opt.capture_ascending;
-    po.debug_eager = opt.debug_cuda_graph;
-    po.lazy = opt.cuda_graph_lazy;
-    po.breakable = opt.breakable_cuda_graph;  // breakable marks (MoE routing) split the pieces too
-    po.comm = comm_.get();
+    ForwardGraphsOptions po = graphs_options(opt, comm_.get());
     po.shapes = opt.piecewise_cuda_graph_tokens.empty()
                           ? default_piecewise_token_counts(std::max(cap, 1))
                           : checked_token_counts(opt.piecewise_cuda_graph_tokens, cap, "--piecewise-cuda-graph-tokens");
@@ -221,8 +222,35 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
       piecewise_graphs_ = std::make_unique<ForwardGraphs>(po, std::move(schema), std::move(memory));
     }
   }
+  GRT_CHECK(opt.full_extend_graph_max_tokens >= 0,
+            "--full-extend-graph-max-tokens {} is not allowed: must be >= 0 (0: off)", opt.full_extend_graph_max_tokens);
+  if (!opt.disable_piecewise_cuda_graph && opt.full_extend_graph_max_tokens > 0) {
+    // One request holds every token: the context length caps the counts, as do the KV cache and the
+    // piecewise graphs' cap (the same schedule; 0 there: 8192, --chunked-prefill-size's default).
+    const int64_t pw_cap = opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : 8192;
+    const int cap = static_cast<int>(std::min<int64_t>(
+        {opt.full_extend_graph_max_tokens, req_pool_->max_context(), kv_pool_->capacity(), pw_cap}));
+    // Extends that decode graphs take as rows need no full graph (the rows refuse only those that
+    // re-read long prefixes; these run piecewise).
+    const int rows_up_to = decode_graphs_ ? std::min(extend_rows_.max_tokens, decode_graphs_->runner().max_servable()) : 0;
+    ForwardGraphsOptions fo = graphs_options(opt, comm_.get());
+    // The piecewise schedule's counts (--piecewise-cuda-graph-tokens when given).
+    const std::vector<int> counts = opt.piecewise_cuda_graph_tokens.empty()
+                                        ? default_piecewise_token_counts(std::max(cap, 1))
+                                        : opt.piecewise_cuda_graph_tokens;
+    for (int t : counts)
+      if (t > rows_up_to && t <= cap) fo.shapes.push_back(t);
+    if (opt.moe_dispatch_split_op && model_->config().is_moe()) {
+      GRT_INFO("full extend graphs off: --moe-dispatch-split-op runs every MoE block eagerly between pieces");
+    } else if (!fo.shapes.empty()) {
+      auto schema = full_extend_schema(model_, *req_pool_, *kv_pool_, fo.shapes.back(), opt.moe_eager_routing);
+      auto memory = shared_graph_memory();
+      if (fo.lazy) memory->set_consolidation(false);
+      full_extend_graphs_ = std::make_unique<ForwardGraphs>(fo, std::move(schema), std::move(memory));
+    }
+  }
   // A later capture (piecewise) may have lost earlier graphs' memory (a failed VMM remap).
-  for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get()})
+  for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get(), full_extend_graphs_.get()})
     if (g) {
       g->check_memory();
       g->agree_across_ranks();
@@ -255,7 +283,7 @@ ModelRunner::~ModelRunner() {
 void ModelRunner::verify_cuda_graphs() {
   // Every rank verifies the same seeded batches on the same slots by itself: no slot changes to send.
   PoolJournal::Pause pause(journal_.get());
-  for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get()})
+  for (ForwardGraphs* g : {decode_graphs_.get(), piecewise_graphs_.get(), full_extend_graphs_.get()})
     if (g) {
       verify_forward_graphs(*this, *g);
       g->agree_across_ranks();
@@ -384,6 +412,15 @@ Tensor ModelRunner::dispatch(const ForwardBatch& batch) {
     const std::string why = decode_graphs_->refusal(batch);
     if (why.empty()) return decode_graphs_->forward(batch);
     GRT_DEBUG("decode step of {} requests runs eagerly: {}", batch.batch_size(), why);
+  }
+  // One request only (the schema's refusal says so); checked first so that a lazy runner never
+  // captures a full graph for a batch it would refuse.
+  if (full_extend_graphs_ && batch.mode == ForwardMode::EXTEND && batch.batch_size() == 1) {
+    if (const int fresh = full_extend_graphs_->prepare(batch); fresh > 0 && verify_)
+      verify_lazy(*full_extend_graphs_, fresh);
+    const std::string why = full_extend_graphs_->refusal(batch);
+    if (why.empty()) return full_extend_graphs_->forward(batch);
+    GRT_DEBUG("extend of {} tokens does not run on a full extend graph: {}", batch.num_tokens(), why);
   }
   if (piecewise_graphs_ && batch.mode == ForwardMode::EXTEND) {
     if (const int fresh = piecewise_graphs_->prepare(batch); fresh > 0 && verify_)

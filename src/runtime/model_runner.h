@@ -24,6 +24,13 @@
 
 namespace grt {
 
+// The default of --full-extend-graph-max-tokens. Measured on an H100 (bench/results/
+// h100_2026-11-26_session36, one interleaved run each): qwen3-0.6b prefill 80..1024 tokens 0.15-0.19 ms
+// under the piecewise graphs (256: 1.66 -> 1.47 ms), llama-3.1-8b 0.20-0.52 ms; the 28 counts above the
+// decode rows up to 1024 capture in 0.07 / 0.10 s. Above 1024 the gain is ~1% of the step and the counts
+// to 4096 would take another 0.04 / 0.12 s of capture.
+inline constexpr int kDefaultFullExtendGraphMaxTokens = 1024;
+
 struct ModelRunnerOptions {
   double mem_fraction_static = 0.88;  // share of device memory for weights + KV cache + graphs
   // Request slots; 0: as SGLang, from the KV cache: KV tokens / context x 512 within [2048, 4096],
@@ -58,6 +65,14 @@ struct ModelRunnerOptions {
   // (runtime/extend_rows.h; --decode-graph-extend-max-tokens; 0: off, every extend takes the
   // piecewise graphs). Needs decode graphs of that batch size; others go on to piecewise graphs.
   int decode_graph_extend_max_tokens = kDefaultExtendRowsMaxTokens;
+  // Full extend graphs (graph_input_schema.h's full_extend_schema): an extend of one request of at
+  // most this many tokens replays one graph with its attention captured, instead of a piecewise
+  // graph with the attention eager between pieces (--full-extend-graph-max-tokens; 0: off; off
+  // with disable_piecewise_cuda_graph too). Token counts: the piecewise schedule's
+  // (piecewise_cuda_graph_tokens when given, which were checked there) up to it (and
+  // the context length and piecewise_cuda_graph_max_tokens), above decode_graph_extend_max_tokens
+  // while decode graphs take those extends as rows.
+  int full_extend_graph_max_tokens = kDefaultFullExtendGraphMaxTokens;
   // MoE models: each MoE block is a split op of piecewise graphs (--moe-dispatch-split-op).
   bool moe_dispatch_split_op = false;
   // MoE routing is a breakable mark (eager_on_graph) in decode and piecewise graphs: with
@@ -103,7 +118,8 @@ class ModelRunner {
   // model and these pools (check_batch_ranges); forward() and forward_eager() call it first.
   void check_batch(const ForwardBatch& batch) const;
   // Runs the batch — on a graph when one can serve it (a decode batch, or a small extend as
-  // decode rows, on a decode graph; an extend on a piecewise graph), else eagerly; returns float32
+  // decode rows, on a decode graph; an extend of one request on a full extend graph; an extend on
+  // a piecewise graph), else eagerly; returns float32
   // logits [rows, vocab] for batch.logit_rows() (empty when none). Leader of a group: sends the
   // batch to the followers first. Error on a follower (they only follow()).
   Tensor forward(const ForwardBatch& batch);
@@ -132,11 +148,14 @@ class ModelRunner {
   const ForwardGraphs* decode_graphs() const { return decode_graphs_.get(); }
   // Piecewise graphs, or nullptr when disabled.
   const ForwardGraphs* piecewise_graphs() const { return piecewise_graphs_.get(); }
+  // Full extend graphs, or nullptr when off.
+  const ForwardGraphs* full_extend_graphs() const { return full_extend_graphs_.get(); }
   // Extend steps served by a decode graph as rows (extend_rows.h) so far.
   uint64_t extend_row_steps() const { return extend_row_steps_; }
   // Why `batch` would not replay a decode graph as rows ("" when it would).
   std::string extend_rows_refusal(const ForwardBatch& batch) const;
-  // The graphs of `mode` (DECODE or EXTEND), nullptr when off; mutable for verification and tests.
+  // The graphs of `mode` (DECODE, or EXTEND: the piecewise ones), nullptr when off; mutable for
+  // verification and tests.
   ForwardGraphs* graphs(ForwardMode mode);
   // Replays every captured shape of both modes on a random valid batch against the eager
   // forward; retires the shapes that differ (graph_verify.h). Run at start by verify_cuda_graph.
@@ -172,6 +191,7 @@ class ModelRunner {
   bool verify_ = false;  // --verify-cuda-graph: also each lazily captured shape
   std::unique_ptr<ForwardGraphs> decode_graphs_;
   std::unique_ptr<ForwardGraphs> piecewise_graphs_;
+  std::unique_ptr<ForwardGraphs> full_extend_graphs_;
   ExtendRowsLimits extend_rows_;
   uint64_t extend_row_steps_ = 0;
 };

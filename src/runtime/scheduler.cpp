@@ -681,13 +681,16 @@ Clock::time_point Scheduler::launch(Plan& p) {
   const uint64_t rows0 = runner_->extend_row_steps();
   const uint64_t dec_pad0 = runner_->decode_graphs() ? runner_->decode_graphs()->padding_count() : 0;
   const uint64_t pw_pad0 = runner_->piecewise_graphs() ? runner_->piecewise_graphs()->padding_count() : 0;
+  const ForwardGraphs* full = runner_->full_extend_graphs();
+  const uint64_t full0 = full ? full->replay_count() : 0, full_pad0 = full ? full->padding_count() : 0;
   const auto t_forward = Clock::now();
   Tensor logits = runner_->forward(b);
   f->pending = enqueue_sampling(logits, sp);
   f->forward_called = t_forward;
   f->mode = p.mode;
   const bool on_graph = (runner_->decode_graphs() && runner_->decode_graphs()->replay_count() != dec0) ||
-                        (runner_->piecewise_graphs() && runner_->piecewise_graphs()->replay_count() != pw0);
+                        (runner_->piecewise_graphs() && runner_->piecewise_graphs()->replay_count() != pw0) ||
+                        (full && full->replay_count() != full0);
   for (Req* r : f->sampled) r->inflight = 1;
   inflight_ = std::move(f);
   if (p.mode == StepMode::kDecode)
@@ -699,11 +702,13 @@ Clock::time_point Scheduler::launch(Plan& p) {
     s.prompt_tokens += static_cast<uint64_t>(p.prompt_tokens);
     (on_graph ? s.graph_steps : s.eager_steps)[m]++;
     if (runner_->extend_row_steps() != rows0) s.extend_row_steps++;
+    if (full && full->replay_count() != full0) s.full_extend_steps++;
     s.step_tokens[m] += b.input_ids.size();
     (p.mode == StepMode::kDecode ? s.decode_rows : s.extend_tokens).observe(static_cast<double>(b.input_ids.size()));
     s.step_context_tokens[m] += context;
     if (runner_->decode_graphs()) s.decode_graph_padding += runner_->decode_graphs()->padding_count() - dec_pad0;
     if (runner_->piecewise_graphs()) s.piecewise_graph_padding += runner_->piecewise_graphs()->padding_count() - pw_pad0;
+    if (full) s.full_extend_graph_padding += full->padding_count() - full_pad0;
   });
   return t_forward;
 }

@@ -29,6 +29,8 @@ struct ServingSnapshot {
   // Extend and mixed steps that replayed a decode graph, one row per token (runtime/extend_rows.h);
   // counted among graph_steps too.
   uint64_t extend_row_steps = 0;
+  // Extend steps that replayed a full extend graph (graph_input_schema.h); among graph_steps too.
+  uint64_t full_extend_steps = 0;
   // Per mode, where the device time goes: seconds from a step's forward call to its sampled
   // tokens on the host (the device's time on the step, eager launches' host time included;
   // steps never overlap: the next is launched after these tokens are read), tokens forwarded,
@@ -36,8 +38,9 @@ struct ServingSnapshot {
   std::array<double, 3> step_seconds{};
   std::array<uint64_t, 3> step_tokens{}, step_context_tokens{};
   // Padding replayed by graphs: rows of decode graphs (extend rows included), tokens of
-  // piecewise graphs, beyond the live batch (the captured shape minus the batch's).
-  uint64_t decode_graph_padding = 0, piecewise_graph_padding = 0;
+  // piecewise graphs and of full extend graphs, beyond the live batch (the captured shape minus the
+  // batch's).
+  uint64_t decode_graph_padding = 0, piecewise_graph_padding = 0, full_extend_graph_padding = 0;
   // Rows of each decode step, tokens of each extend (and mixed) step: the batch shapes the
   // device ran (vLLM's iteration_tokens).
   Histogram decode_rows, extend_tokens;

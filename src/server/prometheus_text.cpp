@@ -62,6 +62,9 @@ std::string prometheus_text(const ServingSnapshot& s, const HttpCounters& http) 
   head(o, "graphrt_extend_steps_on_decode_graphs_total", "counter",
        "Extend and mixed steps that replayed a decode graph with one row per token (among the graph steps).");
   o += fmt::format("graphrt_extend_steps_on_decode_graphs_total {}\n", s.extend_row_steps);
+  head(o, "graphrt_extend_steps_on_full_graphs_total", "counter",
+       "Extend steps of one request that replayed a full extend graph, attention captured (among the graph steps).");
+  o += fmt::format("graphrt_extend_steps_on_full_graphs_total {}\n", s.full_extend_steps);
   by_mode(o, "graphrt_step_seconds_total",
           "Seconds from each step's forward call to its sampled tokens on the host, by mode (steps do not overlap).",
           s.step_seconds);
@@ -70,9 +73,11 @@ std::string prometheus_text(const ServingSnapshot& s, const HttpCounters& http) 
           "Sum over the rows of each step of their sequence lengths (the tokens attention reads), by step mode.",
           s.step_context_tokens);
   head(o, "graphrt_graph_padding_total", "counter",
-       "Shape units replayed beyond the live batch: rows of decode graphs, tokens of piecewise graphs.");
+       "Shape units replayed beyond the live batch: rows of decode graphs, tokens of piecewise and full extend "
+       "graphs.");
   o += fmt::format("graphrt_graph_padding_total{{graph=\"decode\"}} {}\n", s.decode_graph_padding);
   o += fmt::format("graphrt_graph_padding_total{{graph=\"piecewise\"}} {}\n", s.piecewise_graph_padding);
+  o += fmt::format("graphrt_graph_padding_total{{graph=\"full_extend\"}} {}\n", s.full_extend_graph_padding);
   histogram(o, "graphrt_decode_step_rows", "Rows (requests) of each decode step.", s.decode_rows);
   histogram(o, "graphrt_extend_step_tokens", "Tokens of each extend or mixed step.", s.extend_tokens);
   histogram(o, "graphrt_time_to_first_token_seconds", "Time to first token.", s.ttft);

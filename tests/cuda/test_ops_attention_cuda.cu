@@ -18,6 +18,7 @@
 
 #include "../attention_test_util.h"
 #include "../capture_in_pool.h"
+#include "../extend_fixed_launch_checks.h"
 #include "../extend_prepare_split_checks.h"
 #include "../qkv_test_util.h"
 #include "core/dtype.h"
@@ -585,6 +586,16 @@ TEST(OpsAttentionCuda, ExtendPrepareQInKernelEqualsWholePrepareBitForBit) {
 // attention_extend_out_ with covered_rows (the zero fill cut to the padding rows): every kernel
 // writes every covered row, so a buffer full of NaN bytes comes out bit for bit as the default
 // op's zero-filled result, the padding rows zero.
+// A fixed launch (a full extend graph's attention) captured at its bounds replays other lengths:
+// qwen3-0.6b's heads at 64..256 tokens (the fa3-wsn64 kernel on sm_90), llama-3.1-8b's, head dim 64
+// and a tiny GQA shape (FA2), bf16.
+TEST(OpsAttentionCuda, ExtendFixedLaunchCapturedReplaysOtherLengths) {
+  for (int bound : {80, 128, 256}) testing::check_extend_fixed_launch_replays(kGpu, DType::BF16, 16, 8, 128, bound, 2e-2);
+  testing::check_extend_fixed_launch_replays(kGpu, DType::BF16, 32, 8, 128, 256, 2e-2);
+  testing::check_extend_fixed_launch_replays(kGpu, DType::BF16, 16, 4, 64, 200, 2e-2);
+  testing::check_extend_fixed_launch_replays(kGpu, DType::BF16, 4, 2, 16, 70, 2e-2);
+}
+
 TEST(OpsAttentionCuda, ExtendOutEveryKernelWritesEveryCoveredRow) {
   const PagedCase c = make_case(16, 8, 128, {0, 37, 200, 5}, {130, 65, 1, 257}, 3, 77);
   const PagedCase c64 = make_case(8, 2, 64, {0, 70}, {300, 33}, 5, 78);

@@ -7,6 +7,7 @@
 #include "device/device.h"
 #include "graph_checks.h"
 #include "extend_rows_checks.h"
+#include "full_extend_model_checks.h"
 #include "piecewise_model_checks.h"
 
 namespace grt {
@@ -37,6 +38,22 @@ TEST(PiecewiseGraphsCuda, ReplayMatchesEagerForSinglesAndBatchesWithPrefixes) {
 TEST(PiecewiseGraphsCuda, VmmReplayMatchesEager) {
   REQUIRE_GPU();
   testing::check_piecewise_matches_eager(kGpu, kTol, GraphMemoryMode::kVmm);
+}
+TEST(FullExtendGraphsCuda, ReplayMatchesEagerForOneRequestWithAndWithoutPrefix) {
+  REQUIRE_GPU();
+  testing::check_full_extend_matches_eager(kGpu, kTol);
+}
+TEST(FullExtendGraphsCuda, VmmReplayMatchesEager) {
+  REQUIRE_GPU();
+  testing::check_full_extend_matches_eager(kGpu, kTol, GraphMemoryMode::kVmm);
+}
+TEST(FullExtendGraphsCuda, ScheduleStartsAboveDecodeRowsAndFollowsTheFlags) {
+  REQUIRE_GPU();
+  testing::check_full_extend_schedule(kGpu);
+}
+TEST(FullExtendGraphsCuda, VerifiedAtStartWithOneRequestBatches) {
+  REQUIRE_GPU();
+  testing::check_full_extend_verified(kGpu);
 }
 TEST(PiecewiseGraphsCuda, VmmPhysicalIsTheLargestCapture) {
   REQUIRE_GPU();
