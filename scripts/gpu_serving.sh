@@ -200,7 +200,11 @@ for name in os.environ.get("RUNS", "all c1 c16 c64 c256").split():
     rows_hist.append(f"{name} " + ", ".join(parts))
     pad_rows = delta(prev, cur, 'graphrt_graph_padding_total{graph="decode"}')
     pad_tokens = delta(prev, cur, 'graphrt_graph_padding_total{graph="piecewise"}')
-    pad.append(f"{name} decode rows {pad_rows:.0f}, piecewise tokens {pad_tokens:.0f}")
+    pad_full = delta(prev, cur, 'graphrt_graph_padding_total{graph="full_extend"}')
+    full_steps = delta(prev, cur, 'graphrt_extend_steps_on_full_graphs_total')
+    rows_steps = delta(prev, cur, 'graphrt_extend_steps_on_decode_graphs_total')
+    pad.append(f"{name} decode rows {pad_rows:.0f}, piecewise tokens {pad_tokens:.0f}, full extend tokens "
+               f"{pad_full:.0f} (extend/mixed steps on decode rows {rows_steps:.0f}, on full extend graphs {full_steps:.0f})")
     prev = cur
 if breakdown:
     print(f"{'run':6} {'mode':7} {'steps':>6} {'s':>8} {'ms/step':>9} {'tokens':>10} {'tok/step':>9} {'ctx/step':>10}")
