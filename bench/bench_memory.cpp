@@ -42,6 +42,7 @@ nlohmann::json measure(const MemoryOpts& o, std::shared_ptr<const DecoderModel> 
   ro.disable_cuda_graph = piecewise;
   ro.disable_piecewise_cuda_graph = !piecewise;
   ro.piecewise_cuda_graph_max_tokens = o.max_tokens;
+  ro.full_extend_graph_max_tokens = 0;  // the piecewise schedule alone, as the anchor's
   ro.graph_memory = c.memory;
   ro.capture_ascending = c.ascending;
   ro.capture_progress = false;

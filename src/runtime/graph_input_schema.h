@@ -3,7 +3,8 @@
 // largest shape), says which batches its graphs can serve and what a shape counts, writes a
 // dummy all-padding batch for capture, stages a real batch padded to a captured shape, and
 // runs the captured step. Modes: decode (a shape is a batch size) and extend (a token count,
-// piecewise at split ops); mixed and speculative-verify batches are further schemas.
+// piecewise at split ops, or one full graph for one request); mixed and speculative-verify batches
+// are further schemas.
 #pragma once
 #include <memory>
 #include <string>

@@ -1,5 +1,6 @@
 // ModelRunner: owns the model's KV cache and runs forward passes (seed 002). forward() is the
-// one dispatch point: decode graph → piecewise graph → eager forward, as each is available.
+// one dispatch point: decode graph (decodes, small extends as rows) → full extend graph (an extend
+// of one request) → piecewise graph → eager forward, as each is available.
 //
 // Tensor parallel (issue 16; options.communicator of size N > 1): every rank builds a runner on
 // its model shard. Rank 0 (the leader) schedules: its forward() / forward_eager() first send the
