@@ -135,10 +135,9 @@ void extend_out(const char* op, const Tensor& out, const Tensor& q, const Tensor
                 const ExtendAttentionMeta& meta, int num_q_heads, int num_kv_heads, int head_dim, float scale,
                 const QPart* q_part) {
   // Its launch is sized from host values (num_reqs, max_extend_len): captured, a replay would run
-  // with the capture-time ones. It runs eagerly only: as the "attention" split op of a piecewise
-  // graph, or outside any capture.
-  // Its launch is sized from host values: captured, it replays them. Only a fixed launch (bounds
-  // that hold for every replay) may be; otherwise it runs as a piecewise graph's split op.
+  // with the capture-time ones. So it runs eagerly (as the "attention" split op of a piecewise
+  // graph, or outside any capture) unless those values are a fixed launch's bounds, which hold for
+  // every replay (a full extend graph).
   if (!meta.fixed_launch)
     refuse_during_capture(
         "attention_extend (its launch is sized from host values; in a piecewise graph it must run as the "

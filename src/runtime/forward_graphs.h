@@ -1,9 +1,9 @@
 // ForwardGraphs: binds a model's forward for one mode to a ShapeGraphRunner (DESIGN.md "The
 // forward pass", steps 1-2) — decode graphs per batch size, piecewise prefill graphs and full
-// extend graphs per token count — through the mode's GraphInputSchema (graph_input_schema.h). It captures the schema's
-// step for every shape (or lazily, on first need), and serves batches that fit: stage the batch
-// into the persistent inputs padded to a captured shape, replay on the graph memory's one
-// replay stream (ReplayDomain), return the real rows' logits.
+// extend graphs per token count — through the mode's GraphInputSchema (graph_input_schema.h). It
+// captures the schema's step for every shape (or lazily, on first need), and serves batches that
+// fit: stage the batch into the persistent inputs padded to a captured shape, replay on the graph
+// memory's one replay stream (ReplayDomain), return the real rows' logits.
 //
 // A shape is retired — never replayed again, its batches run eagerly — when its graph memory
 // was lost (a failed VMM remap: one warning per shape) or verification found it wrong.

@@ -37,6 +37,12 @@ constexpr uint32_t kMessageMagic = 0x4d525447;  // "GTRM"
 enum Command : uint8_t { kForward = 1, kForwardEager = 2, kStop = 3, kFail = 4, kNop = 5 };
 constexpr double kKeepAliveSeconds = 1.0;
 
+// piecewise_cuda_graph_max_tokens 0: the default --chunked-prefill-size.
+constexpr int64_t kDefaultPiecewiseMaxTokens = 8192;
+int64_t piecewise_max_tokens(const ModelRunnerOptions& opt) {
+  return opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : kDefaultPiecewiseMaxTokens;
+}
+
 // What every mode's graphs take from the runner's options (breakable marks, MoE routing among
 // them, split the pieces of every mode).
 ForwardGraphsOptions graphs_options(const ModelRunnerOptions& opt, Communicator* comm) {
@@ -195,7 +201,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
     const int64_t kv_cap = std::min<int64_t>(kv_pool_->capacity(), static_cast<int64_t>(max_requests) *
                                                                         req_pool_->max_context());
     const int cap = static_cast<int>(
-        std::min<int64_t>(opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : 8192, kv_cap));
+        std::min<int64_t>(piecewise_max_tokens(opt), kv_cap));
     if (opt.piecewise_cuda_graph_max_tokens > cap)
       GRT_WARN("--piecewise-cuda-graph-max-tokens {} capped at {}: no extend holds more tokens than the KV cache "
                "({} slots) or all request rows together",
@@ -226,10 +232,9 @@ ModelRunner::ModelRunner(std::shared_ptr<const DecoderModel> model, const ModelR
             "--full-extend-graph-max-tokens {} is not allowed: must be >= 0 (0: off)", opt.full_extend_graph_max_tokens);
   if (!opt.disable_piecewise_cuda_graph && opt.full_extend_graph_max_tokens > 0) {
     // One request holds every token: the context length caps the counts, as do the KV cache and the
-    // piecewise graphs' cap (the same schedule; 0 there: 8192, --chunked-prefill-size's default).
-    const int64_t pw_cap = opt.piecewise_cuda_graph_max_tokens > 0 ? opt.piecewise_cuda_graph_max_tokens : 8192;
+    // piecewise graphs' cap (the same schedule).
     const int cap = static_cast<int>(std::min<int64_t>(
-        {opt.full_extend_graph_max_tokens, req_pool_->max_context(), kv_pool_->capacity(), pw_cap}));
+        {opt.full_extend_graph_max_tokens, req_pool_->max_context(), kv_pool_->capacity(), piecewise_max_tokens(opt)}));
     // Extends that decode graphs take as rows need no full graph (the rows refuse only those that
     // re-read long prefixes; these run piecewise).
     const int rows_up_to = decode_graphs_ ? std::min(extend_rows_.max_tokens, decode_graphs_->runner().max_servable()) : 0;
