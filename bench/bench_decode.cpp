@@ -1,7 +1,9 @@
 // graphrt bench decode: decode step time eager vs decode graphs through the real runtime path
 // (ModelRunner forward + sampling, inputs uploaded every step), next to the PyTorch eager and
-// CUDA-graph anchors and the bandwidth roofline; plus capture time and graph memory of the full
-// capture list. GRAPHRT_BENCH_PROFILE=1 adds one graph step per batch size inside a profiler range
+// CUDA-graph anchors and the bandwidth roofline (the bytes a step reads: decode_step_weight_bytes
+// and the KV cache, over the measured copy rate); beside each synchronised graph step the same steps
+// back to back without sampling (the device's time per step); plus capture time and graph memory of
+// the full capture list. GRAPHRT_BENCH_PROFILE=1 adds one graph step per batch size inside a profiler range
 // (ncu --profile-from-start off: the replayed graph's kernel nodes, one result each). --trace PATH
 // traces graph steps of each batch size after the timed loops (bench/bench_trace.h: the in-graph
 // kernel timeline, CUPTI).
@@ -14,6 +16,7 @@
 #include "cli/server_args.h"
 #include "cli/tp_launch.h"
 #include "device/device.h"
+#include "model/model_weights.h"
 #include "ops/random_fill.h"
 #include "runtime/capture_report.h"
 #if defined(GRAPHRT_WITH_CUDA)
@@ -89,7 +92,6 @@ void run_decode(const DecodeOpts& o) {
   nlohmann::json anchor = bench::load_anchor(o.anchor);
   const char* akey = bench::anchor_decode_key(args.model);
   const double bw = bench::copy_bandwidth_gbps(d);
-  const double weight_bytes = static_cast<double>(m.weights().bytes());
   const int64_t kv_width = static_cast<int64_t>(m.config().num_key_value_heads) * m.config().head_dim;
 
   nlohmann::json j;
@@ -116,17 +118,22 @@ void run_decode(const DecodeOpts& o) {
                                        [&] { runner->sample(b, runner->forward(b)); }});
     const double eager = ms[0], graph = ms[1];
     GRT_CHECK(graphs->replay_count() > before, "bench decode: batch size {} did not run on a graph", bs);
+    // The same graph steps back to back, without sampling or a wait between them: the host stays a
+    // step ahead, so this is the device's time per step (input upload, replay, logit rows). What
+    // graph_ms adds to it is sampling and the host time the device waits for in a synchronised step.
+    const double back_to_back = bench::event_ms_per_call(d, 3, o.iters, [&] { runner->forward(b); });
     bench::profiled_step(d, [&] { runner->sample(b, runner->forward(b)); });  // one graph step
     const double kv_bytes = static_cast<double>(TokenToKVPool::bytes_per_token(m.config().num_hidden_layers,
                                                                                kv_width, m.dtype())) *
                             bs * o.context;
-    const double roof = (weight_bytes + kv_bytes) / (bw * 1e6);
+    const double roof = (decode_step_weight_bytes(m.config(), m.weights(), bs) + kv_bytes) / (bw * 1e6);
     nlohmann::json row = {{"bs", bs},
                           {"padded_bs", gr.padded_size(bs)},
                           {"ctx", o.context},
                           {"eager_ms", eager},
                           {"graph_ms", graph},
                           {"graph_speedup", eager / graph},
+                          {"graph_back_to_back_ms", back_to_back},
                           {"roofline_ms", roof},
                           {"graph_roofline_fraction", roof / graph}};
     const double te = bench::anchor_value(anchor, akey, bs, "eager_ms");
@@ -179,9 +186,10 @@ void run_decode(const DecodeOpts& o) {
     std::printf("lazy capture: start-up %.3f s; per batch size below: first hit / steady\n",
                 j["lazy"]["startup_seconds"].get<double>());
   for (auto& r : j["decode"])
-    std::printf("decode bs %3d ctx %d: eager %8.3f ms, graph %8.3f ms (x%.2f), roofline %.3f ms (%.0f%%), torch graph %s\n",
+    std::printf("decode bs %3d ctx %d: eager %8.3f ms, graph %8.3f ms (x%.2f; back to back without sampling %.3f ms), "
+                "roofline %.3f ms (%.0f%%), torch graph %s\n",
                 r["bs"].get<int>(), o.context, r["eager_ms"].get<double>(), r["graph_ms"].get<double>(),
-                r["graph_speedup"].get<double>(), r["roofline_ms"].get<double>(),
+                r["graph_speedup"].get<double>(), r["graph_back_to_back_ms"].get<double>(), r["roofline_ms"].get<double>(),
                 100.0 * r["graph_roofline_fraction"].get<double>(),
                 r.contains("torch_graph_ms") ? fmt::format("{:.3f} ms", r["torch_graph_ms"].get<double>()).c_str()
                                              : "n/a");

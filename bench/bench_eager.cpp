@@ -11,6 +11,7 @@
 #include "device/device.h"
 #include "device/stream.h"
 #include "memory/tensor_alloc.h"
+#include "model/model_weights.h"
 #include "ops/attention.h"
 #include "ops/linear.h"
 #include "ops/random_fill.h"
@@ -114,7 +115,7 @@ void run_eager(const EagerOpts& o) {
     double ms = bench::median_ms(d, 3, o.iters, [&] { runner->sample(b, runner->forward(b)); });
     double kv_bytes = static_cast<double>(TokenToKVPool::bytes_per_token(m.config().num_hidden_layers, kv_width,
                                                                          m.dtype())) * bs * o.context;
-    double roof = (weight_bytes + kv_bytes) / (bw * 1e6);
+    double roof = (decode_step_weight_bytes(m.config(), m.weights(), bs) + kv_bytes) / (bw * 1e6);
     double anchor_ms = anchor_value(anchor, akey, bs, "eager_ms");
     nlohmann::json row = {{"bs", bs}, {"ctx", o.context}, {"eager_ms", ms}, {"roofline_ms", roof},
                           {"roofline_fraction", roof / ms}};

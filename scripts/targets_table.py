@@ -47,6 +47,8 @@ def main(path, capture_path=None):
                 rows.append((f"decode {model} bs {bs}", None, target, "ms", None, ""))
                 continue
             beside = f"roofline {r['roofline_ms']:.3f} ({r['graph_roofline_fraction']:.0%}); torch graph {r.get('torch_graph_ms', nan):.3f}"
+            if "graph_back_to_back_ms" in r:  # benches before session 37 lack it
+                beside += f"; back to back {r['graph_back_to_back_ms']:.3f}"
             rows.append((f"decode {model} bs {bs}", r["graph_ms"], target, "ms", r["graph_ms"] <= target, beside))
     j = prefill("qwen3-0.6b")
     if j:

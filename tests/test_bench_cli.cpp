@@ -42,6 +42,7 @@ TEST(BenchCli, DecodeTimesEagerAndGraphPerBatchSize) {
   for (const json& row : j["decode"]) {
     EXPECT_GT(row["eager_ms"].get<double>(), 0.0) << row.dump();
     EXPECT_GT(row["graph_ms"].get<double>(), 0.0) << row.dump();
+    EXPECT_GT(row["graph_back_to_back_ms"].get<double>(), 0.0) << row.dump();
   }
 }
 

@@ -1,5 +1,7 @@
 #include "model/model_weights.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -27,6 +29,23 @@ size_t ModelWeights::bytes() const {
     for (const Tensor* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.q_norm, &l.k_norm, &l.o_proj, &l.post_norm,
                             &l.gate_up, &l.down, &l.router, &l.expert_gate_up, &l.expert_down})
       add(*t);
+  return total;
+}
+
+double decode_step_weight_bytes(const ModelConfig& c, const ModelWeights& w, int64_t rows) {
+  GRT_CHECK(rows >= 1, "decode step weight bytes of {} rows: rows must be >= 1", rows);
+  double total = static_cast<double>(w.bytes());
+  if (w.embed.defined() && w.embed.data() != w.lm_head.data() && w.embed.size(0) > 0) {
+    const double row_bytes = static_cast<double>(w.embed.nbytes()) / static_cast<double>(w.embed.size(0));
+    total -= static_cast<double>(w.embed.nbytes()) - static_cast<double>(std::min(rows, w.embed.size(0))) * row_bytes;
+  }
+  if (c.is_moe()) {
+    const double share = 1.0 - std::pow(1.0 - static_cast<double>(c.num_experts_per_tok) / c.num_experts,
+                                        static_cast<double>(rows));
+    for (const LayerWeights& l : w.layers)
+      for (const Tensor* t : {&l.expert_gate_up, &l.expert_down})
+        if (t->defined()) total -= static_cast<double>(t->nbytes()) * (1.0 - share);
+  }
   return total;
 }
 

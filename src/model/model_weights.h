@@ -39,6 +39,15 @@ struct ModelWeights {
   size_t bytes() const;
 };
 
+// Bytes of weights one decode step of `rows` tokens reads, a bytes roofline's numerator: every
+// tensor of bytes() once, except
+// - an embedding apart from lm_head: only the `rows` rows gathered from it (tied, it is read whole
+//   as lm_head);
+// - a sparse layer's experts: the share a batch of `rows` tokens is expected to route to when its
+//   top-k choices are uniform and independent, 1 - (1 - k / E)^rows of them.
+// Error when rows < 1.
+double decode_step_weight_bytes(const ModelConfig& config, const ModelWeights& weights, int64_t rows);
+
 // Loads a Hugging Face folder (config already parsed): every tensor checked, converted to
 // `dtype`, fused and uploaded to `device`. Errors name the file and tensor. With tensor
 // parallelism only the rank's slices are read from the files; `bytes_read` (if given) receives
