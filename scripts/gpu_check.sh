@@ -145,6 +145,7 @@ if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     # One report line a shard (0 errors / 0 hazards), or none where the box ended the shard first.
     reports=$(cat "$TMP"/san_${tool}_*.log | grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' | sed -E 's/.*SUMMARY: //' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
     san_summary+="compute-sanitizer $tool on the graph tests: shards $run_shards of $shards, rc ${rcs% } (124 = timed out); $ok tests OK; reports:${reports:- none}"$'\n'
+    case " $rcs" in *" 124 "*) san_summary+="  a shard ran out of its ${SANITIZE_TIMEOUT:-300} s: cut the filter finer (SANITIZE_SHARDS) and run fewer shards a job (SANITIZE_RUN_SHARDS)"$'\n' ;; esac
     cat "$TMP"/san_${tool}_*.log | grep -E "^\[       OK|^\[  FAILED|SUMMARY|Invalid|Race|hazard" | head -300 >"$OUT/sanitizer_$tool.log"
   done
 fi
