@@ -29,6 +29,18 @@ while [ $# -gt 0 ]; do
   shift
 done
 
+# The sanitizer's shards, checked before anything runs: a shard past the last would run no test and
+# look clean.
+if [ "${SANITIZE:-0}" = 1 ]; then
+  shards=${SANITIZE_SHARDS:-1}
+  [[ "$shards" =~ ^[0-9]+$ ]] && [ "$shards" -ge 1 ] || { echo "SANITIZE_SHARDS '$shards' must be a count >= 1"; exit 2; }
+  run_shards=${SANITIZE_RUN_SHARDS:-$(seq -s ' ' 0 $((shards - 1)))}
+  for i in $run_shards; do
+    [[ "$i" =~ ^[0-9]+$ ]] && [ "$i" -lt "$shards" ] ||
+      { echo "SANITIZE_RUN_SHARDS: shard '$i' is not one of 0..$((shards - 1)) (SANITIZE_SHARDS=$shards)"; exit 2; }
+  done
+fi
+
 t0=$(date +%s)
 if [ "$GOLDEN" = 1 ]; then
   cases=()
@@ -123,8 +135,6 @@ san_summary=""
 san_rc=0
 if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   GF='BreakableGraphCuda.*:DecodeGraphRunnerCuda.*:DecodeGraphsCuda.*:ForwardGraphsCuda.*:PdlCuda.*:PiecewiseGraphRunnerCuda.*:PiecewiseGraphsCuda.*:FullExtendGraphsCuda.*:SegmentedCaptureCuda.*:SegmentedGraphCuda.*:OpsCudaCapture.*:OpsAttentionCuda.ExtendFixedLaunch*'
-  shards=${SANITIZE_SHARDS:-1}
-  run_shards=${SANITIZE_RUN_SHARDS:-$(seq -s ' ' 0 $((shards - 1)))}
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     filter=$GF
     [ $tool = racecheck ] && filter="$GF-OpsCudaCapture.TimedLinearChoice*"
@@ -141,7 +151,7 @@ if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
       rcs+="$rc "; [ $rc = 0 ] || bad=$((bad + 1))
       ok=$((ok + $(grep -cE '^\[       OK \]' "$TMP/san_${tool}_$i.log")))
     done
-    [ $bad = 0 ] || san_rc=1
+    [ $bad = 0 ] && [ $ok -gt 0 ] || san_rc=1
     # One report line a shard (0 errors / 0 hazards), or none where the box ended the shard first.
     reports=$(cat "$TMP"/san_${tool}_*.log | grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' | sed -E 's/.*SUMMARY: //' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
     san_summary+="compute-sanitizer $tool on the graph tests: shards $run_shards of $shards, rc ${rcs% } (124 = timed out); $ok tests OK; reports:${reports:- none}"$'\n'
