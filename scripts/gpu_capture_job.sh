@@ -72,7 +72,7 @@ for f in sorted(glob.glob(os.path.join(w, "*.json"))):
     j = load(n)
     if j is None: print(n, "no json"); continue
     if n.startswith("verify"):
-        for mode in ("decode", "piecewise"):
+        for mode in ("decode", "piecewise", "full_extend"):
             g = j.get(mode) or {}
             ps = g.get("per_size", [])
             ok = sum(1 for s in ps if s.get("verified"))

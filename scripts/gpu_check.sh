@@ -105,7 +105,7 @@ if [ "${VERIFY:-1}" != 0 ]; then
 import json, sys
 j = json.load(open(sys.argv[1]))
 bad, n, worst = [], 0, 0.0
-for mode in ("decode", "piecewise"):
+for mode in ("decode", "piecewise", "full_extend"):
     for s in (j.get(mode) or {}).get("per_size", []):
         n += 1
         if s.get("max_abs_diff") is not None:
