@@ -112,6 +112,35 @@ double event_ms_per_call(Device d, int warmup, int iters, const std::function<vo
   return static_cast<double>(start->elapsed_ms(*end)) / iters;
 }
 
+SyncStepParts sync_step_parts(Device d, int warmup, int iters, const std::function<Tensor()>& forward,
+                              const std::function<Tensor(const Tensor&)>& pick) {
+  GRT_CHECK(iters >= 1, "sync_step_parts needs iters >= 1, got {}", iters);
+  Stream& s = current_stream(d);
+  auto step = [&] { return to_host_vector<int32_t>(pick(forward())); };
+  for (int i = 0; i < warmup; ++i) step();
+  s.synchronize();
+  auto e0 = new_event(d, true), e1 = new_event(d, true), e2 = new_event(d, true);
+  std::vector<double> fwd, pk, wall;
+  for (int i = 0; i < iters; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    e0->record(s);
+    const Tensor logits = forward();
+    e1->record(s);
+    const Tensor ids = pick(logits);
+    e2->record(s);
+    (void)to_host_vector<int32_t>(ids);
+    const double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+    fwd.push_back(e0->elapsed_ms(*e1)), pk.push_back(e1->elapsed_ms(*e2)), wall.push_back(w);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  SyncStepParts parts{median(fwd), median(pk), 0, median(wall)};
+  parts.readback_ms = parts.wall_ms - parts.forward_ms - parts.pick_ms;  // so that the parts add up
+  return parts;
+}
+
 double copy_bandwidth_gbps(Device d) {
   const int64_t bytes = d.is_cuda() ? (int64_t{1} << 30) : (int64_t{64} << 20);
   Tensor a = zeros(Shape{bytes}, DType::U8, d), b = zeros(Shape{bytes}, DType::U8, d);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/device_id.h"
+#include "core/tensor.h"
 
 namespace grt::bench {
 
@@ -24,6 +25,19 @@ std::vector<double> interleaved_medians_ms(Device device, int warmup, int iters,
 // Average milliseconds of one call of fn, timed with device events around `iters` back-to-back
 // calls (kernel time; launch gaps included only where the GPU waits for them).
 double event_ms_per_call(Device device, int warmup, int iters, const std::function<void()>& fn);
+// A synchronised step taken apart by device events (medians over `iters` steps, ms). `forward`
+// enqueues a step and returns its logits; `pick` enqueues the kernels that choose the next ids
+// from them and returns the ids, which are then copied to the host (that copy waits for the device).
+//   forward_ms:  from the step's start on an idle device to its logits (host staging, uploads and
+//                launches included wherever the device waits for them);
+//   pick_ms:     the choosing kernels after the logits;
+//   readback_ms: the median wall time less the two medians above: the ids' copy, the wait's
+//                wake-up, the events' own cost.
+struct SyncStepParts {
+  double forward_ms = 0, pick_ms = 0, readback_ms = 0, wall_ms = 0;
+};
+SyncStepParts sync_step_parts(Device device, int warmup, int iters, const std::function<Tensor()>& forward,
+                              const std::function<Tensor(const Tensor&)>& pick);
 // Microseconds per call of `launch`, sorted: `launches` back-to-back calls launch(0), launch(1), ...
 // captured once into a CUDA graph on the device's current stream (not the legacy default stream),
 // replayed once untimed, then `reps` times between two device events.

@@ -2,7 +2,8 @@
 // (ModelRunner forward + sampling, inputs uploaded every step), next to the PyTorch eager and
 // CUDA-graph anchors and the bandwidth roofline (the bytes a step reads: decode_step_weight_bytes
 // and the KV cache, over the measured copy rate); beside each synchronised graph step the same steps
-// back to back without sampling (the device's time per step); plus capture time and graph memory of
+// back to back without sampling (the device's time per step) and the synchronised step taken apart
+// by device events (forward, greedy pick, read-back and wake-up); plus capture time and graph memory of
 // the full capture list. GRAPHRT_BENCH_PROFILE=1 adds one graph step per batch size inside a profiler range
 // (ncu --profile-from-start off: the replayed graph's kernel nodes, one result each). --trace PATH
 // traces graph steps of each batch size after the timed loops (bench/bench_trace.h: the in-graph
@@ -18,6 +19,7 @@
 #include "device/device.h"
 #include "model/model_weights.h"
 #include "ops/random_fill.h"
+#include "ops/sampling.h"
 #include "runtime/capture_report.h"
 #if defined(GRAPHRT_WITH_CUDA)
 #include "ops/cuda/pdl.h"
@@ -122,6 +124,10 @@ void run_decode(const DecodeOpts& o) {
     // step ahead, so this is the device's time per step (input upload, replay, logit rows). What
     // graph_ms adds to it is sampling and the host time the device waits for in a synchronised step.
     const double back_to_back = bench::event_ms_per_call(d, 3, o.iters, [&] { runner->forward(b); });
+    // The synchronised graph step taken apart: forward, the greedy pick (the batch's rows are all
+    // greedy: ModelRunner::sample runs ops::argmax), the ids' read-back and the wake-up.
+    const bench::SyncStepParts parts = bench::sync_step_parts(
+        d, 3, o.iters, [&] { return runner->forward(b); }, [](const Tensor& logits) { return ops::argmax(logits); });
     bench::profiled_step(d, [&] { runner->sample(b, runner->forward(b)); });  // one graph step
     const double kv_bytes = static_cast<double>(TokenToKVPool::bytes_per_token(m.config().num_hidden_layers,
                                                                                kv_width, m.dtype())) *
@@ -134,6 +140,11 @@ void run_decode(const DecodeOpts& o) {
                           {"graph_ms", graph},
                           {"graph_speedup", eager / graph},
                           {"graph_back_to_back_ms", back_to_back},
+                          {"sync_step_parts_ms",
+                           {{"forward", parts.forward_ms},
+                            {"pick", parts.pick_ms},
+                            {"readback", parts.readback_ms},
+                            {"wall", parts.wall_ms}}},
                           {"roofline_ms", roof},
                           {"graph_roofline_fraction", roof / graph}};
     const double te = bench::anchor_value(anchor, akey, bs, "eager_ms");
@@ -185,7 +196,7 @@ void run_decode(const DecodeOpts& o) {
   if (o.lazy)
     std::printf("lazy capture: start-up %.3f s; per batch size below: first hit / steady\n",
                 j["lazy"]["startup_seconds"].get<double>());
-  for (auto& r : j["decode"])
+  for (auto& r : j["decode"]) {
     std::printf("decode bs %3d ctx %d: eager %8.3f ms, graph %8.3f ms (x%.2f; back to back without sampling %.3f ms), "
                 "roofline %.3f ms (%.0f%%), torch graph %s\n",
                 r["bs"].get<int>(), o.context, r["eager_ms"].get<double>(), r["graph_ms"].get<double>(),
@@ -193,6 +204,11 @@ void run_decode(const DecodeOpts& o) {
                 100.0 * r["graph_roofline_fraction"].get<double>(),
                 r.contains("torch_graph_ms") ? fmt::format("{:.3f} ms", r["torch_graph_ms"].get<double>()).c_str()
                                              : "n/a");
+    const auto& p = r["sync_step_parts_ms"];
+    std::printf("  synchronised graph step %.3f ms = forward %.3f + greedy pick %.3f + read-back and wake-up %.3f\n",
+                p["wall"].get<double>(), p["forward"].get<double>(), p["pick"].get<double>(),
+                p["readback"].get<double>());
+  }
   if (o.lazy)
     for (auto& r : j["decode"])
       std::printf("lazy   bs %3d: first hit %8.3f ms, then %8.3f ms\n", r["bs"].get<int>(),

@@ -49,6 +49,9 @@ def main(path, capture_path=None):
             beside = f"roofline {r['roofline_ms']:.3f} ({r['graph_roofline_fraction']:.0%}); torch graph {r.get('torch_graph_ms', nan):.3f}"
             if "graph_back_to_back_ms" in r:  # benches before session 37 lack it
                 beside += f"; back to back {r['graph_back_to_back_ms']:.3f}"
+            if "sync_step_parts_ms" in r:  # benches before session 38 lack it
+                p = r["sync_step_parts_ms"]
+                beside += f"; forward {p['forward']:.3f} + pick {p['pick']:.3f} + read-back {p['readback']:.3f}"
             rows.append((f"decode {model} bs {bs}", r["graph_ms"], target, "ms", r["graph_ms"] <= target, beside))
     j = prefill("qwen3-0.6b")
     if j:

@@ -43,6 +43,14 @@ TEST(BenchCli, DecodeTimesEagerAndGraphPerBatchSize) {
     EXPECT_GT(row["eager_ms"].get<double>(), 0.0) << row.dump();
     EXPECT_GT(row["graph_ms"].get<double>(), 0.0) << row.dump();
     EXPECT_GT(row["graph_back_to_back_ms"].get<double>(), 0.0) << row.dump();
+    // The synchronised step's parts: each measured, and forward + pick + read-back is the wall time.
+    const json& p = row["sync_step_parts_ms"];
+    EXPECT_GT(p["forward"].get<double>(), 0.0) << row.dump();
+    EXPECT_GE(p["pick"].get<double>(), 0.0) << row.dump();
+    EXPECT_GT(p["wall"].get<double>(), 0.0) << row.dump();
+    EXPECT_NEAR(p["forward"].get<double>() + p["pick"].get<double>() + p["readback"].get<double>(),
+                p["wall"].get<double>(), 1e-9)
+        << row.dump();
   }
 }
 

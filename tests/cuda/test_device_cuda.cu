@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -259,6 +260,33 @@ TEST_F(CudaDeviceStreams, HostReturnsBeforeTheWorkRuns) {
   s->copy_to_host(&seen, out, sizeof(int));
   EXPECT_EQ(seen, 1) << "the kernel timed out waiting for the flag";
   cudaFreeHost(flag);
+}
+
+// Small copies to the host go through the stream's page-locked buffer (up to 64 KiB), larger
+// ones straight into the caller's memory: both exact at and across the boundary, and the shared
+// buffer safe when two threads read back on the same stream.
+TEST_F(CudaDeviceStreams, CopyToHostIsExactAcrossTheReadbackSizeAndFromTwoThreads) {
+  auto s = new_stream(kGpu);
+  for (size_t n : {size_t{1}, size_t{16384}, size_t{16385}, size_t{40000}}) {  // floats: 4 B .. 160 KB
+    const std::vector<float> want = iota_host(n, static_cast<float>(n));
+    DeviceBuffer d(n);
+    s->copy_async(d.get(), want.data(), d.bytes());
+    s->synchronize();
+    EXPECT_EQ(to_host(*s, d.get(), n), want) << n << " floats";
+  }
+  DeviceBuffer a(1000), b(1000);
+  const std::vector<float> wa = iota_host(1000, 1.0f), wb = iota_host(1000, -5000.0f);
+  s->copy_async(a.get(), wa.data(), a.bytes());
+  s->copy_async(b.get(), wb.data(), b.bytes());
+  s->synchronize();
+  int bad_a = 0, bad_b = 0;
+  std::thread t([&] {
+    for (int i = 0; i < 300; ++i) bad_a += to_host(*s, a.get(), 1000) != wa;
+  });
+  for (int i = 0; i < 300; ++i) bad_b += to_host(*s, b.get(), 1000) != wb;
+  t.join();
+  EXPECT_EQ(bad_a, 0);
+  EXPECT_EQ(bad_b, 0);
 }
 
 // ---- events ----------------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 #include "device/cuda/cuda_stream.h"
 
+#include <cstring>
+
+#include "core/env_switch.h"
 #include "core/logging.h"
 #include "device/capture_state.h"
 #include "device/cuda/cuda_check.h"
@@ -10,6 +13,15 @@
 
 namespace grt::cuda {
 namespace {
+
+// Copies to the host up to this size go through the stream's page-locked buffer.
+constexpr size_t kReadbackBytes = size_t{64} << 10;
+
+// GRAPHRT_READBACK=pinned (default) | pageable: the small copies' path, for A/B runs.
+bool readback_pinned() {
+  static const bool pinned = env_choice("GRAPHRT_READBACK", {"pinned", "pageable"}, 0) == 0;
+  return pinned;
+}
 
 // What a failed cudaStreamEndCapture means, in graphrt's words.
 const char* explain_end_capture(cudaError_t err) {
@@ -77,6 +89,19 @@ void CudaStream::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   refuse_during_capture("copy_to_host", this);
   if (bytes == 0) return;
   use_device(index_);
+  if (bytes <= kReadbackBytes && readback_pinned()) {
+    // A step's sampled ids and logprobs: the copy engine writes page-locked memory directly, and
+    // one small host copy follows; into pageable memory the driver stages the copy itself.
+    std::lock_guard<std::mutex> lock(readback_mutex_);
+    if (!readback_) readback_ = std::make_unique<PinnedHostBuffer>(kReadbackBytes);
+    GRT_CUDA_CHECK(cudaMemcpyAsync(readback_->data(), src, bytes, cudaMemcpyDefault, stream_),
+                   "copying {} bytes from {} to page-locked host memory on stream {} of cuda:{}", bytes, src, id(),
+                   index_);
+    GRT_CUDA_CHECK(cudaStreamSynchronize(stream_), "waiting for a {}-byte copy to the host on stream {} of cuda:{}",
+                   bytes, id(), index_);
+    std::memcpy(host_dst, readback_->data(), bytes);
+    return;
+  }
   GRT_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDefault, stream_),
                  "copying {} bytes from {} to the host on stream {} of cuda:{}", bytes, src, id(), index_);
   GRT_CUDA_CHECK(cudaStreamSynchronize(stream_), "waiting for a {}-byte copy to the host on stream {} of cuda:{}",

@@ -3,8 +3,11 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <memory>
+#include <mutex>
 #include <thread>
 
+#include "device/cuda/cuda_pinned.h"
 #include "device/stream.h"
 
 namespace grt::cuda {
@@ -31,6 +34,9 @@ class CudaStream final : public Stream {
  private:
   int index_;
   cudaStream_t stream_ = nullptr;
+  // Small copies to the host land here first (made at the first one; see copy_to_host).
+  std::unique_ptr<PinnedHostBuffer> readback_;
+  std::mutex readback_mutex_;
   // Set while a capture begun on this stream (by capture_thread_) is open.
   bool began_capture_ = false;
   std::thread::id capture_thread_;
