@@ -68,6 +68,17 @@ TEST(KernelTimeline, MediansOverRunsWithOverlapAndGaps) {
   EXPECT_DOUBLE_EQ(t.lead_us, 5.0);
 }
 
+// Kernels back to back with no gap: the busy time is exactly the span. Summed in microseconds,
+// 0.001 + 0.014 + 3.825 came out one rounding step above 3.84 (an H100 trace test failed so).
+TEST(KernelTimeline, BackToBackKernelsAreBusyForExactlyTheSpan) {
+  std::vector<KernelRecord> recs;
+  lay_out(recs, 1000, {{"a", 1, 0}, {"b", 14, 0}, {"c", 3825, 0}});
+  const StepTimeline t = step_timeline(recs, {{0, 10000}});
+  EXPECT_DOUBLE_EQ(t.span_us, 3.84);
+  EXPECT_LE(t.busy_us, t.span_us);
+  EXPECT_EQ(t.busy_us, t.span_us);
+}
+
 TEST(KernelTimeline, GraphNodesMatchAcrossRunsByNodeNotByStartOrder) {
   std::vector<KernelRecord> recs;
   // Run 0 starts x then y; run 1 starts y first (two branches of a graph): x stays slot 0.

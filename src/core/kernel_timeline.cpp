@@ -79,7 +79,7 @@ StepTimeline step_timeline(const std::vector<KernelRecord>& records, const std::
       by_pos[it->second] = run[i];
     }
     uint64_t first = UINT64_MAX, last = 0;
-    double sum = 0;
+    double sum_ns = 0;  // whole nanoseconds, exact in a double: divided once, as the span is
     for (size_t p = 0; p < n; ++p) {
       const KernelRecord* r = by_pos[p];
       dur[p].push_back(us_between(r->start_ns, r->end_ns));
@@ -87,10 +87,12 @@ StepTimeline step_timeline(const std::vector<KernelRecord>& records, const std::
       adv[p].push_back(p == 0 ? dur[p].back() : us_between(by_pos[p - 1]->end_ns, r->end_ns));
       first = std::min(first, r->start_ns);
       last = std::max(last, r->end_ns);
-      sum += dur[p].back();
+      sum_ns += static_cast<double>(r->end_ns) - static_cast<double>(r->start_ns);
     }
     span.push_back(us_between(first, last));
-    busy.push_back(sum);
+    // Summed in microseconds, kernels back to back with no gap could add up a rounding step past
+    // the span (seen on an H100: 3.84 > 3.84).
+    busy.push_back(sum_ns / 1000.0);
     lead.push_back(us_between(windows[s].begin_ns, first));
   }
   StepTimeline t;
