@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <string>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "device/device.h"
@@ -18,6 +20,16 @@
 #include "memory/tensor_alloc.h"
 
 namespace grt::bench {
+namespace {
+
+// The benches' median: the upper middle value for an even count (every timed figure uses it, so
+// the figures of one bench compare as they always have).
+double upper_median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
 
 double median_ms(Device d, int warmup, int iters, const std::function<void()>& fn) {
   Stream& s = current_stream(d);
@@ -30,8 +42,7 @@ double median_ms(Device d, int warmup, int iters, const std::function<void()>& f
     s.synchronize();
     t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return upper_median(std::move(t));
 }
 
 std::vector<double> graph_replay_us_per_call(Device d, int launches, int reps, const std::function<void(int)>& launch) {
@@ -75,10 +86,7 @@ std::vector<double> interleaved_medians_ms(Device d, int warmup, int iters,
     }
   }
   std::vector<double> medians;
-  for (auto& v : t) {
-    std::sort(v.begin(), v.end());
-    medians.push_back(v[v.size() / 2]);
-  }
+  for (auto& v : t) medians.push_back(upper_median(std::move(v)));
   return medians;
 }
 
@@ -132,11 +140,7 @@ SyncStepParts sync_step_parts(Device d, int warmup, int iters, const std::functi
     const double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
     fwd.push_back(e0->elapsed_ms(*e1)), pk.push_back(e1->elapsed_ms(*e2)), wall.push_back(w);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  SyncStepParts parts{median(fwd), median(pk), 0, median(wall)};
+  SyncStepParts parts{upper_median(fwd), upper_median(pk), 0, upper_median(wall)};
   parts.readback_ms = parts.wall_ms - parts.forward_ms - parts.pick_ms;  // so that the parts add up
   return parts;
 }

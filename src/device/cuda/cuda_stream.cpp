@@ -89,23 +89,22 @@ void CudaStream::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   refuse_during_capture("copy_to_host", this);
   if (bytes == 0) return;
   use_device(index_);
-  if (bytes <= kReadbackBytes && readback_pinned()) {
-    // A step's sampled ids and logprobs: the copy engine writes page-locked memory directly, and
-    // one small host copy follows; into pageable memory the driver stages the copy itself.
-    std::lock_guard<std::mutex> lock(readback_mutex_);
+  // A step's sampled ids and logprobs go through the stream's page-locked buffer: the copy engine
+  // writes it directly, and one small host copy follows; into pageable memory the driver stages
+  // the copy itself.
+  const bool bounce = bytes <= kReadbackBytes && readback_pinned();
+  std::unique_lock<std::mutex> lock(readback_mutex_, std::defer_lock);
+  void* dst = host_dst;
+  if (bounce) {
+    lock.lock();
     if (!readback_) readback_ = std::make_unique<PinnedHostBuffer>(kReadbackBytes);
-    GRT_CUDA_CHECK(cudaMemcpyAsync(readback_->data(), src, bytes, cudaMemcpyDefault, stream_),
-                   "copying {} bytes from {} to page-locked host memory on stream {} of cuda:{}", bytes, src, id(),
-                   index_);
-    GRT_CUDA_CHECK(cudaStreamSynchronize(stream_), "waiting for a {}-byte copy to the host on stream {} of cuda:{}",
-                   bytes, id(), index_);
-    std::memcpy(host_dst, readback_->data(), bytes);
-    return;
+    dst = readback_->data();
   }
-  GRT_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDefault, stream_),
+  GRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_),
                  "copying {} bytes from {} to the host on stream {} of cuda:{}", bytes, src, id(), index_);
   GRT_CUDA_CHECK(cudaStreamSynchronize(stream_), "waiting for a {}-byte copy to the host on stream {} of cuda:{}",
                  bytes, id(), index_);
+  if (bounce) std::memcpy(host_dst, dst, bytes);
 }
 
 void CudaStream::synchronize() {
